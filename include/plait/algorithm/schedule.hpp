@@ -1,0 +1,87 @@
+// Schedules: what an algorithm is. A schedule lists, for one rank, the steps of
+// a collective; each step posts some sends and receives, each a message of
+// whole blocks exchanged with one peer. Schedules are plain constexpr data:
+// they never see bytes or transports, so they can be checked symbolically
+// (plait::verify) and run unchanged on every transport by the executor.
+#pragma once
+
+#include <concepts>
+#include <string_view>
+#include <vector>
+
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// One message: the listed blocks, concatenated in this order, to or from `peer`.
+struct transfer {
+  int peer = -1;
+  std::vector<int> blocks;
+
+  constexpr bool operator==(const transfer&) const = default;
+};
+
+/// One step: every transfer is posted at once, then all complete before the
+/// next step starts. A block received in a step may be sent from the next step on.
+/// Between one pair of ranks, messages match in the order they are posted.
+struct step {
+  std::vector<transfer> sends;
+  std::vector<transfer> recvs;
+
+  constexpr step& send(int peer, std::vector<int> blocks) {
+    sends.push_back(transfer{peer, std::move(blocks)});
+    return *this;
+  }
+  constexpr step& recv(int peer, std::vector<int> blocks) {
+    recvs.push_back(transfer{peer, std::move(blocks)});
+    return *this;
+  }
+  constexpr bool operator==(const step&) const = default;
+};
+
+/// One rank's whole part in one collective.
+struct schedule {
+  std::vector<step> steps;
+
+  /// Appends an empty step and returns it for filling.
+  constexpr step& next_step() { return steps.emplace_back(); }
+  constexpr bool operator==(const schedule&) const = default;
+};
+
+/// Opt-in tag: a type is an algorithm when it says `using algorithm_concept = plait::algorithm_tag;`.
+struct algorithm_tag {};
+
+template <class A>
+concept algorithm = std::same_as<typename A::algorithm_concept, algorithm_tag>;
+
+/// An algorithm that has a schedule for operation Op:
+///   static constexpr plait::schedule plan(Op, int rank, int size);
+template <class A, class Op>
+concept schedules = algorithm<A> && operation<Op> && requires(int r) {
+  { A::plan(Op{}, r, r) } -> std::same_as<schedule>;
+};
+
+/// Whether A can run Op on `size` ranks. Algorithms with a restriction (an odd
+/// size for neighbor_exchange) say so with `static constexpr bool accepts(Op, int size)`.
+template <class A, class Op>
+constexpr bool accepts(int size) {
+  if constexpr (requires { { A::accepts(Op{}, size) } -> std::convertible_to<bool>; }) {
+    return A::accepts(Op{}, size);
+  } else {
+    return size >= 1;
+  }
+}
+
+/// The algorithm's display name: `A::name` if it has one.
+template <class A>
+constexpr std::string_view algorithm_name() {
+  if constexpr (requires { { A::name } -> std::convertible_to<std::string_view>; }) {
+    return A::name;
+  } else {
+    return "user algorithm";
+  }
+}
+
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,88 @@
+// The transport concept: what a communicator must offer for plait's executor
+// to run any schedule on it. Transports move bytes between ranks; they never
+// see algorithms or layouts.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace plait {
+inline namespace v0 {
+
+using clock = std::chrono::steady_clock;
+/// The point in time after which a wait gives up with errc::timeout.
+using deadline = clock::time_point;
+
+/// Memory spaces: where a transport's buffers live. Host transports pack
+/// non-contiguous blocks on the CPU, device transports with kernels.
+struct host_memory {};
+struct device_memory {};
+
+/// Opt-in tag: `using transport_concept = plait::transport_tag;`.
+struct transport_tag {};
+
+/// Color for split(): this rank joins no group and gets a null communicator.
+inline constexpr int no_group = -1;
+
+/// The default tag of user point-to-point messages. Collectives take fresh
+/// tags from next_tag(), which never returns this one.
+inline constexpr int user_tag = 0;
+
+/// A communicator type plait can run collectives on. Between two ranks,
+/// messages with the same tag match in the order they were posted.
+///   rank(), size()                          this rank and the group's size
+///   isend(peer, bytes, tag) -> request      post a send; bytes stay untouched until completion
+///   irecv(peer, bytes, tag) -> request      post a receive of exactly bytes.size() bytes
+///   wait_all(span<request>, deadline)       complete them all or throw plait::error
+///   next_tag()                              a fresh tag for one collective call (same on every rank)
+///   timeout()                               how long one wait may take
+///   bytes_sent()                            payload bytes this rank has sent
+///   barrier()
+template <class C>
+concept transport = std::same_as<typename C::transport_concept, transport_tag> &&
+                    requires(C& comm, const C& const_comm, int peer, int tag, std::span<const std::byte> out,
+                             std::span<std::byte> in, std::span<typename C::request> requests, deadline until) {
+                      typename C::memory_space;
+                      { const_comm.rank() } -> std::same_as<int>;
+                      { const_comm.size() } -> std::same_as<int>;
+                      { comm.isend(peer, out, tag) } -> std::same_as<typename C::request>;
+                      { comm.irecv(peer, in, tag) } -> std::same_as<typename C::request>;
+                      comm.wait_all(requests, until);
+                      { comm.next_tag() } -> std::same_as<int>;
+                      { const_comm.timeout() } -> std::convertible_to<clock::duration>;
+                      { const_comm.bytes_sent() } -> std::same_as<std::uint64_t>;
+                      comm.barrier();
+                    };
+
+namespace detail {
+/// Names the first member a would-be transport lacks, so a user who writes a
+/// transport gets one precise message instead of a failed concept dump.
+template <class C>
+consteval bool check_transport() {
+  static_assert(requires { typename C::transport_concept; },
+                "plait: a transport must opt in with `using transport_concept = plait::transport_tag;`");
+  static_assert(requires { typename C::request; }, "plait: transport lacks the nested type `request`");
+  static_assert(requires { typename C::memory_space; },
+                "plait: transport lacks `using memory_space = plait::host_memory;` (or device_memory)");
+  static_assert(requires(const C& c) { { c.rank() } -> std::same_as<int>; }, "plait: transport lacks `int rank() const`");
+  static_assert(requires(const C& c) { { c.size() } -> std::same_as<int>; }, "plait: transport lacks `int size() const`");
+  static_assert(requires(C& c, std::span<const std::byte> out) { c.isend(0, out, 0); },
+                "plait: transport lacks `request isend(int peer, std::span<const std::byte>, int tag)`");
+  static_assert(requires(C& c, std::span<std::byte> in) { c.irecv(0, in, 0); },
+                "plait: transport lacks `request irecv(int peer, std::span<std::byte>, int tag)`");
+  static_assert(requires(C& c, std::span<typename C::request> r, deadline d) { c.wait_all(r, d); },
+                "plait: transport lacks `void wait_all(std::span<request>, plait::deadline)`");
+  static_assert(requires(C& c) { { c.next_tag() } -> std::same_as<int>; }, "plait: transport lacks `int next_tag()`");
+  static_assert(requires(const C& c) { c.timeout(); }, "plait: transport lacks `timeout() const`");
+  static_assert(requires(const C& c) { { c.bytes_sent() } -> std::same_as<std::uint64_t>; },
+                "plait: transport lacks `std::uint64_t bytes_sent() const`");
+  static_assert(requires(C& c) { c.barrier(); }, "plait: transport lacks `void barrier()`");
+  return true;
+}
+}  // namespace detail
+
+}  // namespace v0
+}  // namespace plait
