@@ -1,0 +1,34 @@
+// plait::ring — each rank passes blocks to its right neighbour.
+//
+// all-gather, P-1 steps: in step k rank r sends block (r-k) mod P to r+1 and
+// receives block (r-k-1) mod P from r-1. Every rank sends (P-1)·n bytes:
+// bandwidth-optimal, latency (P-1)·alpha.
+#pragma once
+
+#include <string_view>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+struct ring {
+  using algorithm_concept = algorithm_tag;
+  static constexpr std::string_view name = "ring";
+
+  static constexpr schedule plan(op::all_gather, int rank, int size) {
+    schedule s;
+    const int right = (rank + 1) % size;
+    const int left = (rank + size - 1) % size;
+    for (int k = 0; k + 1 < size; ++k) {
+      s.next_step()
+          .send(right, {(rank - k + size) % size})
+          .recv(left, {(rank - k - 1 + 2 * size) % size});
+    }
+    return s;
+  }
+};
+
+}  // namespace v0
+}  // namespace plait
