@@ -1,0 +1,58 @@
+// plait::direct — every rank talks to every other rank directly.
+//
+// all-gather, 1 step: rank r posts its shard to all P-1 peers and P-1
+// receives at once. Bytes sent per rank: (P-1)·n; latency alpha plus
+// 2·(P-1) message overheads, bandwidth (P-1)·n·beta — if the transport really
+// overlaps the messages. Good for small P and fast, fully connected links.
+//
+// all-to-all, throttled: posting P-1 sends and receives at once floods large
+// groups (every rank hammers the same few peers, buffers pile up), so the
+// exchange runs in ceil((P-1)/W) steps with at most W = direct::max_in_flight
+// (8) peers each way per step; step j covers the offsets j·W+1 .. (j+1)·W:
+// rank r sends block (r, r+k) to r+k and receives block (r-k, r) from r-k.
+// Bytes sent per rank: (P-1)·n; latency ceil((P-1)/8)·alpha.
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+struct direct {
+  using algorithm_concept = algorithm_tag;
+  static constexpr std::string_view name = "direct";
+
+  /// The most peers an all-to-all step sends to (and receives from).
+  static constexpr int max_in_flight = 8;
+
+  static constexpr schedule plan(op::all_gather, int rank, int size) {
+    schedule s;
+    if (size == 1) return s;
+    step& only = s.next_step();
+    for (int k = 1; k < size; ++k) {
+      const int from = (rank - k + size) % size;
+      only.send((rank + k) % size, {rank}).recv(from, {from});
+    }
+    return s;
+  }
+
+  static constexpr schedule plan(op::all_to_all, int rank, int size) {
+    schedule s;
+    for (int first = 1; first < size; first += max_in_flight) {
+      step& current = s.next_step();
+      for (int k = first; k < std::min(first + max_in_flight, size); ++k) {
+        const int to = (rank + k) % size;
+        const int from = (rank - k + size) % size;
+        current.send(to, {op::all_to_all::block(rank, to, size)}).recv(from, {op::all_to_all::block(from, rank, size)});
+      }
+    }
+    return s;
+  }
+};
+
+}  // namespace v0
+}  // namespace plait

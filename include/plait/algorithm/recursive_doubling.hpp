@@ -1,0 +1,71 @@
+// plait::recursive_doubling — ranks pair up at distance 1, 2, 4, ... and swap
+// everything they have gathered so far.
+//
+// all-gather. For P a power of two: lg P steps; in step k rank r exchanges the
+// 2^k blocks of its aligned group with r XOR 2^k. Bytes sent per rank:
+// (P-1)·n; latency lg P·alpha, bandwidth (P-1)·n·beta.
+// Any other P = p2 + rem (p2 the largest power of two below P): each extra rank
+// p2+i first hands its block to rank i, the p2 ranks run the power-of-two
+// exchange carrying the extras' blocks along, then rank i sends rank p2+i
+// everything else. lg p2 + 2 steps on ranks below rem; the extra phase costs
+// 2·alpha plus (P-1)·n·beta for the pairs involved, so the bandwidth term is
+// ~2·(P-1)·n·beta on the critical path.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+struct recursive_doubling {
+  using algorithm_concept = algorithm_tag;
+  static constexpr std::string_view name = "recursive_doubling";
+
+  static constexpr schedule plan(op::all_gather, int rank, int size) {
+    schedule s;
+    int p2 = 1;
+    while (p2 * 2 <= size) p2 *= 2;
+    const int rem = size - p2;
+    if (rank >= p2) {
+      // An extra rank only hands over its shard and collects the result.
+      s.next_step().send(rank - p2, {rank});
+      s.next_step().recv(rank - p2, all_but(rank, size));
+      return s;
+    }
+    if (rank < rem) s.next_step().recv(rank + p2, {rank + p2});
+    for (int mask = 1; mask < p2; mask <<= 1) {
+      const int partner = rank ^ mask;
+      s.next_step()
+          .send(partner, group(rank & ~(mask - 1), mask, p2, size))
+          .recv(partner, group(partner & ~(mask - 1), mask, p2, size));
+    }
+    if (rank < rem) s.next_step().send(rank + p2, all_but(rank + p2, size));
+    return s;
+  }
+
+ private:
+  /// The blocks a group of `width` ranks starting at `first` holds: its own
+  /// shards, then those of the extra ranks it stands in for.
+  static constexpr std::vector<int> group(int first, int width, int p2, int size) {
+    std::vector<int> blocks;
+    for (int b = first; b < first + width; ++b) blocks.push_back(b);
+    for (int b = first; b < first + width; ++b) {
+      if (b + p2 < size) blocks.push_back(b + p2);
+    }
+    return blocks;
+  }
+  static constexpr std::vector<int> all_but(int skip, int size) {
+    std::vector<int> blocks;
+    for (int b = 0; b < size; ++b) {
+      if (b != skip) blocks.push_back(b);
+    }
+    return blocks;
+  }
+};
+
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,300 @@
+// plait::verify — a symbolic proof, for one group size, that an algorithm's
+// schedules implement an operation under the executor's rules:
+//   * peers are in range and never the rank itself;
+//   * a send carries only blocks the rank holds at the start of that step
+//     (held initially per the op's block model, or received in an earlier step);
+//   * a rank never receives a block it already holds, and each block at most once;
+//   * at the end every rank holds every block Op::needs_finally names;
+//   * for each ordered pair (s, d) the k-th message s posts to d and the k-th
+//     receive d posts from s exist together and list the same blocks (FIFO);
+//   * no deadlock under rendezvous semantics: a message completes only when
+//     both sides have posted it, a rank leaves a step when all its transfers
+//     completed; if no rank can move and some are not done, it is a deadlock.
+// Everything is constexpr (std::vector only), so a user algorithm can be
+// checked with static_assert(plait::verify<my_algorithm, plait::op::all_gather>(8)).
+// Compilers bound constant evaluation (clang: -fconstexpr-steps, 1M by
+// default), so keep static_asserts to small P and check larger P at run time.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// What verify found wrong first (none when the schedules are correct).
+enum class verify_fault {
+  none,
+  bad_size,          ///< size < 1
+  unsupported,       ///< the algorithm does not accept this size (accepts() is false)
+  bad_peer,          ///< a peer outside [0, size)
+  self_transfer,     ///< a send or receive with the rank itself
+  bad_block,         ///< a block outside [0, Op::blocks(size))
+  duplicate_block,   ///< one message lists a block twice
+  send_unheld,       ///< a send of a block the rank does not hold at that step
+  recv_held,         ///< a receive of a block the rank already holds
+  recv_twice,        ///< a block received twice
+  missing_block,     ///< a block Op::needs_finally names never arrives
+  unmatched,         ///< a send without its receive, or a receive without its send
+  mismatched_blocks, ///< a matched send and receive list different blocks
+  deadlock,          ///< the ranks wait on each other forever
+};
+
+/// verify's finding with where it happened (-1 where it does not apply).
+struct verify_result {
+  verify_fault fault = verify_fault::none;
+  int rank = -1;
+  int step = -1;
+  int peer = -1;
+  int block = -1;
+
+  constexpr explicit operator bool() const noexcept { return fault == verify_fault::none; }
+};
+
+namespace detail {
+
+/// Where one transfer sits in its rank's schedule.
+struct transfer_position {
+  int step;
+  int index;
+};
+
+/// One wait of a rank's step: the step `peer` must reach for the transfer to complete.
+struct step_dependency {
+  int peer;
+  int peer_step;
+};
+
+template <class Op>
+constexpr verify_result check_holdings(const schedule& plan, int rank, int size) {
+  const int blocks = Op::blocks(size);
+  std::vector<char> held(static_cast<std::size_t>(blocks), 0);
+  std::vector<char> arriving(static_cast<std::size_t>(blocks), 0);
+  std::vector<int> stamp(static_cast<std::size_t>(blocks), -1);  // last message that listed a block
+  for (int b = 0; b < blocks; ++b) held[static_cast<std::size_t>(b)] = Op::holds_initially(rank, b, size) ? 1 : 0;
+  int message = 0;
+  for (int t = 0; t < static_cast<int>(plan.steps.size()); ++t) {
+    const step& st = plan.steps[static_cast<std::size_t>(t)];
+    auto check_message = [&](const transfer& x) -> verify_result {
+      if (x.peer < 0 || x.peer >= size) return {verify_fault::bad_peer, rank, t, x.peer, -1};
+      if (x.peer == rank) return {verify_fault::self_transfer, rank, t, x.peer, -1};
+      for (int b : x.blocks) {
+        if (b < 0 || b >= blocks) return {verify_fault::bad_block, rank, t, x.peer, b};
+        auto& last = stamp[static_cast<std::size_t>(b)];
+        if (last == message) return {verify_fault::duplicate_block, rank, t, x.peer, b};
+        last = message;
+      }
+      ++message;
+      return {};
+    };
+    for (const transfer& x : st.sends) {
+      if (auto r = check_message(x); !r) return r;
+      for (int b : x.blocks) {
+        if (held[static_cast<std::size_t>(b)] == 0) return {verify_fault::send_unheld, rank, t, x.peer, b};
+      }
+    }
+    for (const transfer& x : st.recvs) {
+      if (auto r = check_message(x); !r) return r;
+      for (int b : x.blocks) {
+        const auto i = static_cast<std::size_t>(b);
+        if (arriving[i] != 0) return {verify_fault::recv_twice, rank, t, x.peer, b};
+        if (held[i] != 0) return {verify_fault::recv_held, rank, t, x.peer, b};
+        arriving[i] = 1;
+      }
+    }
+    // Received blocks become sendable only from the next step on.
+    for (const transfer& x : st.recvs) {
+      for (int b : x.blocks) held[static_cast<std::size_t>(b)] = 1;
+    }
+  }
+  for (int b = 0; b < blocks; ++b) {
+    if (Op::needs_finally(rank, b, size) && held[static_cast<std::size_t>(b)] == 0) {
+      return {verify_fault::missing_block, rank, -1, -1, b};
+    }
+  }
+  return {};
+}
+
+/// Checks holdings, matching and progress for the given per-rank schedules.
+template <class Op>
+constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
+  const int size = static_cast<int>(plans.size());
+  if (size < 1) return {verify_fault::bad_size};
+  for (int r = 0; r < size; ++r) {
+    if (auto res = check_holdings<Op>(plans[static_cast<std::size_t>(r)], r, size); !res) return res;
+  }
+
+  // Messages per ordered pair (s, d), in posting order: steps in order, and
+  // within a step the order of the transfer lists.
+  const auto pairs = static_cast<std::size_t>(size) * static_cast<std::size_t>(size);
+  std::vector<std::vector<transfer_position>> sent(pairs);
+  std::vector<std::vector<transfer_position>> received(pairs);
+  auto pair_index = [size](int s, int d) { return static_cast<std::size_t>(s) * static_cast<std::size_t>(size) + static_cast<std::size_t>(d); };
+  std::vector<int> first_step(static_cast<std::size_t>(size) + 1, 0);
+  for (int r = 0; r < size; ++r) {
+    const schedule& plan = plans[static_cast<std::size_t>(r)];
+    first_step[static_cast<std::size_t>(r) + 1] = first_step[static_cast<std::size_t>(r)] + static_cast<int>(plan.steps.size());
+    for (int t = 0; t < static_cast<int>(plan.steps.size()); ++t) {
+      const step& st = plan.steps[static_cast<std::size_t>(t)];
+      for (int i = 0; i < static_cast<int>(st.sends.size()); ++i) {
+        sent[pair_index(r, st.sends[static_cast<std::size_t>(i)].peer)].push_back({t, i});
+      }
+      for (int i = 0; i < static_cast<int>(st.recvs.size()); ++i) {
+        received[pair_index(st.recvs[static_cast<std::size_t>(i)].peer, r)].push_back({t, i});
+      }
+    }
+  }
+
+  std::vector<std::vector<step_dependency>> waits(static_cast<std::size_t>(first_step[static_cast<std::size_t>(size)]));
+  for (int s = 0; s < size; ++s) {
+    for (int d = 0; d < size; ++d) {
+      const auto& out = sent[pair_index(s, d)];
+      const auto& in = received[pair_index(s, d)];
+      const std::size_t common = out.size() < in.size() ? out.size() : in.size();
+      for (std::size_t k = 0; k < common; ++k) {
+        const transfer& x = plans[static_cast<std::size_t>(s)].steps[static_cast<std::size_t>(out[k].step)].sends[static_cast<std::size_t>(out[k].index)];
+        const transfer& y = plans[static_cast<std::size_t>(d)].steps[static_cast<std::size_t>(in[k].step)].recvs[static_cast<std::size_t>(in[k].index)];
+        if (x.blocks != y.blocks) {
+          int block = -1;
+          for (std::size_t j = 0; j < x.blocks.size() || j < y.blocks.size(); ++j) {
+            if (j >= x.blocks.size() || j >= y.blocks.size() || x.blocks[j] != y.blocks[j]) {
+              block = j < x.blocks.size() ? x.blocks[j] : y.blocks[j];
+              break;
+            }
+          }
+          return {verify_fault::mismatched_blocks, s, out[k].step, d, block};
+        }
+        waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(s)] + out[k].step)].push_back({d, in[k].step});
+        waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(d)] + in[k].step)].push_back({s, out[k].step});
+      }
+      if (out.size() > common) return {verify_fault::unmatched, s, out[common].step, d, -1};
+      if (in.size() > common) return {verify_fault::unmatched, d, in[common].step, s, -1};
+    }
+  }
+
+  // Rendezvous simulation: a rank at step t leaves it once every peer it waits
+  // on has reached the step that posts the other side.
+  std::vector<int> at(static_cast<std::size_t>(size), 0);
+  auto steps_of = [&](int r) { return first_step[static_cast<std::size_t>(r) + 1] - first_step[static_cast<std::size_t>(r)]; };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < size; ++r) {
+      auto& t = at[static_cast<std::size_t>(r)];
+      while (t < steps_of(r)) {
+        bool ready = true;
+        for (const step_dependency& w : waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(r)] + t)]) {
+          if (at[static_cast<std::size_t>(w.peer)] < w.peer_step) {
+            ready = false;
+            break;
+          }
+        }
+        if (!ready) break;
+        ++t;
+        moved = true;
+      }
+    }
+  }
+  for (int r = 0; r < size; ++r) {
+    const int t = at[static_cast<std::size_t>(r)];
+    if (t < steps_of(r)) {
+      int peer = -1;
+      for (const step_dependency& w : waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(r)] + t)]) {
+        if (at[static_cast<std::size_t>(w.peer)] < w.peer_step) {
+          peer = w.peer;
+          break;
+        }
+      }
+      return {verify_fault::deadlock, r, t, peer, -1};
+    }
+  }
+  return {};
+}
+
+}  // namespace detail
+
+/// Checks A's schedules for Op on `size` ranks and says what is wrong first.
+template <class A, class Op>
+  requires schedules<A, Op>
+constexpr verify_result verify_detailed(int size) {
+  if (size < 1) return {verify_fault::bad_size};
+  if (!accepts<A, Op>(size)) return {verify_fault::unsupported};
+  std::vector<schedule> plans;
+  plans.reserve(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) plans.push_back(A::plan(Op{}, r, size));
+  return detail::verify_plans<Op>(plans);
+}
+
+/// True when A's schedules implement Op on `size` ranks (see the rules at the
+/// top of this header). Usable in constant expressions.
+template <class A, class Op>
+  requires schedules<A, Op>
+constexpr bool verify(int size) {
+  return static_cast<bool>(verify_detailed<A, Op>(size));
+}
+
+/// A fault's name, for messages.
+constexpr std::string_view to_string(verify_fault fault) noexcept {
+  switch (fault) {
+    case verify_fault::none: return "none";
+    case verify_fault::bad_size: return "bad_size";
+    case verify_fault::unsupported: return "unsupported";
+    case verify_fault::bad_peer: return "bad_peer";
+    case verify_fault::self_transfer: return "self_transfer";
+    case verify_fault::bad_block: return "bad_block";
+    case verify_fault::duplicate_block: return "duplicate_block";
+    case verify_fault::send_unheld: return "send_unheld";
+    case verify_fault::recv_held: return "recv_held";
+    case verify_fault::recv_twice: return "recv_twice";
+    case verify_fault::missing_block: return "missing_block";
+    case verify_fault::unmatched: return "unmatched";
+    case verify_fault::mismatched_blocks: return "mismatched_blocks";
+    case verify_fault::deadlock: return "deadlock";
+  }
+  return "unknown";
+}
+
+/// A sentence describing `result`; empty when it found nothing wrong.
+inline std::string describe(const verify_result& result) {
+  if (result) return {};
+  auto num = [](int v) { return std::to_string(v); };
+  const std::string at = "rank " + num(result.rank) + (result.step >= 0 ? ", step " + num(result.step) : std::string{});
+  switch (result.fault) {
+    case verify_fault::none: return {};
+    case verify_fault::bad_size: return "the group size must be at least 1";
+    case verify_fault::unsupported: return "the algorithm does not accept this group size";
+    case verify_fault::bad_peer: return at + ": peer " + num(result.peer) + " is not a rank of the group";
+    case verify_fault::self_transfer: return at + ": a transfer with itself (the executor copies local blocks)";
+    case verify_fault::bad_block: return at + ": block " + num(result.block) + " does not exist (peer " + num(result.peer) + ")";
+    case verify_fault::duplicate_block:
+      return at + ": the message with peer " + num(result.peer) + " lists block " + num(result.block) + " twice";
+    case verify_fault::send_unheld:
+      return at + ": sends block " + num(result.block) + " to rank " + num(result.peer) + " without holding it";
+    case verify_fault::recv_held:
+      return at + ": receives block " + num(result.block) + " from rank " + num(result.peer) + " but already holds it";
+    case verify_fault::recv_twice:
+      return at + ": receives block " + num(result.block) + " (from rank " + num(result.peer) + ") a second time";
+    case verify_fault::missing_block: return "rank " + num(result.rank) + " never receives block " + num(result.block);
+    case verify_fault::unmatched:
+      return at + ": a message with rank " + num(result.peer) + " has no matching counterpart on that rank";
+    case verify_fault::mismatched_blocks:
+      return at + ": the message to rank " + num(result.peer) + " and that rank's receive list different blocks (first difference: block " +
+             num(result.block) + ")";
+    case verify_fault::deadlock:
+      return at + ": deadlock, waiting for rank " + num(result.peer) + " which never posts the other side";
+  }
+  return "unknown fault";
+}
+
+/// What is wrong with A's schedules for Op on `size` ranks, in words; empty when they are correct.
+template <class A, class Op>
+  requires schedules<A, Op>
+std::string verify_report(int size) {
+  return describe(verify_detailed<A, Op>(size));
+}
+
+}  // namespace v0
+}  // namespace plait
