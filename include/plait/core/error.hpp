@@ -54,6 +54,10 @@ struct error_context {
   std::string_view operation;   ///< "all_gather<ring>", "barrier", "isend", ...
   int step = -1;                ///< schedule step, -1 outside a schedule
   int peer = -1;                ///< the peer involved, -1 if none
+
+  constexpr error_context() = default;
+  constexpr error_context(int rank_, std::string_view operation_ = {}, int step_ = -1, int peer_ = -1) noexcept
+      : rank(rank_), operation(operation_), step(step_), peer(peer_) {}
 };
 
 /// The one exception type plait throws. code() compares equal to a plait::errc.

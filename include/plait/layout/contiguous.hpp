@@ -1,0 +1,113 @@
+// plait::contiguous — 1-D data: all-gather concatenates equal shards in rank
+// order, all-to-all exchanges P equal blocks. (For tensors it means along<0>.)
+#pragma once
+
+#include <cstddef>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/views.hpp"
+#include "plait/layout/contiguous_plans.hpp"
+#include "plait/layout/layout.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+struct contiguous {
+  using layout_concept = layout_tag;
+  static constexpr std::string_view name = "contiguous";
+  template <class Op>
+  static constexpr bool serves = true;  // both all-gather and all-to-all
+};
+
+namespace detail {
+
+/// Who is calling what: the context every argument error names.
+struct call_site {
+  int rank;
+  int size;
+  std::string_view operation;
+
+  [[nodiscard]] error fail(errc code, const std::string& what) const { return error(code, what, {rank, operation}); }
+};
+
+inline void check_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
+  if (data == nullptr && count != 0) {
+    throw at.fail(errc::invalid_argument, std::string(which) + " buffer is null but holds " + std::to_string(count) +
+                                              " elements");
+  }
+}
+
+template <class Send, class Recv>
+constexpr void check_same_elements() {
+  using send_t = std::remove_cv_t<std::ranges::range_value_t<Send>>;
+  using recv_t = std::remove_cv_t<std::ranges::range_value_t<Recv>>;
+  static_assert(std::is_same_v<send_t, recv_t>, "plait: send and recv must hold the same element type");
+}
+
+template <send_range Send, recv_range Recv>
+gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& send, Recv&& recv) {
+  check_same_elements<Send, Recv>();
+  const std::size_t n = std::ranges::size(send);
+  const std::size_t total = std::ranges::size(recv);
+  check_not_null(at, std::ranges::data(send), n, "send");
+  check_not_null(at, std::ranges::data(recv), total, "recv");
+  if (total != n * static_cast<std::size_t>(at.size)) {
+    throw at.fail(errc::size_mismatch, "recv holds " + std::to_string(total) + " elements, but " +
+                                           std::to_string(at.size) + " ranks x " + std::to_string(n) +
+                                           " elements need " + std::to_string(n * static_cast<std::size_t>(at.size)));
+  }
+  auto own = const_bytes(send);
+  auto all = mutable_bytes(recv);
+  if (overlap(own, all)) {
+    throw at.fail(errc::invalid_argument, "send and recv overlap; for an in-place all-gather pass plait::in_place");
+  }
+  std::vector<std::size_t> offsets(static_cast<std::size_t>(at.size) + 1);
+  for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * own.size();
+  return gather_plan(own, all, std::move(offsets), at.rank, false);
+}
+
+template <recv_range Recv>
+gather_plan make_plan(contiguous, op::all_gather, const call_site& at, in_place_t, Recv&& recv) {
+  const std::size_t total = std::ranges::size(recv);
+  check_not_null(at, std::ranges::data(recv), total, "recv");
+  if (total % static_cast<std::size_t>(at.size) != 0) {
+    throw at.fail(errc::size_mismatch, "in-place recv holds " + std::to_string(total) + " elements, which " +
+                                           std::to_string(at.size) + " ranks do not divide");
+  }
+  auto all = mutable_bytes(recv);
+  const std::size_t shard = all.size() / static_cast<std::size_t>(at.size);
+  std::vector<std::size_t> offsets(static_cast<std::size_t>(at.size) + 1);
+  for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * shard;
+  return gather_plan({}, all, std::move(offsets), at.rank, true);
+}
+
+template <send_range Send, recv_range Recv>
+exchange_plan make_plan(contiguous, op::all_to_all, const call_site& at, Send&& send, Recv&& recv) {
+  check_same_elements<Send, Recv>();
+  const std::size_t n = std::ranges::size(send);
+  const std::size_t total = std::ranges::size(recv);
+  check_not_null(at, std::ranges::data(send), n, "send");
+  check_not_null(at, std::ranges::data(recv), total, "recv");
+  if (n % static_cast<std::size_t>(at.size) != 0) {
+    throw at.fail(errc::size_mismatch, "send holds " + std::to_string(n) + " elements, which " +
+                                           std::to_string(at.size) + " ranks do not divide into equal blocks");
+  }
+  if (total != n) {
+    throw at.fail(errc::size_mismatch, "recv holds " + std::to_string(total) + " elements, but send holds " +
+                                           std::to_string(n) + "; all-to-all needs them equal");
+  }
+  auto out = const_bytes(send);
+  auto in = mutable_bytes(recv);
+  if (overlap(out, in)) throw at.fail(errc::invalid_argument, "send and recv overlap");
+  return exchange_plan(out, in, out.size() / static_cast<std::size_t>(at.size), at.rank, at.size);
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,80 @@
+// Block plans over contiguous byte buffers: the all-gather plan (blocks of any
+// size, laid end to end in recv) and the all-to-all plan (P equal blocks in
+// send and in recv). Layouts of contiguous data reduce to these.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "plait/core/operation.hpp"
+#include "plait/core/region.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// all-gather: block j occupies recv[offsets[j], offsets[j+1]).
+class gather_plan {
+ public:
+  /// `own` is this rank's shard, or an empty span with in_place.
+  gather_plan(std::span<const std::byte> own, std::span<std::byte> recv, std::vector<std::size_t> offsets, int rank,
+              bool in_place)
+      : own_(own), recv_(recv), offsets_(std::move(offsets)), rank_(rank), in_place_(in_place) {}
+
+  [[nodiscard]] std::size_t block_bytes(int block) const {
+    return offsets_[static_cast<std::size_t>(block) + 1] - offsets_[static_cast<std::size_t>(block)];
+  }
+  [[nodiscard]] bool has_location(int /*block*/) const { return true; }
+  [[nodiscard]] region location(int block) const {
+    return region::contiguous(recv_.data() + offsets_[static_cast<std::size_t>(block)], block_bytes(block));
+  }
+  void prepare() const {
+    if (!in_place_ && !own_.empty()) std::memcpy(location(rank_).data, own_.data(), own_.size());
+  }
+
+ private:
+  std::span<const std::byte> own_;
+  std::span<std::byte> recv_;
+  std::vector<std::size_t> offsets_;
+  int rank_;
+  bool in_place_;
+};
+
+/// all-to-all: block (s, d) is send slot d on rank s and recv slot s on rank d.
+class exchange_plan {
+ public:
+  exchange_plan(std::span<const std::byte> send, std::span<std::byte> recv, std::size_t block, int rank, int size)
+      : send_(send), recv_(recv), block_(block), rank_(rank), size_(size) {}
+
+  [[nodiscard]] std::size_t block_bytes(int /*block*/) const { return block_; }
+  [[nodiscard]] bool has_location(int block) const {
+    return op::all_to_all::source(block, size_) == rank_ || op::all_to_all::destination(block, size_) == rank_;
+  }
+  [[nodiscard]] region location(int block) const {
+    const auto slot = [this](int index) { return static_cast<std::size_t>(index) * block_; };
+    if (op::all_to_all::destination(block, size_) == rank_) {
+      return region::contiguous(recv_.data() + slot(op::all_to_all::source(block, size_)), block_);
+    }
+    // Held initially; the executor only reads it.
+    return region::contiguous(const_cast<std::byte*>(send_.data()) + slot(op::all_to_all::destination(block, size_)),
+                              block_);
+  }
+  void prepare() const {
+    if (block_ == 0) return;
+    const auto at = static_cast<std::size_t>(rank_) * block_;
+    std::memcpy(recv_.data() + at, send_.data() + at, block_);
+  }
+
+ private:
+  std::span<const std::byte> send_;
+  std::span<std::byte> recv_;
+  std::size_t block_;
+  int rank_;
+  int size_;
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

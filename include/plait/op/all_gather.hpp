@@ -1,0 +1,26 @@
+// plait::all_gather — every rank contributes a shard; every rank ends with
+// all shards in rank order.
+#pragma once
+
+#include <utility>
+
+#include "plait/algorithm/select.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/core/views.hpp"
+#include "plait/layout/contiguous.hpp"
+#include "plait/op/collective.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// all-gather of `send` (this rank's shard) into `recv` (P shards). With
+/// `plait::in_place` as send, this rank's shard is already in its slice of recv.
+///   plait::all_gather<plait::ring>(comm, mine, all);
+template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class Recv>
+void all_gather(Comm& comm, Send&& send, Recv&& recv) {
+  collective<op::all_gather, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
+}
+
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,154 @@
+// The executor: runs one rank's schedule on any transport. It is the only
+// place where schedules meet bytes. Layouts tell it where each block lives (a
+// block plan); it packs blocks that are not one contiguous run into a staging
+// buffer, posts every transfer of a step at once, waits, and unpacks.
+//
+// A block plan is any object with:
+//   std::size_t block_bytes(int block) const   size of any block of the operation
+//   bool has_location(int block) const          the block lives in a user buffer on this rank
+//   region location(int block) const           where (source if held initially, else destination)
+//   void prepare() const                        local copies before the schedule (own shard -> recv)
+// Blocks without a location (all-to-all blocks in transit) go to scratch.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/transport.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+template <class P>
+concept block_plan = requires(const P& plan, int block) {
+  { plan.block_bytes(block) } -> std::convertible_to<std::size_t>;
+  { plan.has_location(block) } -> std::convertible_to<bool>;
+  { plan.location(block) } -> std::same_as<region>;
+  plan.prepare();
+};
+
+namespace detail {
+
+/// Blocks this rank forwards but neither starts nor ends with.
+class transit_store {
+ public:
+  region at(int block, std::size_t bytes) {
+    auto& storage = blocks_[block];
+    storage.resize(bytes);
+    return region::contiguous(storage.data(), bytes);
+  }
+
+ private:
+  std::unordered_map<int, std::vector<std::byte>> blocks_;
+};
+
+/// The bytes of one message when its blocks are contiguous and adjacent in
+/// order, so it can go straight from or into user memory; else an empty span
+/// with data() == nullptr.
+inline std::span<std::byte> direct_span(const std::vector<region>& blocks) {
+  if (blocks.empty()) return {};
+  std::byte* start = blocks.front().data;
+  std::byte* next = start;
+  for (const region& r : blocks) {
+    if (!r.is_contiguous() || (r.bytes() != 0 && r.data != next)) return {};
+    if (r.bytes() != 0) next = r.data + r.bytes();
+  }
+  if (start == nullptr && next != nullptr) return {};
+  return {start, static_cast<std::size_t>(next - start)};
+}
+
+}  // namespace detail
+
+/// Runs `steps` for this rank on `comm`, moving the blocks `plan` locates.
+/// `operation` names the call in errors ("all_gather<ring>"); `tag` keeps its
+/// messages apart from other calls.
+template <transport Comm, block_plan Plan>
+void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
+  plan.prepare();
+  detail::transit_store transit;
+  auto locate = [&](int block) -> region {
+    return plan.has_location(block) ? plan.location(block) : transit.at(block, plan.block_bytes(block));
+  };
+
+  struct message {
+    const transfer* what;
+    std::vector<region> blocks;
+    std::size_t bytes = 0;
+    std::span<std::byte> direct;
+    std::size_t staging_offset = 0;
+  };
+  std::vector<message> sends;
+  std::vector<message> recvs;
+  std::vector<std::byte> staging;
+  std::vector<typename Comm::request> requests;
+
+  auto describe = [&](const std::vector<transfer>& transfers, std::vector<message>& out, std::size_t& staged) {
+    out.clear();
+    for (const transfer& t : transfers) {
+      message m{&t, {}, 0, {}, 0};
+      m.blocks.reserve(t.blocks.size());
+      for (int block : t.blocks) {
+        m.blocks.push_back(locate(block));
+        m.bytes += m.blocks.back().bytes();
+      }
+      m.direct = detail::direct_span(m.blocks);
+      if (m.direct.size() != m.bytes || (m.direct.data() == nullptr && m.bytes != 0)) {
+        m.direct = {};
+        m.staging_offset = staged;
+        staged += m.bytes;
+      }
+      out.push_back(std::move(m));
+    }
+  };
+  auto is_staged = [](const message& m) { return m.direct.data() == nullptr && m.bytes != 0; };
+
+  for (std::size_t index = 0; index < steps.steps.size(); ++index) {
+    const step& current = steps.steps[index];
+    const int step_number = static_cast<int>(index);
+    std::size_t staged = 0;
+    describe(current.recvs, recvs, staged);
+    describe(current.sends, sends, staged);
+    if (staging.size() < staged) staging.resize(staged);
+
+    requests.clear();
+    try {
+      for (message& m : recvs) {
+        std::span<std::byte> into = is_staged(m) ? std::span<std::byte>(staging.data() + m.staging_offset, m.bytes)
+                                                 : m.direct;
+        requests.push_back(comm.irecv(m.what->peer, into, tag));
+      }
+      for (message& m : sends) {
+        std::span<const std::byte> from = m.direct;
+        if (is_staged(m)) {
+          std::byte* out = staging.data() + m.staging_offset;
+          for (const region& r : m.blocks) {
+            pack(r, out);
+            out += r.bytes();
+          }
+          from = {staging.data() + m.staging_offset, m.bytes};
+        }
+        requests.push_back(comm.isend(m.what->peer, from, tag));
+      }
+      comm.wait_all(std::span(requests), clock::now() + comm.timeout());
+    } catch (const error& e) {
+      throw e.within({comm.rank(), operation, step_number, -1});
+    }
+
+    for (const message& m : recvs) {
+      if (!is_staged(m)) continue;
+      const std::byte* in = staging.data() + m.staging_offset;
+      for (const region& r : m.blocks) {
+        unpack(in, r);
+        in += r.bytes();
+      }
+    }
+  }
+}
+
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,28 @@
+// plait: collective operations composed from a transport, an algorithm and a
+// data layout. This header brings the core, the shared-memory transport, every
+// algorithm, every layout and the operations.
+#pragma once
+
+#include "plait/version.hpp"
+
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/core/views.hpp"
+
+#include "plait/algorithm/pairwise.hpp"
+#include "plait/algorithm/ring.hpp"
+#include "plait/algorithm/schedule.hpp"
+#include "plait/algorithm/select.hpp"
+
+#include "plait/layout/contiguous.hpp"
+#include "plait/layout/layout.hpp"
+
+#include "plait/op/all_gather.hpp"
+#include "plait/op/all_to_all.hpp"
+#include "plait/op/collective.hpp"
+#include "plait/op/executor.hpp"
+
+#include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/shm/run.hpp"

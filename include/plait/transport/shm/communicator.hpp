@@ -1,0 +1,489 @@
+// plait::shm::communicator — point-to-point and collectives over one shared
+// memory segment, for ranks that are threads or processes on one node.
+//
+// Each ordered pair of ranks owns a channel of slots. A message is cut into
+// slot-sized chunks: the sender copies chunks in while slots are free, the
+// receiver copies them out, so large messages pipeline. Requests progress
+// inside wait_all (all of this rank's pending transfers, not only the ones
+// waited for), so a ring of sends never deadlocks.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "plait/core/backoff.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/transport/shm/segment.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace shm {
+
+namespace detail {
+/// PLAIT_TIMEOUT (seconds, may be fractional) or 300 s.
+inline std::chrono::nanoseconds default_timeout() {
+  if (const char* text = std::getenv("PLAIT_TIMEOUT")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (end != text && seconds > 0) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+    }
+  }
+  return std::chrono::seconds(300);
+}
+
+inline std::string seconds_text(std::chrono::nanoseconds d) {
+  const double s = std::chrono::duration<double>(d).count();
+  std::string text = std::to_string(s);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + " s";
+}
+}  // namespace detail
+
+class communicator {
+ public:
+  using transport_concept = transport_tag;
+  using memory_space = host_memory;
+
+  /// A posted send or receive; complete once wait_all returns.
+  struct request {
+    int peer = -1;
+    bool is_send = false;
+    std::uint64_t sequence = 0;
+  };
+
+  /// A null communicator (what split gives a rank that passed plait::no_group).
+  communicator() = default;
+  communicator(communicator&&) noexcept = default;
+  communicator& operator=(communicator&&) noexcept = default;
+  communicator(const communicator&) = delete;
+  communicator& operator=(const communicator&) = delete;
+  ~communicator() = default;
+
+  /// Attaches `rank` to a mapped segment (used by run_threads, run_processes, join, split).
+  communicator(std::shared_ptr<detail::segment> seg, int rank, std::chrono::nanoseconds timeout)
+      : segment_(std::move(seg)),
+        rank_(rank),
+        size_(static_cast<int>(segment_->shape().ranks)),
+        timeout_(timeout),
+        peers_(static_cast<std::size_t>(size_)) {
+    auto& record = segment_->record(rank_);
+    detail::atomic(record.pid).store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
+    detail::atomic(segment_->header().attached).fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  /// Joins group `name` as `rank` of `size`, for processes started by anyone.
+  /// Rank 0 creates the segment (O_EXCL, mode 0600); the others check its owner
+  /// and mode. Returns once every rank has attached; the name is then removed.
+  /// An absent rank makes every present one throw errc::timeout.
+  static communicator join(std::string_view name, int rank, int size,
+                           std::chrono::nanoseconds timeout = detail::default_timeout()) {
+    const error_context at{rank, "join", -1, -1};
+    if (size < 1 || size > detail::max_ranks) {
+      throw error(errc::invalid_argument, "group size " + std::to_string(size) + " is outside [1, " +
+                                              std::to_string(detail::max_ranks) + "]", at);
+    }
+    if (rank < 0 || rank >= size) {
+      throw error(errc::invalid_argument, "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")",
+                  at);
+    }
+    if (name.empty() || name.size() > 200 || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                     "0123456789._-") != std::string_view::npos) {
+      throw error(errc::invalid_argument,
+                  "group name \"" + std::string(name) + "\" must be 1-200 characters of letters, digits, '.', '_', '-'",
+                  at);
+    }
+    const std::string path = "/plait-" + std::string(name);
+    const detail::geometry shape{static_cast<std::uint32_t>(size)};
+    const deadline until = clock::now() + timeout;
+    auto seg = rank == 0 ? detail::segment::create(path, shape, at) : detail::segment::open(path, shape, until, at);
+    communicator comm(std::move(seg), rank, timeout);
+    comm.await_attached(until, "join");
+    return comm;
+  }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  explicit operator bool() const noexcept { return segment_ != nullptr; }
+
+  void set_timeout(std::chrono::nanoseconds timeout) { timeout_ = timeout; }
+  template <class Rep, class Period>
+  void set_timeout(std::chrono::duration<Rep, Period> timeout) {
+    timeout_ = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
+  }
+  [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
+  [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
+
+  /// A fresh tag for one collective call; every rank draws the same sequence.
+  int next_tag() {
+    check_usable("collective");
+    tag_counter_ = tag_counter_ % max_tag + 1;
+    return tag_counter_;
+  }
+
+  request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
+    check_usable("isend");
+    check_peer(peer, "isend");
+    auto& state = peers_[static_cast<std::size_t>(peer)];
+    state.sends.push_back({bytes.data(), nullptr, bytes.size(), 0, tag, false});
+    bytes_sent_ += bytes.size();
+    request r{peer, true, state.sends_posted++};
+    progress_sends(peer);  // small messages leave at once
+    return r;
+  }
+
+  request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
+    check_usable("irecv");
+    check_peer(peer, "irecv");
+    auto& state = peers_[static_cast<std::size_t>(peer)];
+    state.recvs.push_back({nullptr, bytes.data(), bytes.size(), 0, tag, false});
+    return {peer, false, state.recvs_posted++};
+  }
+
+  /// Completes every request, or throws plait::error (timeout, peer_lost,
+  /// size_mismatch, transport). After a timeout or peer loss the communicator
+  /// is poisoned; no pending receive writes into user memory after the throw
+  /// (this rank does all copying itself, inside this call).
+  void wait_all(std::span<request> requests, deadline until) {
+    check_usable("wait_all");
+    try {
+      plait::detail::backoff wait;
+      unsigned slow_checks = 0;
+      for (;;) {
+        const bool moved = progress();
+        if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
+        if (moved) {
+          wait.reset();
+          continue;
+        }
+        check_group(first_waiting(requests));
+        if (clock::now() > until) throw timed_out(requests);
+        if (wait.sleeping() && ++slow_checks % 64 == 0) check_alive(requests);
+        wait.pause();
+      }
+    } catch (const error& e) {
+      if (e.value() == errc::timeout || e.value() == errc::peer_lost || e.value() == errc::transport ||
+          e.value() == errc::size_mismatch) {
+        poison(e);
+      }
+      throw;
+    }
+  }
+  void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout_); }
+  void wait(request r) { wait_all(std::span<request>(&r, 1)); }
+
+  void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
+  void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
+
+  /// Blocks until every rank has called barrier (bounded by the timeout).
+  void barrier() {
+    check_usable("barrier");
+    auto& h = segment_->header();
+    const std::uint32_t generation = detail::atomic(h.barrier_generation).load(std::memory_order_acquire);
+    if (detail::atomic(h.barrier_count).fetch_add(1, std::memory_order_acq_rel) + 1 ==
+        static_cast<std::uint32_t>(size_)) {
+      detail::atomic(h.barrier_count).store(0, std::memory_order_relaxed);
+      detail::atomic(h.barrier_generation).fetch_add(1, std::memory_order_release);
+      return;
+    }
+    const deadline until = clock::now() + timeout_;
+    plait::detail::backoff wait;
+    while (detail::atomic(h.barrier_generation).load(std::memory_order_acquire) == generation) {
+      try {
+        check_group(-1);
+        if (clock::now() > until) {
+          throw error(errc::timeout, "barrier timed out after " + detail::seconds_text(timeout_), {rank_, "barrier"});
+        }
+      } catch (const error& e) {
+        poison(e);
+        throw;
+      }
+      wait.pause();
+    }
+  }
+
+  /// Splits the group: ranks passing the same color form a new group, ordered
+  /// by (key, rank). Color plait::no_group gives a null communicator. Collective.
+  communicator split(int color, int key) {
+    check_usable("split");
+    if (color < 0 && color != no_group) {
+      throw error(errc::invalid_argument, "split color " + std::to_string(color) + " is negative (use plait::no_group)",
+                  {rank_, "split"});
+    }
+    const int tag = next_tag();
+    // Everyone learns everyone's (color, key).
+    std::vector<std::int64_t> table(2 * static_cast<std::size_t>(size_));
+    table[2 * static_cast<std::size_t>(rank_)] = color;
+    table[2 * static_cast<std::size_t>(rank_) + 1] = key;
+    {
+      std::vector<request> requests;
+      const auto mine = std::as_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(rank_), 2));
+      for (int peer = 0; peer < size_; ++peer) {
+        if (peer == rank_) continue;
+        requests.push_back(irecv(peer, std::as_writable_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(peer), 2)), tag));
+        requests.push_back(isend(peer, mine, tag));
+      }
+      wait_all(requests);
+      bytes_sent_ -= mine.size() * static_cast<std::size_t>(size_ - 1);  // control traffic, not payload
+    }
+    if (color == no_group) return communicator{};
+    std::vector<int> members;
+    for (int r = 0; r < size_; ++r) {
+      if (table[2 * static_cast<std::size_t>(r)] == color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+      return table[2 * static_cast<std::size_t>(a) + 1] < table[2 * static_cast<std::size_t>(b) + 1];
+    });
+    const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    const detail::geometry shape{static_cast<std::uint32_t>(members.size())};
+    const error_context at{rank_, "split", -1, -1};
+    const deadline until = clock::now() + timeout_;
+    std::array<char, 64> name{};
+    std::shared_ptr<detail::segment> seg;
+    if (new_rank == 0) {
+      seg = detail::segment::create(detail::random_name(), shape, at);
+      std::memcpy(name.data(), seg->name().data(), std::min(seg->name().size(), name.size() - 1));
+      std::vector<request> requests;
+      for (std::size_t i = 1; i < members.size(); ++i) requests.push_back(isend(members[i], std::as_bytes(std::span(name)), tag));
+      wait_all(requests);
+      bytes_sent_ -= name.size() * (members.size() - 1);
+    } else {
+      recv(members[0], std::as_writable_bytes(std::span(name)), tag);
+      name.back() = '\0';  // never trust a peer's string to be terminated
+      seg = detail::segment::open(name.data(), shape, until, at);
+    }
+    communicator child(std::move(seg), new_rank, timeout_);
+    child.await_attached(until, "split");
+    return child;
+  }
+
+ private:
+  static constexpr int max_tag = (1 << 30) - 1;
+
+  struct pending {
+    const std::byte* out;
+    std::byte* in;
+    std::size_t bytes;
+    std::size_t done;
+    int tag;
+    bool started;
+  };
+  struct peer_state {
+    std::deque<pending> sends;
+    std::deque<pending> recvs;
+    std::uint64_t sends_posted = 0;
+    std::uint64_t sends_done = 0;
+    std::uint64_t recvs_posted = 0;
+    std::uint64_t recvs_done = 0;
+    std::uint64_t head = 0;  // slots this rank has written to the peer (it is the only writer)
+    std::uint64_t tail = 0;  // slots this rank has consumed from the peer (likewise)
+  };
+
+  void check_usable(std::string_view operation) const {
+    if (!segment_) throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
+    if (poisoned_) {
+      throw error(poisoned_code_, "communicator is unusable after an earlier failure: " + poison_reason_,
+                  {rank_, operation});
+    }
+  }
+  void check_peer(int peer, std::string_view operation) const {
+    if (peer < 0 || peer >= size_) {
+      throw error(errc::invalid_argument, "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")",
+                  {rank_, operation, -1, peer});
+    }
+  }
+  void poison(const error& e) {
+    poisoned_ = true;
+    poisoned_code_ = e.value();
+    poison_reason_ = e.what();
+    for (auto& p : peers_) {  // nothing may touch user memory after the throw
+      p.sends.clear();
+      p.recvs.clear();
+    }
+  }
+
+  [[nodiscard]] bool complete(const request& r) const {
+    const auto& p = peers_[static_cast<std::size_t>(r.peer)];
+    return r.is_send ? p.sends_done > r.sequence : p.recvs_done > r.sequence;
+  }
+  [[nodiscard]] int first_waiting(std::span<request> requests) const {
+    for (const request& r : requests) {
+      if (!complete(r)) return r.peer;
+    }
+    return -1;
+  }
+
+  /// Moves every pending transfer as far as the channels allow. True if any byte moved.
+  bool progress() {
+    bool moved = false;
+    for (int peer = 0; peer < size_; ++peer) {
+      moved |= progress_sends(peer);
+      moved |= progress_recvs(peer);
+    }
+    return moved;
+  }
+
+  bool progress_sends(int peer) {
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    auto& channel = segment_->channel(rank_, peer);
+    const std::uint32_t slots = segment_->shape().slots;
+    const std::size_t slot_bytes = segment_->shape().slot_bytes;
+    bool moved = false;
+    while (!p.sends.empty()) {
+      const std::uint64_t tail = detail::atomic(channel.tail).load(std::memory_order_acquire);
+      if (tail > p.head || p.head - tail > slots) {
+        throw error(errc::transport, "corrupt channel: peer reports " + std::to_string(tail) + " slots consumed of " +
+                                         std::to_string(p.head) + " written",
+                    {rank_, "isend", -1, peer});
+      }
+      if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
+      pending& m = p.sends.front();
+      const std::size_t chunk = std::min(slot_bytes, m.bytes - m.done);
+      detail::slot_header& header = segment_->slot(rank_, peer, p.head);
+      header = detail::slot_header{static_cast<std::uint32_t>(m.tag), 0, m.bytes, m.done, chunk};
+      if (chunk != 0) std::memcpy(segment_->payload(rank_, peer, p.head), m.out + m.done, chunk);
+      m.done += chunk;
+      m.started = true;
+      ++p.head;
+      detail::atomic(channel.head).store(p.head, std::memory_order_release);
+      moved = true;
+      if (m.done == m.bytes) {
+        p.sends.pop_front();
+        ++p.sends_done;
+      }
+    }
+    return moved;
+  }
+
+  bool progress_recvs(int peer) {
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    auto& channel = segment_->channel(peer, rank_);
+    const std::uint32_t slots = segment_->shape().slots;
+    const std::size_t slot_bytes = segment_->shape().slot_bytes;
+    bool moved = false;
+    while (!p.recvs.empty()) {
+      const std::uint64_t head = detail::atomic(channel.head).load(std::memory_order_acquire);
+      if (head < p.tail || head - p.tail > slots) {
+        throw error(errc::transport, "corrupt channel: peer reports " + std::to_string(head) + " slots written, " +
+                                         std::to_string(p.tail) + " consumed",
+                    {rank_, "irecv", -1, peer});
+      }
+      if (head == p.tail) break;  // nothing new yet
+      pending& m = p.recvs.front();
+      // Copy the header out first: the peer could change it while we check it.
+      const detail::slot_header header = segment_->slot(peer, rank_, p.tail);
+      if (static_cast<int>(header.tag) != m.tag) {
+        throw error(errc::transport,
+                    "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
+                        " was expected: the ranks called different operations or in a different order",
+                    {rank_, "irecv", -1, peer});
+      }
+      if (header.message_bytes != m.bytes) {
+        throw error(errc::size_mismatch,
+                    "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
+                        std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
+                    {rank_, "irecv", -1, peer});
+      }
+      if (header.offset != m.done || header.chunk_bytes > slot_bytes || header.chunk_bytes > m.bytes - m.done ||
+          (header.chunk_bytes == 0 && m.bytes != 0)) {
+        throw error(errc::transport, "corrupt message chunk (offset " + std::to_string(header.offset) + ", " +
+                                         std::to_string(header.chunk_bytes) + " bytes)",
+                    {rank_, "irecv", -1, peer});
+      }
+      if (header.chunk_bytes != 0) std::memcpy(m.in + m.done, segment_->payload(peer, rank_, p.tail), header.chunk_bytes);
+      m.done += header.chunk_bytes;
+      m.started = true;
+      ++p.tail;
+      detail::atomic(channel.tail).store(p.tail, std::memory_order_release);
+      moved = true;
+      if (m.done == m.bytes) {
+        p.recvs.pop_front();
+        ++p.recvs_done;
+      }
+    }
+    return moved;
+  }
+
+  /// Throws peer_lost when any rank of the group has failed.
+  void check_group(int peer) const {
+    const int failed = segment_->failed_rank();
+    if (failed >= 0) {
+      throw error(errc::peer_lost, "rank " + std::to_string(failed) + " of the group failed", {rank_, {}, -1,
+                                                                                                   peer >= 0 ? peer : failed});
+    }
+  }
+  /// Throws peer_lost when a process we wait for no longer exists.
+  void check_alive(std::span<request> requests) const {
+    for (const request& r : requests) {
+      if (complete(r)) continue;
+      const std::int32_t pid = detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed);
+      if (pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) {
+        throw error(errc::peer_lost, "process of rank " + std::to_string(r.peer) + " (pid " + std::to_string(pid) +
+                                         ") is gone",
+                    {rank_, {}, -1, r.peer});
+      }
+    }
+  }
+  [[nodiscard]] error timed_out(std::span<request> requests) const {
+    for (const request& r : requests) {
+      if (complete(r)) continue;
+      const auto& p = peers_[static_cast<std::size_t>(r.peer)];
+      const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
+      return error(errc::timeout,
+                   std::string("timed out after ") + detail::seconds_text(timeout_) + " waiting to " +
+                       (r.is_send ? "send " : "receive ") + std::to_string(m.bytes) + " bytes (" +
+                       std::to_string(m.done) + " done)",
+                   {rank_, {}, -1, r.peer});
+    }
+    return error(errc::timeout, "timed out", {rank_});
+  }
+
+  void await_attached(deadline until, std::string_view operation) {
+    auto& h = segment_->header();
+    plait::detail::backoff wait;
+    for (;;) {
+      const std::uint32_t attached = detail::atomic(h.attached).load(std::memory_order_acquire);
+      if (attached >= static_cast<std::uint32_t>(size_)) break;
+      if (clock::now() > until) {
+        segment_->unlink();
+        throw error(errc::timeout,
+                    "only " + std::to_string(attached) + " of " + std::to_string(size_) + " ranks attached within " +
+                        detail::seconds_text(timeout_),
+                    {rank_, operation});
+      }
+      wait.pause();
+    }
+    segment_->unlink();  // everyone is in: the name is no longer needed
+  }
+
+  std::shared_ptr<detail::segment> segment_;
+  int rank_ = -1;
+  int size_ = 0;
+  std::chrono::nanoseconds timeout_ = detail::default_timeout();
+  std::vector<peer_state> peers_;
+  std::uint64_t bytes_sent_ = 0;
+  int tag_counter_ = 0;
+  bool poisoned_ = false;
+  errc poisoned_code_ = errc::transport;
+  std::string poison_reason_;
+};
+
+}  // namespace shm
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,138 @@
+// Test harness: run a body on P ranks as threads or as processes, and bring
+// each rank's verdict back to the main thread, which does all the asserting
+// (Catch2 v2 assertions are not thread-safe, and a forked child's are lost).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/mman.h>
+
+#include <plait/plait.hpp>
+
+namespace plait_test {
+
+enum class mode { threads, processes };
+
+inline const char* to_string(mode m) { return m == mode::threads ? "threads" : "processes"; }
+
+/// A per-rank verdict area that survives fork: anonymous shared memory.
+class verdicts {
+ public:
+  static constexpr std::size_t capacity = 2048;
+  explicit verdicts(int ranks) : ranks_(static_cast<std::size_t>(ranks)) {
+    bytes_ = ranks_ * capacity;
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap for verdicts failed");
+    base_ = static_cast<char*>(p);
+    for (std::size_t r = 0; r < ranks_; ++r) std::strcpy(base_ + r * capacity, "rank did not report");
+  }
+  verdicts(const verdicts&) = delete;
+  verdicts& operator=(const verdicts&) = delete;
+  ~verdicts() { munmap(base_, bytes_); }
+
+  void set(int rank, std::string_view text) {
+    char* slot = base_ + static_cast<std::size_t>(rank) * capacity;
+    const std::size_t n = std::min(text.size(), capacity - 1);
+    std::memcpy(slot, text.data(), n);
+    slot[n] = '\0';
+  }
+  [[nodiscard]] std::vector<std::string> all() const {
+    std::vector<std::string> out;
+    for (std::size_t r = 0; r < ranks_; ++r) out.emplace_back(base_ + r * capacity);
+    return out;
+  }
+
+ private:
+  std::size_t ranks_;
+  std::size_t bytes_ = 0;
+  char* base_ = nullptr;
+};
+
+/// Runs fn(comm) -> std::string on P ranks; returns one string per rank, empty
+/// when that rank's checks passed. Exceptions from ranks propagate (rethrown
+/// by run_threads / run_processes).
+template <class Fn>
+std::vector<std::string> run_ranks(mode m, int ranks, Fn&& fn) {
+  verdicts results(ranks);
+  auto body = [&](plait::shm::communicator& comm) {
+    std::string verdict;
+    try {
+      verdict = fn(comm);
+    } catch (...) {
+      results.set(comm.rank(), "rank threw");
+      throw;
+    }
+    results.set(comm.rank(), verdict);
+  };
+  if (m == mode::threads) {
+    plait::shm::run_threads(ranks, body);
+  } else {
+    plait::shm::run_processes(ranks, body);
+  }
+  return results.all();
+}
+
+/// All verdicts joined, "" when every rank passed (for REQUIRE(... == "")).
+inline std::string failures(const std::vector<std::string>& verdicts) {
+  std::string out;
+  for (std::size_t r = 0; r < verdicts.size(); ++r) {
+    if (!verdicts[r].empty()) out += "rank " + std::to_string(r) + ": " + verdicts[r] + "\n";
+  }
+  return out;
+}
+
+/// A 12-byte element type (odd size, no padding).
+struct triple {
+  std::int32_t a, b, c;
+  bool operator==(const triple&) const = default;
+};
+
+/// The value of element i of rank r's data, for any element type: distinct per
+/// (rank, index, salt) so misplaced blocks are caught.
+template <class T>
+T make_value(int rank, std::size_t index, int salt = 0) {
+  const std::uint64_t v = (static_cast<std::uint64_t>(rank) + 1) * 1000003ULL + index * 7919ULL +
+                          static_cast<std::uint64_t>(salt) * 104729ULL;
+  if constexpr (std::is_same_v<T, triple>) {
+    return triple{static_cast<std::int32_t>(v), static_cast<std::int32_t>(v >> 7), static_cast<std::int32_t>(rank)};
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+/// First mismatch between got and want, described; "" when equal.
+template <class T>
+std::string compare(const std::vector<T>& got, const std::vector<T>& want, std::string_view what) {
+  if (got.size() != want.size()) {
+    return std::string(what) + ": size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(got[i] == want[i])) return std::string(what) + ": first mismatch at element " + std::to_string(i);
+  }
+  return {};
+}
+
+/// Names of /dev/shm entries that plait created (none may remain after a test).
+inline std::vector<std::string> plait_segments();
+
+}  // namespace plait_test
+
+#include <filesystem>
+
+inline std::vector<std::string> plait_test::plait_segments() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("plait-", 0) == 0) names.push_back(name);
+  }
+  return names;
+}
