@@ -1,0 +1,119 @@
+// plait::algorithm_id — run-time names for the built-in algorithms, so
+// benchmarks, autotuners and configuration files can pick one at run time, and
+// plait::plan(id, op, rank, size) to get its schedule.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "plait/algorithm/bruck.hpp"
+#include "plait/algorithm/direct.hpp"
+#include "plait/algorithm/neighbor_exchange.hpp"
+#include "plait/algorithm/pairwise.hpp"
+#include "plait/algorithm/recursive_doubling.hpp"
+#include "plait/algorithm/ring.hpp"
+#include "plait/algorithm/schedule.hpp"
+#include "plait/algorithm/tree.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// Every built-in algorithm (automatic is a chooser, not an algorithm).
+enum class algorithm_id { ring, tree, pairwise, bruck, recursive_doubling, direct, neighbor_exchange };
+
+/// All ids, in declaration order (automatic breaks cost ties in this order).
+inline constexpr std::array<algorithm_id, 7> all_algorithm_ids = {
+    algorithm_id::ring,   algorithm_id::tree,   algorithm_id::pairwise,         algorithm_id::bruck,
+    algorithm_id::recursive_doubling, algorithm_id::direct, algorithm_id::neighbor_exchange};
+
+/// Calls f(std::type_identity<A>{}) with the tag type A that `id` names.
+template <class F>
+constexpr decltype(auto) visit_algorithm(algorithm_id id, F&& f) {
+  switch (id) {
+    case algorithm_id::ring: return f(std::type_identity<ring>{});
+    case algorithm_id::tree: return f(std::type_identity<tree>{});
+    case algorithm_id::pairwise: return f(std::type_identity<pairwise>{});
+    case algorithm_id::bruck: return f(std::type_identity<bruck>{});
+    case algorithm_id::recursive_doubling: return f(std::type_identity<recursive_doubling>{});
+    case algorithm_id::direct: return f(std::type_identity<direct>{});
+    case algorithm_id::neighbor_exchange: return f(std::type_identity<neighbor_exchange>{});
+  }
+  throw error(errc::invalid_argument, "not a plait::algorithm_id: " + std::to_string(static_cast<int>(id)));
+}
+
+/// The algorithm's name, the same as its tag type's: "ring", "recursive_doubling", ...
+constexpr std::string_view to_string(algorithm_id id) {
+  return visit_algorithm(id, []<class A>(std::type_identity<A>) { return A::name; });
+}
+
+inline std::ostream& operator<<(std::ostream& out, algorithm_id id) { return out << to_string(id); }
+
+/// The id named `text` (as to_string writes it), or nullopt.
+constexpr std::optional<algorithm_id> algorithm_from_string(std::string_view text) noexcept {
+  for (algorithm_id id : all_algorithm_ids) {
+    if (to_string(id) == text) return id;
+  }
+  return std::nullopt;
+}
+
+/// The id of a built-in tag type, nullopt for a user's algorithm.
+template <class A>
+inline constexpr std::optional<algorithm_id> algorithm_id_of = [] {
+  for (algorithm_id id : all_algorithm_ids) {
+    if (visit_algorithm(id, []<class B>(std::type_identity<B>) { return std::is_same_v<A, B>; })) return std::optional{id};
+  }
+  return std::optional<algorithm_id>{};
+}();
+
+/// Whether `id` has a schedule for Op at all (the design table: tree,
+/// recursive_doubling and neighbor_exchange have no all-to-all).
+template <class Op>
+constexpr bool has_schedule(algorithm_id id) {
+  return visit_algorithm(id, []<class A>(std::type_identity<A>) { return schedules<A, Op>; });
+}
+
+/// Whether `id` can run Op on `size` ranks (has a schedule and accepts the size).
+template <class Op>
+constexpr bool supports(algorithm_id id, int size) {
+  return visit_algorithm(id, [size]<class A>(std::type_identity<A>) {
+    if constexpr (schedules<A, Op>) {
+      return size >= 1 && accepts<A, Op>(size);
+    } else {
+      return false;
+    }
+  });
+}
+
+/// This rank's schedule for Op under algorithm `id`. Throws
+/// plait::error(errc::unsupported) when `id` has no schedule for Op or does not
+/// accept `size`, and errc::invalid_argument for a rank outside [0, size).
+template <class Op>
+  requires operation<Op>
+constexpr schedule plan(algorithm_id id, Op, int rank, int size) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw error(errc::invalid_argument,
+                "rank " + std::to_string(rank) + " is not in a group of " + std::to_string(size) + " ranks");
+  }
+  return visit_algorithm(id, [rank, size]<class A>(std::type_identity<A>) -> schedule {
+    if constexpr (schedules<A, Op>) {
+      if (!accepts<A, Op>(size)) {
+        throw error(errc::unsupported, std::string(A::name) + " cannot run " + std::string(Op::name) + " on " +
+                                           std::to_string(size) + " ranks",
+                    {rank, Op::name, -1, -1});
+      }
+      return A::plan(Op{}, rank, size);
+    } else {
+      throw error(errc::unsupported, std::string(A::name) + " has no " + std::string(Op::name) + " schedule",
+                  {rank, Op::name, -1, -1});
+    }
+  });
+}
+
+}  // namespace v0
+}  // namespace plait

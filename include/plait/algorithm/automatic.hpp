@@ -1,0 +1,225 @@
+// plait::automatic and plait::automatic_with<Tuning>: pick, per call, the
+// built-in algorithm with the lowest predicted time for (operation, P, bytes
+// per block) under an alpha-beta cost model; plait::explain says which one a
+// call would use and what it predicts.
+//
+// The model charges a schedule step by step (see cost_model). The prediction
+// is the cost of rank 0's schedule: every built-in puts rank 0 on the critical
+// path (tree's root; the ranks that stand in for the extras in
+// recursive_doubling; any rank of the symmetric ones).
+//
+// Parameters: automatic_with<Tuning> takes Tuning::cost_model(); plain
+// automatic takes Transport::cost_model() when the transport type has that
+// static member, else default_cost_model. Tuning may also restrict the
+// candidates with `static constexpr bool allows(plait::algorithm_id)`.
+// Nothing here needs a specialization of a library template.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plait/algorithm/algorithm_id.hpp"
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// Alpha-beta parameters. With m = max(sends, receives) messages in a step,
+/// a step costs
+///   alpha + alpha_message·(sends + receives posted)
+///         + beta·max(bytes sent, bytes received)·(1 + contention·(m - 1))
+///         + beta_pack·(bytes of scattered messages, both sides)
+/// and a schedule costs the sum of its steps. Sends and receives overlap (full
+/// duplex), so only the larger direction counts; messages of one step share
+/// the link or memory port, and each one beyond the first costs `contention`
+/// of the bandwidth term extra (incast, buffer pressure); a message whose block
+/// ids are not one increasing run is packed and unpacked through staging by
+/// the executor, which beta_pack charges.
+struct cost_model {
+  double alpha = 2e-6;            ///< seconds per step: post, synchronise, wait for completion
+  double alpha_message = 0.5e-6;  ///< seconds per message posted (send or receive)
+  double beta = 1e-10;            ///< seconds per byte moved (1 / bandwidth; 10 GB/s)
+  double contention = 0.05;       ///< extra fraction of the bandwidth term per concurrent message beyond one
+  double beta_pack = 1e-10;       ///< seconds per byte packed into or unpacked from staging
+
+  constexpr bool operator==(const cost_model&) const = default;
+};
+
+inline std::ostream& operator<<(std::ostream& out, const cost_model& m) {
+  return out << "{alpha " << m.alpha << " s, alpha_message " << m.alpha_message << " s, beta " << m.beta
+             << " s/B, contention " << m.contention << ", beta_pack " << m.beta_pack << " s/B}";
+}
+
+/// Generic parameters: a shared-memory node (microsecond synchronisation, ~10 GB/s copies).
+inline constexpr cost_model default_cost_model{};
+
+/// Chooses the cheapest built-in algorithm for each call (see explain).
+struct automatic {
+  using algorithm_concept = algorithm_tag;
+  static constexpr std::string_view name = "automatic";
+};
+
+/// automatic with the user's parameters. Tuning is any type with
+///   static constexpr plait::cost_model cost_model();
+/// and optionally
+///   static constexpr bool allows(plait::algorithm_id);   // restrict the candidates
+template <class Tuning>
+struct automatic_with {
+  static_assert(requires { { Tuning::cost_model() } -> std::convertible_to<plait::cost_model>; },
+                "plait: automatic_with<Tuning> needs `static constexpr plait::cost_model cost_model()` in Tuning");
+  using algorithm_concept = algorithm_tag;
+  using tuning = Tuning;
+  static constexpr std::string_view name = "automatic_with";
+};
+
+namespace detail {
+template <class A>
+inline constexpr bool is_automatic = false;
+template <>
+inline constexpr bool is_automatic<automatic> = true;
+template <class T>
+inline constexpr bool is_automatic<automatic_with<T>> = true;
+
+/// The parameters automatic uses on Transport (void: none known).
+template <class Transport>
+constexpr cost_model transport_cost_model() {
+  if constexpr (requires { { Transport::cost_model() } -> std::convertible_to<cost_model>; }) {
+    return Transport::cost_model();
+  } else {
+    return default_cost_model;
+  }
+}
+
+/// The parameters of an automatic policy A on Transport.
+template <class A, class Transport>
+constexpr cost_model model_of() {
+  if constexpr (requires { typename A::tuning; }) {
+    return A::tuning::cost_model();
+  } else {
+    return transport_cost_model<Transport>();
+  }
+}
+
+template <class A>
+constexpr bool allowed(algorithm_id id) {
+  if constexpr (requires { typename A::tuning; }) {
+    if constexpr (requires { { A::tuning::allows(id) } -> std::convertible_to<bool>; }) {
+      return A::tuning::allows(id);
+    }
+  }
+  return true;
+}
+}  // namespace detail
+
+namespace detail {
+/// Whether a message's blocks are one increasing run of ids (no packing needed
+/// in the contiguous layout).
+constexpr bool is_run(const std::vector<int>& blocks) {
+  for (std::size_t i = 1; i < blocks.size(); ++i) {
+    if (blocks[i] != blocks[i - 1] + 1) return false;
+  }
+  return true;
+}
+}  // namespace detail
+
+/// The model's time for one rank's schedule with blocks of `bytes_per_block` bytes.
+constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_block, const cost_model& m) {
+  const double bytes = static_cast<double>(bytes_per_block);
+  double total = 0;
+  for (const step& st : s.steps) {
+    std::size_t sent = 0;
+    std::size_t received = 0;
+    std::size_t packed = 0;
+    for (const transfer& x : st.sends) {
+      sent += x.blocks.size();
+      if (!detail::is_run(x.blocks)) packed += x.blocks.size();
+    }
+    for (const transfer& x : st.recvs) {
+      received += x.blocks.size();
+      if (!detail::is_run(x.blocks)) packed += x.blocks.size();
+    }
+    const std::size_t concurrent = std::max(st.sends.size(), st.recvs.size());
+    const double spread = 1 + m.contention * static_cast<double>(concurrent > 0 ? concurrent - 1 : 0);
+    total += m.alpha + m.alpha_message * static_cast<double>(st.sends.size() + st.recvs.size()) +
+             m.beta * bytes * static_cast<double>(std::max(sent, received)) * spread +
+             m.beta_pack * bytes * static_cast<double>(packed);
+  }
+  return total;
+}
+
+/// What a call would run and what the model predicts for it.
+struct choice {
+  algorithm_id id;
+  double predicted_seconds;
+
+  [[nodiscard]] constexpr std::string_view name() const { return to_string(id); }
+  constexpr bool operator==(const choice&) const = default;
+};
+
+inline std::ostream& operator<<(std::ostream& out, const choice& c) {
+  return out << c.name() << " (predicted " << c.predicted_seconds << " s)";
+}
+
+/// The predicted time of algorithm `id` for Op on `size` ranks. Throws
+/// errc::unsupported when `id` cannot run Op on `size` ranks.
+template <class Op>
+  requires operation<Op>
+constexpr choice explain(algorithm_id id, int size, std::size_t bytes_per_block, const cost_model& m = default_cost_model) {
+  return {id, predicted_seconds(plan(id, Op{}, 0, size), bytes_per_block, m)};
+}
+
+namespace detail {
+/// The cheapest allowed candidate; ties go to the earlier algorithm_id.
+template <class Op, class A>
+constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model& m) {
+  if (size < 1) throw error(errc::invalid_argument, "a group needs at least one rank");
+  bool found = false;
+  choice best{algorithm_id::ring, 0};
+  for (algorithm_id id : all_algorithm_ids) {
+    if (!supports<Op>(id, size) || !allowed<A>(id)) continue;
+    const choice c = explain<Op>(id, size, bytes_per_block, m);
+    if (!found || c.predicted_seconds < best.predicted_seconds) best = c;
+    found = true;
+  }
+  if (!found) {
+    throw error(errc::unsupported, "automatic_with: the tuning allows no algorithm that can run " +
+                                       std::string(Op::name) + " on " + std::to_string(size) + " ranks");
+  }
+  return best;
+}
+}  // namespace detail
+
+/// Which algorithm `Algorithm` (automatic by default) would run for Op on
+/// `size` ranks with blocks of `bytes_per_block` bytes, and its predicted time.
+/// Parameters: automatic_with's Tuning, else Transport::cost_model() when
+/// Transport (void: none) has it, else default_cost_model. For a built-in
+/// algorithm it explains that algorithm.
+template <class Op, class Algorithm = automatic, class Transport = void>
+  requires operation<Op>
+constexpr choice explain(int size, std::size_t bytes_per_block) {
+  return explain<Op, Algorithm>(size, bytes_per_block, detail::model_of<Algorithm, Transport>());
+}
+
+/// explain with explicit parameters (a Tuning's restriction of candidates still applies).
+template <class Op, class Algorithm = automatic>
+  requires operation<Op>
+constexpr choice explain(int size, std::size_t bytes_per_block, const cost_model& m) {
+  if constexpr (detail::is_automatic<Algorithm>) {
+    return detail::choose<Op, Algorithm>(size, bytes_per_block, m);
+  } else {
+    static_assert(algorithm_id_of<Algorithm>.has_value(),
+                  "plait: explain needs a built-in algorithm, automatic or automatic_with<Tuning>; for your own "
+                  "algorithm use plait::predicted_seconds(A::plan(op, 0, size), bytes, model)");
+    return explain<Op>(*algorithm_id_of<Algorithm>, size, bytes_per_block, m);
+  }
+}
+
+}  // namespace v0
+}  // namespace plait
