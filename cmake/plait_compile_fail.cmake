@@ -1,0 +1,60 @@
+# Runs one compile-fail case (cmake -P). A case is a section of a
+# tests/compile_fail/*.cpp file:
+#
+#   // expect-error(no_isend): plait: transport lacks `request isend
+#   #if defined(PLAIT_CASE_no_isend)
+#   ...code that must not compile...
+#   #endif
+#
+# With CASE set, the test passes only if the compiler rejects the file with
+# -DPLAIT_CASE_<CASE> AND its output matches the case's regex (a CMake regex),
+# so a file that fails for an unrelated reason (a typo, a missing include)
+# does not pass by accident. With CASE empty, the file must compile cleanly:
+# that proves the fixture around the cases is itself valid.
+#
+# Inputs: COMPILER, SOURCE, INCLUDE_DIR, CASE, optional EXTRA_FLAGS (a ;-list).
+foreach(var COMPILER SOURCE INCLUDE_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "plait_compile_fail.cmake: ${var} not set")
+  endif()
+endforeach()
+
+set(flags -std=c++20 -fsyntax-only "-I${INCLUDE_DIR}" ${EXTRA_FLAGS})
+if(COMPILER MATCHES "clang")
+  list(APPEND flags -fno-color-diagnostics)
+else()
+  list(APPEND flags -fdiagnostics-color=never)
+endif()
+
+if(CASE STREQUAL "")
+  execute_process(COMMAND "${COMPILER}" ${flags} "${SOURCE}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "FAIL: ${SOURCE} without any PLAIT_CASE_* must compile, but:\n${out}")
+  endif()
+  message(STATUS "PASS: ${SOURCE} compiles with no case selected")
+  return()
+endif()
+
+# The regex is read from the source, not passed on the command line, so it
+# may hold quotes, backticks and semicolons.
+file(STRINGS "${SOURCE}" lines REGEX "^[ \t]*//[ \t]*expect-error\\(${CASE}\\):")
+list(LENGTH lines n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "FAIL: ${SOURCE} needs exactly one `// expect-error(${CASE}): <regex>` line, found ${n}")
+endif()
+string(REGEX REPLACE "^[ \t]*//[ \t]*expect-error\\(${CASE}\\):[ \t]*" "" regex "${lines}")
+string(STRIP "${regex}" regex)
+if(regex STREQUAL "")
+  message(FATAL_ERROR "FAIL: ${SOURCE}: case ${CASE} has an empty regex")
+endif()
+
+execute_process(COMMAND "${COMPILER}" ${flags} "-DPLAIT_CASE_${CASE}" "${SOURCE}" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "FAIL: ${SOURCE} case ${CASE} compiled, but it must be rejected with /${regex}/")
+endif()
+if(NOT out MATCHES "${regex}")
+  message(FATAL_ERROR "FAIL: ${SOURCE} case ${CASE} was rejected, but not with /${regex}/:\n${out}")
+endif()
+message(STATUS "PASS: ${SOURCE} case ${CASE} rejected with /${regex}/")

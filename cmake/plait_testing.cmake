@@ -1,0 +1,155 @@
+# Test registration for plait. Engineers add tests without touching CMake:
+# every tests/test_*.cpp (or .cu) becomes one Catch2 executable named like the
+# file, and a few comment markers among its first lines describe it:
+#
+#   // plait-test-labels: quick shm sanitize   (default: quick)
+#   // plait-test-timeout: 300                 (seconds per test case; default: 120)
+#   // plait-test-needs: mpi                   (links plait::mpi; built only when MPI is found)
+#   // plait-test-needs: cuda                  (links plait::cuda; built only when the toolkit is found)
+#   // plait-test-needs: gpu                   (also: registered only when a GPU is visible)
+#
+# Labels: `quick` runs in CI (scripts/test), `full` only in scripts/test-full,
+# `sanitize` is what the asan/tsan presets build and run. Every test case gets
+# a TIMEOUT, so a hang fails the run instead of stalling it.
+
+set(PLAIT_DEFAULT_TEST_TIMEOUT 120)
+set(PLAIT_DEFAULT_TEST_LABELS quick)
+
+# One nvidia-smi probe per configure decides whether `gpu` tests are registered;
+# CUDA code is still compiled and linked without a GPU.
+if(NOT DEFINED PLAIT_HAVE_GPU)
+  set(_plait_have_gpu OFF)
+  find_program(PLAIT_NVIDIA_SMI nvidia-smi)
+  if(PLAIT_NVIDIA_SMI)
+    execute_process(COMMAND "${PLAIT_NVIDIA_SMI}" -L RESULT_VARIABLE _plait_smi_rc OUTPUT_QUIET ERROR_QUIET)
+    if(_plait_smi_rc EQUAL 0)
+      set(_plait_have_gpu ON)
+    endif()
+  endif()
+  set(PLAIT_HAVE_GPU ${_plait_have_gpu} CACHE BOOL "A CUDA GPU is visible, so GPU tests are registered")
+endif()
+
+# plait_label_selected(<out-var> <labels...>): TRUE when PLAIT_TEST_LABEL_FILTER
+# is empty or is one of the labels. The sanitizer presets set the filter so
+# they compile only the tests worth running under a sanitizer.
+function(plait_label_selected out)
+  if(PLAIT_TEST_LABEL_FILTER STREQUAL "" OR PLAIT_TEST_LABEL_FILTER IN_LIST ARGN)
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+# plait_read_markers(<file> <prefix>): sets <prefix>_LABELS, <prefix>_TIMEOUT
+# and <prefix>_NEEDS from `// <marker-prefix>-labels:` style comment lines in
+# the first 30 lines of <file>. MARKER selects the marker family (plait-test or
+# plait-example).
+function(plait_read_markers file prefix marker)
+  file(STRINGS "${file}" head LIMIT_COUNT 30)
+  set(labels "")
+  set(timeout "")
+  set(needs "")
+  foreach(line IN LISTS head)
+    if(line MATCHES "^[ \t]*//[ \t]*${marker}-labels:(.*)$")
+      separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
+      list(APPEND labels ${more})
+    elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-timeout:[ \t]*([0-9]+)[ \t]*$")
+      set(timeout "${CMAKE_MATCH_1}")
+    elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-needs:(.*)$")
+      separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
+      list(APPEND needs ${more})
+    elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-")
+      message(FATAL_ERROR "plait: ${file}: unknown marker line `${line}`")
+    endif()
+  endforeach()
+  foreach(need IN LISTS needs)
+    if(NOT need MATCHES "^(mpi|cuda|gpu)$")
+      message(FATAL_ERROR "plait: ${file}: unknown need `${need}` (known: mpi cuda gpu)")
+    endif()
+  endforeach()
+  set(${prefix}_LABELS "${labels}" PARENT_SCOPE)
+  set(${prefix}_TIMEOUT "${timeout}" PARENT_SCOPE)
+  set(${prefix}_NEEDS "${needs}" PARENT_SCOPE)
+endfunction()
+
+# plait_needs_met(<out-var> <needs...>): whether this build can satisfy them.
+function(plait_needs_met out)
+  set(ok TRUE)
+  foreach(need IN LISTS ARGN)
+    if(need STREQUAL "mpi" AND NOT PLAIT_HAS_MPI)
+      set(ok FALSE)
+    elseif(need MATCHES "^(cuda|gpu)$" AND NOT PLAIT_HAS_CUDA)
+      set(ok FALSE)
+    endif()
+  endforeach()
+  set(${out} ${ok} PARENT_SCOPE)
+endfunction()
+
+# plait_add_catch_test needs Catch.cmake included at directory scope (its
+# discovery script path is a directory variable); tests/CMakeLists.txt does it.
+# plait_add_catch_test(<name> SOURCES <src...> [LABELS <l...>] [TIMEOUT <s>] [NEEDS <n...>])
+# One Catch2 executable linked with the shared main, registered test case by
+# test case as `<name>.<case>`. Usable from tests/mpi/ and other subdirectories.
+function(plait_add_catch_test name)
+  cmake_parse_arguments(arg "" "TIMEOUT" "SOURCES;LABELS;NEEDS" ${ARGN})
+  if(NOT arg_LABELS)
+    set(arg_LABELS ${PLAIT_DEFAULT_TEST_LABELS})
+  endif()
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT ${PLAIT_DEFAULT_TEST_TIMEOUT})
+  endif()
+  plait_label_selected(selected ${arg_LABELS})
+  plait_needs_met(met ${arg_NEEDS})
+  if(NOT selected)
+    return()
+  endif()
+  if(NOT met)
+    message(STATUS "plait: skipping ${name} (needs: ${arg_NEEDS})")
+    return()
+  endif()
+  foreach(src IN LISTS arg_SOURCES)
+    if(src MATCHES "\\.cu$" AND NOT PLAIT_CUDA_LANGUAGE)
+      message(STATUS "plait: skipping ${name} (no CUDA compiler for ${src})")
+      return()
+    endif()
+  endforeach()
+
+  add_executable(${name} ${arg_SOURCES})
+  target_link_libraries(${name} PRIVATE plait::plait plait_catch_main plait_warnings)
+  target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
+  if("mpi" IN_LIST arg_NEEDS)
+    target_link_libraries(${name} PRIVATE plait::mpi)
+  endif()
+  if("cuda" IN_LIST arg_NEEDS OR "gpu" IN_LIST arg_NEEDS)
+    target_link_libraries(${name} PRIVATE plait::cuda)
+  endif()
+  if("gpu" IN_LIST arg_NEEDS)
+    list(APPEND arg_LABELS gpu)
+    if(NOT PLAIT_HAVE_GPU)
+      # Compiled and linked so the code is checked, but there is nothing to run it on.
+      message(STATUS "plait: ${name} built but not registered (no GPU visible)")
+      return()
+    endif()
+  endif()
+
+  catch_discover_tests(${name} TEST_PREFIX "${name}." PROPERTIES TIMEOUT ${arg_TIMEOUT})
+
+  # Catch.cmake forwards PROPERTIES through a -D list and then splices it
+  # unquoted, so a multi-label LABELS value would split into bogus property
+  # names. Labels are therefore set by a second include file that CTest reads
+  # after the discovered list (TEST_INCLUDE_FILES are read in order).
+  set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+  file(CONFIGURE OUTPUT "${labels_file}" CONTENT
+"if(DEFINED ${name}_TESTS)
+  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${arg_LABELS}\")
+endif()
+" @ONLY)
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
+endfunction()
+
+# plait_add_catch_test_from_file(<source>): the self-describing convention.
+function(plait_add_catch_test_from_file source)
+  get_filename_component(name "${source}" NAME_WLE)
+  plait_read_markers("${source}" test plait-test)
+  plait_add_catch_test(${name} SOURCES "${source}" LABELS ${test_LABELS} TIMEOUT "${test_TIMEOUT}" NEEDS ${test_NEEDS})
+endfunction()
