@@ -35,7 +35,11 @@ struct collective {
   static void run(Transport& comm, Send&& send, Recv&& recv) {
     const std::string requested = std::string(Op::name) + "<" + std::string(algorithm_name<Algorithm>()) + ">";
     const detail::call_site at{comm.rank(), comm.size(), requested};
-    auto plan = detail::make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
+    // Unqualified on purpose: argument-dependent lookup (call_site lives in
+    // plait::detail) finds make_plan overloads declared after this header,
+    // such as along<D>'s and redistribute<S, C>'s; a qualified call would see
+    // only those declared before it.
+    auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
     auto planned = detail::plan_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
     const std::string running = std::string(Op::name) + "<" + std::string(planned.algorithm) + ">";
     const int tag = comm.next_tag();
