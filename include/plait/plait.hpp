@@ -8,6 +8,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
+#include "plait/core/tensor_view.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 
@@ -16,8 +17,10 @@
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
 
+#include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/layout.hpp"
+#include "plait/layout/redistribute.hpp"
 
 #include "plait/op/all_gather.hpp"
 #include "plait/op/all_to_all.hpp"

@@ -1,0 +1,407 @@
+// Block plans over N-d views: how along<D>, redistribute<S, C> and contiguous
+// (for tensors) turn the user's views into regions, one per block, for the
+// executor. Every check on extents and pointers runs here, in make_plan,
+// before the schedule starts: a plan that exists is one that can run.
+//
+// A view becomes a byte box (pointer, extents, strides in bytes); a block is a
+// slice of that box along one dimension; a slice becomes a region by dropping
+// extent-1 dimensions, folding the contiguous innermost dimensions into one
+// run and merging outer dimensions that step evenly. A block whose region is
+// one run is sent from (or received into) user memory with no copy at all.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <ranges>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/tensor_view.hpp"
+#include "plait/core/views.hpp"
+#include "plait/layout/contiguous.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// What a tensor layout accepts on either side: any mdspan-like view, or a
+/// contiguous range taken as a 1-d tensor.
+template <class X>
+concept tensor_argument = mdspan_like<X> || send_range<X>;
+
+/// Either argument is N-d (so the contiguous layout means along<0>, not 1-d).
+template <class A, class B>
+concept some_mdspan = mdspan_like<A> || mdspan_like<B>;
+
+/// Any tensor argument as a tensor_view (mdspan-like views keep their strides;
+/// ranges become 1-d views).
+template <class X>
+auto as_tensor(X&& x) {
+  if constexpr (mdspan_like<X>) {
+    using element = view_element<X>;
+    constexpr std::size_t rank = view_rank<X>;
+    std::array<std::size_t, rank> extents{};
+    std::array<std::size_t, rank> strides{};
+    for (std::size_t r = 0; r < rank; ++r) {
+      extents[r] = extent_of(x, r);
+      strides[r] = stride_of(x, r);
+    }
+    return tensor_view<element, rank>(x.data_handle(), extents, strides);
+  } else {
+    using element = std::remove_reference_t<std::ranges::range_reference_t<X>>;
+    return tensor_view<element, 1>(std::ranges::data(x), {std::ranges::size(x)});
+  }
+}
+
+template <class X>
+using tensor_of = decltype(as_tensor(std::declval<X>()));
+
+/// Static checks shared by every tensor layout: same element type on both sides,
+/// trivially copyable, writable destination, same rank.
+template <class SendTensor, class RecvTensor>
+constexpr void check_tensor_pair() {
+  using send_t = std::remove_cv_t<typename SendTensor::element_type>;
+  using recv_t = std::remove_cv_t<typename RecvTensor::element_type>;
+  static_assert(std::is_same_v<send_t, recv_t>, "plait: send and recv must hold the same element type");
+  static_assert(std::is_trivially_copyable_v<recv_t>, "plait: tensor elements must be trivially copyable");
+  static_assert(!std::is_const_v<typename RecvTensor::element_type>,
+                "plait: recv must be writable (a view of non-const elements)");
+  static_assert(SendTensor::rank() == RecvTensor::rank(), "plait: send and recv views must have the same rank");
+}
+
+/// A dimension named by a layout must exist in the views. The instantiation of
+/// this function in the compiler's message shows both numbers.
+template <std::size_t Dim, std::size_t Rank>
+constexpr void layout_dimension_in_range() {
+  static_assert(Dim < Rank,
+                "plait: the layout names a dimension the view does not have: along<D> needs D < the view's rank, "
+                "redistribute<S, C> needs S and C < the view's rank (see Dim and Rank in this instantiation)");
+}
+
+/// A view in bytes: where it starts, its extents and its strides in bytes.
+template <std::size_t Rank>
+struct byte_box {
+  std::byte* data = nullptr;
+  std::size_t element = 0;
+  std::array<std::size_t, Rank> extent{};
+  std::array<std::size_t, Rank> stride{};  ///< bytes
+
+  [[nodiscard]] std::size_t elements() const {
+    std::size_t n = 1;
+    for (std::size_t e : extent) n *= e;
+    return n;
+  }
+  /// The part of this box with index [begin, begin + count) along dim.
+  [[nodiscard]] byte_box slice(std::size_t dim, std::size_t begin, std::size_t count) const {
+    byte_box out = *this;
+    if (elements() != 0) out.data = data + begin * stride[dim];
+    out.extent[dim] = count;
+    return out;
+  }
+  /// The bytes from the lowest to the highest element (empty when no element).
+  [[nodiscard]] std::span<const std::byte> footprint() const {
+    if (elements() == 0) return {};
+    std::size_t last = 0;
+    for (std::size_t r = 0; r < Rank; ++r) last += (extent[r] - 1) * stride[r];
+    return {data, last + element};
+  }
+};
+
+template <class T, std::size_t Rank>
+byte_box<Rank> to_box(const tensor_view<T, Rank>& v) {
+  byte_box<Rank> box;
+  // Send views may be const; the executor only ever reads through a send
+  // region, so dropping const here is safe and keeps region one type.
+  box.data = reinterpret_cast<std::byte*>(const_cast<std::remove_cv_t<T>*>(v.data_handle()));
+  box.element = sizeof(T);
+  for (std::size_t r = 0; r < Rank; ++r) {
+    box.extent[r] = v.extent(r);
+    box.stride[r] = v.stride(r) * sizeof(T);
+  }
+  return box;
+}
+
+/// The region of a box: extent-1 dimensions dropped, the contiguous innermost
+/// dimensions folded into one run, evenly stepping outer dimensions merged.
+/// Throws `unsupported` when more strided dimensions remain than a region holds.
+template <std::size_t Rank>
+region to_region(const byte_box<Rank>& box, const call_site& at, std::string_view which) {
+  if (box.elements() == 0) return region::contiguous(box.data, 0);
+  std::array<std::size_t, Rank> extent{};
+  std::array<std::size_t, Rank> stride{};
+  std::size_t n = 0;
+  for (std::size_t r = 0; r < Rank; ++r) {
+    if (box.extent[r] == 1) continue;
+    extent[n] = box.extent[r];
+    stride[n] = box.stride[r];
+    ++n;
+  }
+  std::size_t run = box.element;
+  while (n > 0 && stride[n - 1] == run) {
+    run *= extent[n - 1];
+    --n;
+  }
+  // Merge dimension i + 1 into i when stepping i is the same as stepping
+  // i + 1 extent times: the runs then lie at one even stride.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (kept > 0 && stride[kept - 1] == stride[i] * extent[i]) {
+      extent[kept - 1] *= extent[i];
+      stride[kept - 1] = stride[i];
+    } else {
+      extent[kept] = extent[i];
+      stride[kept] = stride[i];
+      ++kept;
+    }
+  }
+  if (kept > static_cast<std::size_t>(region::max_dims)) {
+    throw at.fail(errc::unsupported, "a block of " + std::string(which) + " has " + std::to_string(kept) +
+                                         " strided dimensions after merging contiguous ones; a region holds at most " +
+                                         std::to_string(region::max_dims));
+  }
+  region out = region::contiguous(box.data, run);
+  out.dims = static_cast<int>(kept);
+  for (std::size_t i = 0; i < kept; ++i) {
+    out.extent[i] = extent[i];
+    out.stride[i] = static_cast<std::ptrdiff_t>(stride[i]);
+  }
+  return out;
+}
+
+inline void check_view_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
+  check_not_null(at, data, count, which);
+}
+
+/// recv must not name one element twice: several ranks would write it. The
+/// check sorts dimensions by stride and asks each to step past all smaller
+/// ones, which every row-major, column-major or padded layout does.
+template <std::size_t Rank>
+void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_view which) {
+  if (box.elements() == 0) return;
+  std::array<std::size_t, Rank> order{};
+  for (std::size_t r = 0; r < Rank; ++r) order[r] = r;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return box.stride[a] < box.stride[b]; });
+  std::size_t reach = box.element;  // bytes spanned by the dimensions so far
+  for (std::size_t r : order) {
+    if (box.extent[r] == 1) continue;
+    if (box.stride[r] < reach) {
+      throw at.fail(errc::invalid_argument, std::string(which) + " view's stride along dimension " +
+                                                std::to_string(r) + " (" + std::to_string(box.stride[r] / box.element) +
+                                                " elements) makes elements overlap; a destination must name each "
+                                                "element once");
+    }
+    reach = box.stride[r] * box.extent[r];
+  }
+}
+
+template <std::size_t Rank>
+void check_disjoint(const byte_box<Rank>& send, const byte_box<Rank>& recv, const call_site& at) {
+  if (overlap(send.footprint(), recv.footprint())) {
+    throw at.fail(errc::invalid_argument,
+                  "send and recv views overlap; for an in-place all-gather pass plait::in_place as send");
+  }
+}
+
+inline std::string dimension_text(std::size_t dim) { return "dimension " + std::to_string(dim); }
+
+/// all-gather over tensors: block j is slice [j*n, (j+1)*n) of recv along dim.
+class tensor_gather_plan {
+ public:
+  tensor_gather_plan(region own, std::vector<region> blocks, int rank, bool in_place)
+      : own_(own), blocks_(std::move(blocks)), rank_(rank), in_place_(in_place) {}
+
+  [[nodiscard]] std::size_t block_bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes(); }
+  [[nodiscard]] bool has_location(int /*block*/) const { return true; }
+  [[nodiscard]] region location(int block) const { return blocks_[static_cast<std::size_t>(block)]; }
+  void prepare() const {
+    if (!in_place_) copy(own_, blocks_[static_cast<std::size_t>(rank_)]);
+  }
+
+ private:
+  region own_;
+  std::vector<region> blocks_;
+  int rank_;
+  bool in_place_;
+};
+
+/// all-to-all over tensors: block (s, d) is slice d of send along the split
+/// dimension on rank s, and slice s of recv along the concat dimension on rank d.
+class tensor_exchange_plan {
+ public:
+  tensor_exchange_plan(std::vector<region> send, std::vector<region> recv, int rank, int size)
+      : send_(std::move(send)), recv_(std::move(recv)), rank_(rank), size_(size) {}
+
+  [[nodiscard]] std::size_t block_bytes(int /*block*/) const { return send_.front().bytes(); }
+  [[nodiscard]] bool has_location(int block) const {
+    return op::all_to_all::source(block, size_) == rank_ || op::all_to_all::destination(block, size_) == rank_;
+  }
+  [[nodiscard]] region location(int block) const {
+    if (op::all_to_all::destination(block, size_) == rank_) {
+      return recv_[static_cast<std::size_t>(op::all_to_all::source(block, size_))];
+    }
+    return send_[static_cast<std::size_t>(op::all_to_all::destination(block, size_))];
+  }
+  void prepare() const {
+    const auto own = static_cast<std::size_t>(rank_);
+    copy(send_[own], recv_[own]);
+  }
+
+ private:
+  std::vector<region> send_;
+  std::vector<region> recv_;
+  int rank_;
+  int size_;
+};
+
+/// all-gather along `dim` (checked against the rank by the caller).
+template <class S, class R, std::size_t Rank>
+tensor_gather_plan gather_along(std::string_view layout, std::size_t dim, const call_site& at,
+                                const tensor_view<S, Rank>& send, const tensor_view<R, Rank>& recv) {
+  check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
+  const auto p = static_cast<std::size_t>(at.size);
+  check_view_not_null(at, send.data_handle(), send.size(), "send");
+  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const std::string who = std::string(layout) + ": ";
+  for (std::size_t r = 0; r < Rank; ++r) {
+    if (r == dim) continue;
+    if (send.extent(r) != recv.extent(r)) {
+      throw at.fail(errc::size_mismatch, who + dimension_text(r) + ": send extent " + std::to_string(send.extent(r)) +
+                                             ", recv extent " + std::to_string(recv.extent(r)) +
+                                             "; all but the gathered dimension must be equal");
+    }
+  }
+  const std::size_t n = send.extent(dim);
+  if (recv.extent(dim) != p * n) {
+    throw at.fail(errc::size_mismatch, who + dimension_text(dim) + ": recv extent " + std::to_string(recv.extent(dim)) +
+                                           ", but " + std::to_string(p) + " ranks x send extent " + std::to_string(n) +
+                                           " need " + std::to_string(p * n));
+  }
+  const auto send_box = to_box(send);
+  const auto recv_box = to_box(recv);
+  check_unique(recv_box, at, "recv");
+  check_disjoint(send_box, recv_box, at);
+  std::vector<region> blocks;
+  blocks.reserve(p);
+  for (std::size_t j = 0; j < p; ++j) blocks.push_back(to_region(recv_box.slice(dim, j * n, n), at, "recv"));
+  return tensor_gather_plan(to_region(send_box, at, "send"), std::move(blocks), at.rank, false);
+}
+
+/// in-place all-gather along `dim`: this rank's slice of recv already holds its shard.
+template <class R, std::size_t Rank>
+tensor_gather_plan gather_along_in_place(std::string_view layout, std::size_t dim, const call_site& at,
+                                         const tensor_view<R, Rank>& recv) {
+  static_assert(!std::is_const_v<R>, "plait: recv must be writable (a view of non-const elements)");
+  static_assert(std::is_trivially_copyable_v<R>, "plait: tensor elements must be trivially copyable");
+  const auto p = static_cast<std::size_t>(at.size);
+  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  if (recv.extent(dim) % p != 0) {
+    throw at.fail(errc::size_mismatch, std::string(layout) + ": " + dimension_text(dim) + ": in-place recv extent " +
+                                           std::to_string(recv.extent(dim)) + ", which " + std::to_string(p) +
+                                           " ranks do not divide");
+  }
+  const std::size_t n = recv.extent(dim) / p;
+  const auto recv_box = to_box(recv);
+  check_unique(recv_box, at, "recv");
+  std::vector<region> blocks;
+  blocks.reserve(p);
+  for (std::size_t j = 0; j < p; ++j) blocks.push_back(to_region(recv_box.slice(dim, j * n, n), at, "recv"));
+  return tensor_gather_plan(region{}, std::move(blocks), at.rank, true);
+}
+
+/// all-to-all splitting send along `split` and concatenating into recv along `concat`.
+template <class S, class R, std::size_t Rank>
+tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t split, std::size_t concat,
+                                           const call_site& at, const tensor_view<S, Rank>& send,
+                                           const tensor_view<R, Rank>& recv) {
+  check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
+  const auto p = static_cast<std::size_t>(at.size);
+  check_view_not_null(at, send.data_handle(), send.size(), "send");
+  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const std::string who = std::string(layout) + ": ";
+  if (send.extent(split) % p != 0) {
+    throw at.fail(errc::size_mismatch, who + dimension_text(split) + ": send extent " +
+                                           std::to_string(send.extent(split)) + ", which " + std::to_string(p) +
+                                           " ranks do not divide into equal slices");
+  }
+  if (recv.extent(concat) % p != 0) {
+    throw at.fail(errc::size_mismatch, who + dimension_text(concat) + ": recv extent " +
+                                           std::to_string(recv.extent(concat)) + ", which " + std::to_string(p) +
+                                           " ranks do not divide into equal slices");
+  }
+  const std::size_t a = send.extent(split) / p;
+  const std::size_t b = recv.extent(concat) / p;
+  // Every block has send's shape with extent `a` along split, and recv's
+  // shape with extent `b` along concat; those two shapes must be the same.
+  for (std::size_t r = 0; r < Rank; ++r) {
+    const std::size_t from = r == split ? a : send.extent(r);
+    const std::size_t into = r == concat ? b : recv.extent(r);
+    if (from == into) continue;
+    std::string detail_text;
+    if (r == split && r == concat) {
+      detail_text = "; redistribute<S, S> needs them equal";
+    } else if (r == split) {
+      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(a) + " each go out), so recv extent must be " +
+                    std::to_string(a);
+    } else if (r == concat) {
+      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(b) + " each come in), so send extent must be " +
+                    std::to_string(b);
+    } else {
+      detail_text = "; all but the split and concat dimensions must be equal";
+    }
+    throw at.fail(errc::size_mismatch, who + dimension_text(r) + ": send extent " + std::to_string(send.extent(r)) +
+                                           ", recv extent " + std::to_string(recv.extent(r)) + detail_text);
+  }
+  const auto send_box = to_box(send);
+  const auto recv_box = to_box(recv);
+  check_unique(recv_box, at, "recv");
+  check_disjoint(send_box, recv_box, at);
+  std::vector<region> out;
+  std::vector<region> in;
+  out.reserve(p);
+  in.reserve(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    out.push_back(to_region(send_box.slice(split, j * a, a), at, "send"));
+    in.push_back(to_region(recv_box.slice(concat, j * b, b), at, "recv"));
+  }
+  return tensor_exchange_plan(std::move(out), std::move(in), at.rank, at.size);
+}
+
+// contiguous for tensors means along<0> (all-gather) and split/concat along
+// dimension 0 (all-to-all): for row-major data these are the 1-d meanings.
+
+template <tensor_argument Send, tensor_argument Recv>
+  requires some_mdspan<Send, Recv>
+tensor_gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& send, Recv&& recv) {
+  check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
+  constexpr std::size_t rank = tensor_of<Recv>::rank();
+  layout_dimension_in_range<0, rank>();
+  return gather_along("contiguous", 0, at, as_tensor(send), as_tensor(recv));
+}
+
+template <mdspan_like Recv>
+tensor_gather_plan make_plan(contiguous, op::all_gather, const call_site& at, in_place_t, Recv&& recv) {
+  constexpr std::size_t rank = tensor_of<Recv>::rank();
+  layout_dimension_in_range<0, rank>();
+  return gather_along_in_place("contiguous", 0, at, as_tensor(recv));
+}
+
+template <tensor_argument Send, tensor_argument Recv>
+  requires some_mdspan<Send, Recv>
+tensor_exchange_plan make_plan(contiguous, op::all_to_all, const call_site& at, Send&& send, Recv&& recv) {
+  check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
+  constexpr std::size_t rank = tensor_of<Recv>::rank();
+  layout_dimension_in_range<0, rank>();
+  return exchange_split_concat("contiguous", 0, 0, at, as_tensor(send), as_tensor(recv));
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait
