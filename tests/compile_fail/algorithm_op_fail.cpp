@@ -1,0 +1,63 @@
+// Combinations with no schedule are compile errors whose message names the
+// combination and lists what works (algorithm/select.hpp, check_algorithm).
+// With no case selected the fixture compiles: the valid calls below.
+#include <cstdint>
+#include <vector>
+
+#include <plait/plait.hpp>
+
+namespace {
+
+/// A user algorithm that only knows the all-gather.
+struct gather_only {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::all_gather, int rank, int size) {
+    return plait::ring::plan(plait::op::all_gather{}, rank, size);
+  }
+};
+
+/// Not an algorithm at all: no opt-in tag.
+struct not_an_algorithm {};
+
+[[maybe_unused]] void use(plait::shm::communicator& comm) {
+  std::vector<std::uint32_t> send(4);
+  std::vector<std::uint32_t> recv(4 * static_cast<std::size_t>(comm.size()));
+  plait::all_gather<plait::tree>(comm, send, recv);
+  plait::all_gather<gather_only>(comm, send, recv);
+  plait::all_to_all<plait::bruck>(comm, recv, recv);
+
+// expect-error(tree_all_to_all): plait: tree has no all_to_all schedule; all_to_all works with ring, pairwise, bruck, direct, automatic
+#if defined(PLAIT_CASE_tree_all_to_all)
+  plait::all_to_all<plait::tree>(comm, send, recv);
+#endif
+
+// expect-error(neighbor_exchange_all_to_all): plait: neighbor_exchange has no all_to_all schedule; all_to_all works with ring, pairwise, bruck, direct, automatic
+#if defined(PLAIT_CASE_neighbor_exchange_all_to_all)
+  plait::all_to_all<plait::neighbor_exchange>(comm, send, recv);
+#endif
+
+// expect-error(recursive_doubling_all_to_all): plait: recursive_doubling has no all_to_all schedule; all_to_all works with
+#if defined(PLAIT_CASE_recursive_doubling_all_to_all)
+  plait::all_to_all<plait::recursive_doubling>(comm, send, recv);
+#endif
+
+// expect-error(user_algorithm_all_to_all): plait: this algorithm has no all_to_all schedule: it lacks `static constexpr plait::schedule plan\(plait::op::all_to_all
+#if defined(PLAIT_CASE_user_algorithm_all_to_all)
+  plait::all_to_all<gather_only>(comm, send, recv);
+#endif
+
+// expect-error(not_an_algorithm): plait: the Algorithm argument is not an algorithm
+#if defined(PLAIT_CASE_not_an_algorithm)
+  plait::all_gather<not_an_algorithm>(comm, send, recv);
+#endif
+
+// expect-error(automatic_with_bad_tuning): plait: automatic_with<Tuning> needs `static constexpr plait::cost_model cost_model\(\)`
+#if defined(PLAIT_CASE_automatic_with_bad_tuning)
+  struct no_model {};
+  plait::all_gather<plait::automatic_with<no_model>>(comm, send, recv);
+#endif
+}
+
+}  // namespace
+
+int main() {}
