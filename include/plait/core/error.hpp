@@ -64,13 +64,16 @@ struct error_context {
 class error : public std::system_error {
  public:
   error(errc code, std::string_view detail, const error_context& where = {})
-      : std::system_error(make_error_code(code), compose(where, detail)),
+      : std::system_error(make_error_code(code)),
+        message_(compose(where, detail)),
         rank_(where.rank),
         peer_(where.peer),
         step_(where.step),
         operation_(where.operation),
         detail_(detail) {}
 
+  /// "plait, rank R, OPERATION, step S, peer P: detail" (unknown parts left out).
+  [[nodiscard]] const char* what() const noexcept override { return message_.c_str(); }
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int peer() const noexcept { return peer_; }
   [[nodiscard]] int step() const noexcept { return step_; }
@@ -106,6 +109,7 @@ class error : public std::system_error {
     return text;
   }
 
+  std::string message_;
   int rank_;
   int peer_;
   int step_;

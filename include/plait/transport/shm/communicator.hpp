@@ -174,7 +174,14 @@ class communicator {
         }
         check_group(first_waiting(requests));
         if (clock::now() > until) throw timed_out(requests);
-        if (wait.sleeping() && ++slow_checks % 64 == 0) check_alive(requests);
+        if (wait.sleeping() && ++slow_checks % 64 == 0 && !peers_alive(requests)) {
+          // A process that ended cannot write any more: whatever it sent is in
+          // the channel now, so one more pass decides whether we can finish.
+          progress();
+          if (!std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) {
+            throw lost_process(requests);
+          }
+        }
         wait.pause();
       }
     } catch (const error& e) {
@@ -428,17 +435,28 @@ class communicator {
                                                                                                    peer >= 0 ? peer : failed});
     }
   }
-  /// Throws peer_lost when a process we wait for no longer exists.
-  void check_alive(std::span<request> requests) const {
+  [[nodiscard]] static bool process_gone(std::int32_t pid) noexcept {
+    return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+  }
+  /// False when the process of a rank we still wait for no longer exists.
+  [[nodiscard]] bool peers_alive(std::span<request> requests) const {
     for (const request& r : requests) {
-      if (complete(r)) continue;
-      const std::int32_t pid = detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed);
-      if (pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) {
-        throw error(errc::peer_lost, "process of rank " + std::to_string(r.peer) + " (pid " + std::to_string(pid) +
-                                         ") is gone",
-                    {rank_, {}, -1, r.peer});
+      if (!complete(r) && process_gone(detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed))) {
+        return false;
       }
     }
+    return true;
+  }
+  [[nodiscard]] error lost_process(std::span<request> requests) const {
+    for (const request& r : requests) {
+      const std::int32_t pid = detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed);
+      if (!complete(r) && process_gone(pid)) {
+        return error(errc::peer_lost,
+                     "process of rank " + std::to_string(r.peer) + " (pid " + std::to_string(pid) + ") ended first",
+                     {rank_, {}, -1, r.peer});
+      }
+    }
+    return error(errc::peer_lost, "a peer process ended first", {rank_});
   }
   [[nodiscard]] error timed_out(std::span<request> requests) const {
     for (const request& r : requests) {
