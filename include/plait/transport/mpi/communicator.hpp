@@ -1,0 +1,522 @@
+// plait::mpi::communicator: the MPI transport. Nonblocking point-to-point
+// (MPI_Isend / MPI_Irecv, completed by polling MPI_Testall) on a private
+// duplicate of the user's communicator, so plait's messages can never match
+// the application's, and MPI errors come back as plait::error instead of
+// aborting the job.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plait/core/backoff.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/transport/mpi/error.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace mpi {
+
+namespace detail {
+
+/// PLAIT_TIMEOUT in seconds (fractions allowed) if set to a positive number,
+/// else 300 s: no wait may block forever, but a slow job must not fail either.
+inline clock::duration default_timeout() {
+  if (const char* text = std::getenv("PLAIT_TIMEOUT")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (end != text && std::isfinite(seconds) && seconds > 0 && seconds < 1e9) {
+      return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
+    }
+  }
+  return std::chrono::seconds(300);
+}
+
+/// `now + timeout` without overflowing when the timeout is huge.
+inline deadline after(clock::duration timeout) {
+  const auto now = clock::now();
+  if (timeout >= clock::time_point::max() - now) return clock::time_point::max();
+  return now + timeout;
+}
+
+inline std::string seconds_text(clock::duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g s", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+/// The largest single MPI message plait posts by default: MPI counts are int,
+/// so longer messages go as several chunks with the same tag (MPI's
+/// non-overtaking rule keeps them in order). 1 GiB keeps each far from INT_MAX.
+inline constexpr std::size_t default_chunk_bytes = std::size_t{1} << 30;
+
+}  // namespace detail
+
+class communicator;
+
+/// One posted send or receive, completed by communicator::wait_all. A request
+/// destroyed while still pending (an exception unwound past it) cancels its
+/// receive and waits for the cancel, so no message lands in a buffer the
+/// caller may already have freed; a pending send is cancelled and released.
+class request {
+ public:
+  request() = default;
+  request(const request&) = delete;
+  request& operator=(const request&) = delete;
+  request(request&& other) noexcept
+      : handles_(std::move(other.handles_)), peer_(other.peer_), bytes_(other.bytes_), receive_(other.receive_) {
+    other.handles_.clear();
+  }
+  request& operator=(request&& other) noexcept {
+    if (this != &other) {
+      abandon();
+      handles_ = std::move(other.handles_);
+      other.handles_.clear();
+      peer_ = other.peer_;
+      bytes_ = other.bytes_;
+      receive_ = other.receive_;
+    }
+    return *this;
+  }
+  ~request() { abandon(); }
+
+  /// True until wait_all has completed it (or it was abandoned).
+  [[nodiscard]] bool pending() const noexcept {
+    return std::any_of(handles_.begin(), handles_.end(), [](MPI_Request h) { return h != MPI_REQUEST_NULL; });
+  }
+  [[nodiscard]] int peer() const noexcept { return peer_; }
+  [[nodiscard]] bool is_receive() const noexcept { return receive_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  friend class communicator;
+
+  /// Ends a pending transfer without completing it. Receives: MPI_Cancel,
+  /// then MPI_Wait, which the MPI standard makes local for a cancelled
+  /// request. Sends: cancel and free, because some MPI libraries cannot cancel
+  /// a send and waiting for it could block on a peer that never receives.
+  void abandon() noexcept {
+    if (handles_.empty()) return;
+    if (!mpi::detail::finalized()) {
+      for (MPI_Request& handle : handles_) {
+        if (handle == MPI_REQUEST_NULL) continue;
+        MPI_Cancel(&handle);
+        if (receive_) {
+          MPI_Wait(&handle, MPI_STATUS_IGNORE);
+        } else {
+          MPI_Request_free(&handle);
+        }
+      }
+    }
+    handles_.clear();
+  }
+
+  std::vector<MPI_Request> handles_;  // one per chunk, in posting order
+  int peer_ = -1;
+  std::size_t bytes_ = 0;
+  bool receive_ = false;
+};
+
+/// A plait transport over MPI point-to-point, for any number of nodes.
+///
+/// Constructed from an MPI communicator it duplicates (MPI_Comm_dup, a
+/// collective call): plait's messages live in their own context, and the
+/// duplicate returns errors (MPI_ERRORS_RETURN) that plait raises as
+/// plait::error{errc::transport} with MPI's error string. Movable, not
+/// copyable; destroying it frees the duplicate, or does nothing once
+/// MPI_Finalize has run. One thread at a time may use a communicator.
+///
+/// Waits poll MPI_Testall and back off (spin, yield, sleep), so ranks that
+/// outnumber the cores still progress. A wait past timeout() cancels or
+/// completes what is pending, throws errc::timeout, and poisons the
+/// communicator: every later call throws at once.
+class communicator {
+ public:
+  using transport_concept = transport_tag;
+  using memory_space = host_memory;
+  using request = mpi::request;
+
+  /// A null communicator, like MPI_COMM_NULL: `!comm`, size() 0, rank() -1.
+  communicator() = default;
+
+  /// Duplicates `comm` (collective over it). MPI_COMM_NULL gives a null communicator.
+  explicit communicator(MPI_Comm comm) : timeout_(detail::default_timeout()) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized == 0 || detail::finalized()) {
+      throw error(errc::invalid_argument, "plait::mpi::communicator needs MPI to be initialized and not finalized",
+                  {-1, "mpi::communicator", -1, -1});
+    }
+    if (comm == MPI_COMM_NULL) return;
+    MPI_Comm dup = MPI_COMM_NULL;
+    detail::check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup", {-1, "mpi::communicator", -1, -1});
+    adopt(dup);
+  }
+
+  communicator(const communicator&) = delete;
+  communicator& operator=(const communicator&) = delete;
+  communicator(communicator&& other) noexcept { swap(other); }
+  communicator& operator=(communicator&& other) noexcept {
+    if (this != &other) {
+      communicator gone(std::move(other));
+      swap(gone);
+    }
+    return *this;
+  }
+  ~communicator() {
+    if (comm_ != MPI_COMM_NULL && !detail::finalized()) MPI_Comm_free(&comm_);
+  }
+
+  /// False for a null communicator (split with plait::no_group, default, moved from).
+  explicit operator bool() const noexcept { return comm_ != MPI_COMM_NULL; }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  /// The private duplicate, for MPI calls plait does not wrap (the native
+  /// baseline in benchmarks, MPI_Comm_split_type for the node-local group).
+  [[nodiscard]] MPI_Comm native_handle() const noexcept { return comm_; }
+
+  /// Posts a send of `bytes` to `peer`; `bytes` must stay untouched until completion.
+  [[nodiscard]] request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
+    return post(peer, tag, false, const_cast<std::byte*>(bytes.data()), bytes.size());
+  }
+
+  /// Posts a receive of exactly `bytes.size()` bytes from `peer`.
+  [[nodiscard]] request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
+    return post(peer, tag, true, bytes.data(), bytes.size());
+  }
+
+  /// Completes every request or throws: errc::timeout past `until` (after
+  /// cancelling what is pending; the communicator is poisoned),
+  /// errc::size_mismatch when a message's length differs from its receive,
+  /// errc::transport for MPI errors.
+  void wait_all(std::span<request> requests, deadline until) {
+    usable("wait_all");
+    handles_.clear();
+    for (const request& r : requests) handles_.insert(handles_.end(), r.handles_.begin(), r.handles_.end());
+    if (handles_.empty()) return;
+    statuses_.resize(handles_.size());
+
+    const auto started = clock::now();
+    plait::detail::backoff waiting;
+    for (;;) {
+      int done = 0;
+      const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
+      if (code != MPI_SUCCESS) {
+        store_handles(requests);
+        failed(requests, code);
+      }
+      if (done != 0) break;
+      if (clock::now() >= until) timed_out(requests, clock::now() - started);
+      waiting.pause();
+    }
+    store_handles(requests);
+    check_lengths(requests);
+  }
+
+  /// wait_all with the deadline now + timeout().
+  void wait_all(std::span<request> requests) { wait_all(requests, detail::after(timeout_)); }
+
+  /// Blocking send: isend + wait_all.
+  void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
+    request r = isend(peer, bytes, tag);
+    wait_all(std::span(&r, 1));
+  }
+
+  /// Blocking receive of exactly `bytes.size()` bytes: irecv + wait_all.
+  void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
+    request r = irecv(peer, bytes, tag);
+    wait_all(std::span(&r, 1));
+  }
+
+  /// A fresh tag for one collective call, the same on every rank that makes
+  /// the same calls: 1, 2, ..., MPI_TAG_UB, 1, ... (never user_tag). A call
+  /// completes on every rank before its tag comes round again, and between
+  /// two ranks messages do not overtake, so reuse cannot mix two calls.
+  [[nodiscard]] int next_tag() {
+    usable("next_tag");
+    tag_ = tag_ >= tag_ub_ ? 1 : tag_ + 1;
+    return tag_;
+  }
+
+  /// The largest tag MPI accepts here (MPI_TAG_UB, at least 32767).
+  [[nodiscard]] int tag_upper_bound() const noexcept { return tag_ub_; }
+
+  /// MPI_Ibarrier, polled with the same timeout as every other wait. A
+  /// barrier that times out cannot be cancelled or freed (MPI forbids both
+  /// for collectives): its request is left to MPI and the communicator is
+  /// poisoned.
+  void barrier() {
+    usable("barrier");
+    MPI_Request handle = MPI_REQUEST_NULL;
+    detail::check(MPI_Ibarrier(comm_, &handle), "MPI_Ibarrier", where("barrier"));
+    const auto started = clock::now();
+    const deadline until = detail::after(timeout_);
+    plait::detail::backoff waiting;
+    for (;;) {
+      int done = 0;
+      const int code = MPI_Test(&handle, &done, MPI_STATUS_IGNORE);
+      if (code != MPI_SUCCESS) {
+        poison(errc::transport, "an MPI error in barrier");
+        detail::check(code, "MPI_Test", where("barrier"));
+      }
+      if (done != 0) return;
+      if (clock::now() >= until) {
+        poison(errc::timeout, "a timeout in barrier");
+        throw error(errc::timeout,
+                    "barrier not complete after " + detail::seconds_text(clock::now() - started) + " (timeout " +
+                        detail::seconds_text(timeout_) + "): some rank has not entered it",
+                    where("barrier"));
+      }
+      waiting.pause();
+    }
+  }
+
+  /// MPI_Comm_split: ranks with the same color form a new communicator,
+  /// ordered by key (then by rank here). Collective over this communicator.
+  /// `plait::no_group` joins none and returns a null communicator. The child
+  /// inherits timeout() and counts its own bytes_sent().
+  [[nodiscard]] communicator split(int color, int key) const {
+    usable("split");
+    if (color < 0 && color != no_group) {
+      throw error(errc::invalid_argument,
+                  "split color " + std::to_string(color) + " is negative (use plait::no_group to join no group)",
+                  where("split"));
+    }
+    MPI_Comm out = MPI_COMM_NULL;
+    detail::check(MPI_Comm_split(comm_, color == no_group ? MPI_UNDEFINED : color, key, &out), "MPI_Comm_split",
+                  where("split"));
+    communicator child;
+    child.timeout_ = timeout_;
+    if (out != MPI_COMM_NULL) child.adopt(out);
+    return child;
+  }
+
+  /// How long one wait may take before it throws errc::timeout.
+  template <class Rep, class Period>
+  void set_timeout(std::chrono::duration<Rep, Period> timeout) {
+    if (timeout < std::chrono::duration<Rep, Period>::zero()) {
+      throw error(errc::invalid_argument, "negative timeout", where("set_timeout"));
+    }
+    if (std::chrono::duration<double>(timeout) >= std::chrono::duration<double>(clock::duration::max())) {
+      timeout_ = clock::duration::max();
+    } else {
+      timeout_ = std::chrono::duration_cast<clock::duration>(timeout);
+    }
+  }
+  [[nodiscard]] clock::duration timeout() const noexcept { return timeout_; }
+
+  /// Payload bytes this rank has posted for sending through this object
+  /// (not through its split children).
+  [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
+
+  /// Messages longer than this go as several MPI messages (default 1 GiB;
+  /// at most INT_MAX, MPI's count limit). Both ends of a message must use the
+  /// same value; tests lower it to exercise the split path cheaply.
+  void set_chunk_bytes(std::size_t bytes) {
+    if (bytes == 0 || bytes > static_cast<std::size_t>(INT_MAX)) {
+      throw error(errc::invalid_argument, "chunk size must be in [1, INT_MAX] bytes", where("set_chunk_bytes"));
+    }
+    chunk_bytes_ = bytes;
+  }
+  [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
+
+  /// True after a timeout or MPI failure: every call but the accessors throws.
+  [[nodiscard]] bool poisoned() const noexcept { return poisoned_; }
+
+ private:
+  void swap(communicator& other) noexcept {
+    using std::swap;
+    swap(comm_, other.comm_);
+    swap(rank_, other.rank_);
+    swap(size_, other.size_);
+    swap(tag_ub_, other.tag_ub_);
+    swap(tag_, other.tag_);
+    swap(timeout_, other.timeout_);
+    swap(bytes_sent_, other.bytes_sent_);
+    swap(chunk_bytes_, other.chunk_bytes_);
+    swap(poisoned_, other.poisoned_);
+    swap(poison_code_, other.poison_code_);
+    swap(poison_reason_, other.poison_reason_);
+    swap(handles_, other.handles_);
+    swap(statuses_, other.statuses_);
+  }
+
+  /// Takes ownership of `comm` (a fresh duplicate or split result).
+  void adopt(MPI_Comm comm) {
+    comm_ = comm;
+    const error_context context{-1, "mpi::communicator", -1, -1};
+    detail::check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", context);
+    detail::check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", context);
+    detail::check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", context);
+    void* value = nullptr;
+    int found = 0;
+    detail::check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr", context);
+    // The standard guarantees at least 32767; trust that if the attribute is absent.
+    tag_ub_ = found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767;
+  }
+
+  [[nodiscard]] error_context where(std::string_view operation, int peer = -1) const noexcept {
+    return {rank_, operation, -1, peer};
+  }
+
+  void usable(std::string_view operation) const {
+    if (comm_ == MPI_COMM_NULL) {
+      throw error(errc::invalid_argument, "called on a null communicator", where(operation));
+    }
+    if (poisoned_) {
+      throw error(poison_code_, "communicator unusable after " + poison_reason_, where(operation));
+    }
+  }
+
+  void poison(errc code, std::string reason) noexcept {
+    if (poisoned_) return;
+    poisoned_ = true;
+    poison_code_ = code;
+    poison_reason_ = std::move(reason);
+  }
+
+  request post(int peer, int tag, bool receive, std::byte* data, std::size_t bytes) {
+    const std::string_view operation = receive ? "irecv" : "isend";
+    usable(operation);
+    if (peer < 0 || peer >= size_) {
+      throw error(errc::invalid_argument,
+                  "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")",
+                  where(operation, peer));
+    }
+    if (tag < 0 || tag > tag_ub_) {
+      throw error(errc::invalid_argument,
+                  "tag " + std::to_string(tag) + " is outside [0, " + std::to_string(tag_ub_) + "]",
+                  where(operation, peer));
+    }
+    request r;
+    r.peer_ = peer;
+    r.bytes_ = bytes;
+    r.receive_ = receive;
+    const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk_bytes_ - 1) / chunk_bytes_;
+    r.handles_.reserve(chunks);
+    for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+      const std::size_t offset = chunk * chunk_bytes_;
+      const int count = static_cast<int>(std::min(chunk_bytes_, bytes - offset));
+      MPI_Request& handle = r.handles_.emplace_back(MPI_REQUEST_NULL);
+      // An empty span may have a null data(); MPI accepts any pointer with count 0.
+      std::byte* at = data == nullptr ? nullptr : data + offset;
+      const int code = receive ? MPI_Irecv(at, count, MPI_BYTE, peer, tag, comm_, &handle)
+                               : MPI_Isend(at, count, MPI_BYTE, peer, tag, comm_, &handle);
+      if (code != MPI_SUCCESS) {
+        poison(errc::transport, "an MPI error in " + std::string(operation));
+        detail::check(code, receive ? "MPI_Irecv" : "MPI_Isend", where(operation, peer));
+      }
+    }
+    if (!receive) bytes_sent_ += bytes;
+    return r;
+  }
+
+  /// Copies the handles MPI_Testall updated back into their requests.
+  void store_handles(std::span<request> requests) noexcept {
+    std::size_t next = 0;
+    for (request& r : requests) {
+      for (MPI_Request& handle : r.handles_) handle = handles_[next++];
+    }
+  }
+
+  [[noreturn]] void failed(std::span<request> requests, int code) {
+    int peer = -1;
+    if (code == MPI_ERR_IN_STATUS) {
+      std::size_t next = 0;
+      for (const request& r : requests) {
+        for (std::size_t i = 0; i < r.handles_.size(); ++i, ++next) {
+          const int status_code = statuses_[next].MPI_ERROR;
+          if (peer < 0 && status_code != MPI_SUCCESS && status_code != MPI_ERR_PENDING) {
+            peer = r.peer_;
+            code = status_code;
+          }
+        }
+      }
+    }
+    for (request& r : requests) r.abandon();
+    const errc kind = detail::classify(code);
+    if (kind != errc::size_mismatch) poison(kind, "an MPI error in wait_all");
+    throw error(kind, "MPI_Testall failed: " + detail::error_string(code), where("wait_all", peer));
+  }
+
+  [[noreturn]] void timed_out(std::span<request> requests, clock::duration waited) {
+    std::string pending;
+    int first_peer = -1;
+    int count = 0;
+    for (const request& r : requests) {
+      if (!r.pending()) continue;
+      if (first_peer < 0) first_peer = r.peer_;
+      if (count < 8) {
+        pending += count == 0 ? "" : ", ";
+        pending += (r.receive_ ? "receive from " : "send to ") + std::to_string(r.peer_) + " (" +
+                   std::to_string(r.bytes_) + " bytes)";
+      }
+      ++count;
+    }
+    if (count > 8) pending += ", ...";
+    // Cancel before throwing: no receive may write into a user buffer after the throw.
+    for (request& r : requests) r.abandon();
+    poison(errc::timeout, "a timeout in wait_all");
+    throw error(errc::timeout,
+                std::to_string(count) + " transfer(s) still pending after " + detail::seconds_text(waited) +
+                    " (timeout " + detail::seconds_text(timeout_) + "): " + pending,
+                where("wait_all", first_peer));
+  }
+
+  /// A receive must get exactly the bytes it asked for; MPI reports a shorter
+  /// message only through the status.
+  void check_lengths(std::span<request> requests) const {
+    std::size_t next = 0;
+    for (const request& r : requests) {
+      std::size_t received = 0;
+      for (std::size_t i = 0; i < r.handles_.size(); ++i, ++next) {
+        if (!r.receive_) continue;
+        int count = 0;
+        MPI_Get_count(&statuses_[next], MPI_BYTE, &count);
+        received += count < 0 ? 0 : static_cast<std::size_t>(count);
+      }
+      if (r.receive_ && received != r.bytes_) {
+        throw error(errc::size_mismatch,
+                    "received " + std::to_string(received) + " bytes where " + std::to_string(r.bytes_) +
+                        " were expected",
+                    where("wait_all", r.peer_));
+      }
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = -1;
+  int size_ = 0;
+  int tag_ub_ = 32767;
+  int tag_ = user_tag;
+  clock::duration timeout_ = std::chrono::seconds(300);
+  std::uint64_t bytes_sent_ = 0;
+  std::size_t chunk_bytes_ = detail::default_chunk_bytes;
+  bool poisoned_ = false;
+  errc poison_code_ = errc::transport;
+  std::string poison_reason_;
+  // Scratch for wait_all, kept to avoid an allocation per call.
+  std::vector<MPI_Request> handles_;
+  std::vector<MPI_Status> statuses_;
+};
+
+static_assert(plait::detail::check_transport<communicator>());
+static_assert(transport<communicator>);
+
+}  // namespace mpi
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,419 @@
+// plait::mpi::communicator as a transport: point-to-point, tags, split,
+// barrier, bytes_sent, timeouts and argument checks, on every rank of the job.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "plait/mpi.hpp"
+
+using plait_test::first_mismatch;
+using plait_test::pattern_bytes;
+
+namespace {
+
+int right_of(const plait::mpi::communicator& comm) { return (comm.rank() + 1) % comm.size(); }
+int left_of(const plait::mpi::communicator& comm) { return (comm.rank() + comm.size() - 1) % comm.size(); }
+
+/// Every rank sends `n` bytes to its right neighbour and receives from its
+/// left one (itself when P = 1); returns whether the bytes arrived intact.
+bool ring_exchange(plait::mpi::communicator& comm, std::size_t n, int salt, int tag = plait::user_tag) {
+  const auto out = pattern_bytes(comm.rank(), n, salt);
+  std::vector<std::byte> in(n, std::byte{0xEE});
+  std::vector<plait::mpi::request> requests;
+  requests.push_back(comm.irecv(left_of(comm), in, tag));
+  requests.push_back(comm.isend(right_of(comm), out, tag));
+  comm.wait_all(requests);
+  return first_mismatch(in, left_of(comm), salt) < 0;
+}
+
+}  // namespace
+
+TEST_CASE("mpi communicator duplicates the communicator it is given", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  REQUIRE(static_cast<bool>(comm));
+  CHECK(comm.rank() == plait_test::world_rank());
+  CHECK(comm.size() == plait_test::world_size());
+  int result = MPI_UNEQUAL;
+  MPI_Comm_compare(comm.native_handle(), MPI_COMM_WORLD, &result);
+  CHECK(result == MPI_CONGRUENT);  // same group, own context: a duplicate
+  CHECK(comm.tag_upper_bound() >= 32767);
+  CHECK(comm.bytes_sent() == 0);
+  CHECK_FALSE(comm.poisoned());
+}
+
+TEST_CASE("mpi point-to-point moves 0, 1, odd and large messages intact", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  const std::size_t n = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4099},
+                                 (std::size_t{1} << 20) + 3, (std::size_t{8} << 20) + 1);
+  CAPTURE(n, comm.rank(), comm.size());
+  PLAIT_REQUIRE_ALL(ring_exchange(comm, n, 1));
+}
+
+TEST_CASE("mpi blocking send and recv pair up ranks", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  const int r = comm.rank();
+  const std::size_t n = 1001;
+  std::vector<std::byte> in(n);
+  bool ok = true;
+  // Pairs (0,1), (2,3), ...; an unpaired last rank talks to itself nonblockingly.
+  const int partner = (r % 2 == 0) ? r + 1 : r - 1;
+  if (partner < comm.size()) {
+    const auto out = pattern_bytes(r, n, 2);
+    if (r % 2 == 0) {
+      comm.send(partner, out, 5);
+      comm.recv(partner, in, 5);
+    } else {
+      comm.recv(partner, in, 5);
+      comm.send(partner, out, 5);
+    }
+    ok = first_mismatch(in, partner, 2) < 0;
+  }
+  PLAIT_REQUIRE_ALL(ok);
+}
+
+TEST_CASE("mpi messages above the chunk size go as several messages and arrive in order", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_chunk_bytes(1000);
+  CHECK(comm.chunk_bytes() == 1000);
+  // 10 chunks plus a remainder; then an exact multiple; then a second message
+  // right behind the first with the same tag, which must not steal its chunks.
+  PLAIT_REQUIRE_ALL(ring_exchange(comm, 10'007, 3));
+  PLAIT_REQUIRE_ALL(ring_exchange(comm, 3'000, 4));
+  const auto first = pattern_bytes(comm.rank(), 2'500, 5);
+  const auto second = pattern_bytes(comm.rank(), 1'500, 6);
+  std::vector<std::byte> in1(2'500);
+  std::vector<std::byte> in2(1'500);
+  std::vector<plait::mpi::request> requests;
+  requests.push_back(comm.isend(right_of(comm), first, 9));
+  requests.push_back(comm.isend(right_of(comm), second, 9));
+  requests.push_back(comm.irecv(left_of(comm), in1, 9));
+  requests.push_back(comm.irecv(left_of(comm), in2, 9));
+  comm.wait_all(requests);
+  PLAIT_REQUIRE_ALL(first_mismatch(in1, left_of(comm), 5) < 0 && first_mismatch(in2, left_of(comm), 6) < 0);
+  CHECK(comm.bytes_sent() == 10'007 + 3'000 + 2'500 + 1'500);
+  CHECK_THROWS_MATCHES(comm.set_chunk_bytes(0), plait::error,
+                       Catch::Predicate<plait::error>([](const plait::error& e) {
+                         return e.code() == plait::errc::invalid_argument;
+                       }));
+}
+
+TEST_CASE("mpi successive collective tags keep their messages apart", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  const int first = comm.next_tag();
+  const int second = comm.next_tag();
+  CHECK(first != plait::user_tag);
+  CHECK(second != plait::user_tag);
+  CHECK(first != second);
+  CHECK(first >= 1);
+  CHECK(second <= comm.tag_upper_bound());
+
+  // Every rank must draw the same tags, or collectives would not match.
+  std::vector<int> tags(static_cast<std::size_t>(comm.size()) * 2);
+  const int mine[2] = {first, second};
+  MPI_Allgather(mine, 2, MPI_INT, tags.data(), 2, MPI_INT, MPI_COMM_WORLD);
+  bool same = true;
+  for (std::size_t i = 0; i < tags.size(); i += 2) same = same && tags[i] == first && tags[i + 1] == second;
+  PLAIT_REQUIRE_ALL(same);
+
+  // The later collective's message is sent first; the earlier one's receive is
+  // posted first. Tags, not posting order, must decide which lands where.
+  const auto early = pattern_bytes(comm.rank(), 64, 10);
+  const auto late = pattern_bytes(comm.rank(), 64, 11);
+  std::vector<std::byte> got_early(64);
+  std::vector<std::byte> got_late(64);
+  std::vector<plait::mpi::request> requests;
+  requests.push_back(comm.isend(right_of(comm), late, second));
+  requests.push_back(comm.isend(right_of(comm), early, first));
+  requests.push_back(comm.irecv(left_of(comm), got_early, first));
+  requests.push_back(comm.irecv(left_of(comm), got_late, second));
+  comm.wait_all(requests);
+  PLAIT_REQUIRE_ALL(first_mismatch(got_early, left_of(comm), 10) < 0 &&
+                    first_mismatch(got_late, left_of(comm), 11) < 0);
+}
+
+TEST_CASE("mpi split groups ranks by color, orders them by key, and no_group gives a null communicator",
+          "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::seconds(42));
+  const int r = comm.rank();
+  const int p = comm.size();
+  // Even and odd ranks form two groups; with P > 2 the last rank stays out.
+  const bool out = p > 2 && r == p - 1;
+  const int color = out ? plait::no_group : r % 2;
+  plait::mpi::communicator child = comm.split(color, -r);  // reversed order
+
+  if (out) {
+    CHECK_FALSE(static_cast<bool>(child));
+    CHECK(child.size() == 0);
+    CHECK(child.rank() == -1);
+    CHECK_THROWS_AS(child.barrier(), plait::error);
+  } else {
+    REQUIRE(static_cast<bool>(child));
+    std::vector<int> members;
+    for (int q = 0; q < p; ++q) {
+      if (!(p > 2 && q == p - 1) && q % 2 == r % 2) members.push_back(q);
+    }
+    CHECK(child.size() == static_cast<int>(members.size()));
+    // Key -rank: the highest world rank becomes child rank 0.
+    const auto position = std::find(members.rbegin(), members.rend(), r) - members.rbegin();
+    CHECK(child.rank() == static_cast<int>(position));
+    CHECK(child.timeout() == std::chrono::seconds(42));
+    CHECK(ring_exchange(child, 333, 12));
+    CHECK(child.bytes_sent() == 333);
+    child.barrier();
+  }
+  // The parent counts only its own sends, not its children's.
+  CHECK(comm.bytes_sent() == 0);
+  CHECK_THROWS_MATCHES(comm.split(-7, 0), plait::error, Catch::Predicate<plait::error>([](const plait::error& e) {
+                         return e.code() == plait::errc::invalid_argument;
+                       }));
+  comm.barrier();
+}
+
+TEST_CASE("mpi barrier holds every rank until the last one arrives", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto start = std::chrono::steady_clock::now();
+  if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  comm.barrier();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CAPTURE(std::chrono::duration<double>(waited).count());
+  PLAIT_REQUIRE_ALL(waited >= std::chrono::milliseconds(250));
+}
+
+TEST_CASE("mpi barrier that some rank never enters times out and poisons", "[mpi][transport][timeout]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  if (comm.size() < 2) return;  // with one rank a barrier cannot wait for anybody
+  bool ok = true;
+  if (comm.rank() != 0) {
+    comm.set_timeout(std::chrono::milliseconds(200));
+    try {
+      comm.barrier();
+      ok = false;
+    } catch (const plait::error& e) {
+      ok = e.code() == plait::errc::timeout && e.rank() == comm.rank() && comm.poisoned();
+      CHECK(std::string(e.what()).find("barrier") != std::string::npos);
+    }
+    CHECK_THROWS_AS(comm.barrier(), plait::error);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Rank 0 now enters the barrier the others abandoned: their requests are
+  // still posted, so it completes, and nothing is left hanging for MPI_Finalize.
+  if (comm.rank() == 0) comm.barrier();
+  PLAIT_REQUIRE_ALL(ok);
+}
+
+TEST_CASE("mpi bytes_sent counts payload posted by this communicator", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  const int p = comm.size();
+  std::vector<std::byte> out(123);
+  std::vector<std::byte> in(static_cast<std::size_t>(123 * p));
+  std::vector<plait::mpi::request> requests;
+  for (int peer = 0; peer < p; ++peer) {
+    requests.push_back(comm.irecv(peer, std::span(in).subspan(static_cast<std::size_t>(123 * peer), 123)));
+  }
+  CHECK(comm.bytes_sent() == 0);  // receives are not sends
+  for (int peer = 0; peer < p; ++peer) requests.push_back(comm.isend(peer, out));
+  comm.wait_all(requests);
+  CHECK(comm.bytes_sent() == static_cast<std::uint64_t>(123 * p));
+  comm.barrier();  // control traffic is not payload
+  CHECK(comm.bytes_sent() == static_cast<std::uint64_t>(123 * p));
+}
+
+TEST_CASE("mpi receive that nobody sends to times out, is cancelled, and poisons the communicator",
+          "[mpi][transport][timeout]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::milliseconds(200));
+  const int tag = 77;
+  std::vector<std::byte> buffer(16, std::byte{0x5A});
+  std::vector<plait::mpi::request> requests;
+  requests.push_back(comm.irecv(left_of(comm), buffer, tag));
+  const auto start = std::chrono::steady_clock::now();
+  bool ok = false;
+  std::string what;
+  try {
+    comm.wait_all(requests);
+  } catch (const plait::error& e) {
+    what = e.what();
+    ok = e.code() == plait::errc::timeout && e.rank() == comm.rank() && e.peer() == left_of(comm) &&
+         what.find("receive from " + std::to_string(left_of(comm))) != std::string::npos;
+  }
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(200));
+  CAPTURE(what);
+  CHECK(ok);
+  CHECK(comm.poisoned());
+  CHECK_FALSE(requests[0].pending());
+
+  // Poisoned: every later call throws at once, before anything moves.
+  auto is_timeout = Catch::Predicate<plait::error>([](const plait::error& e) {
+    return e.code() == plait::errc::timeout && std::string(e.what()).find("unusable") != std::string::npos;
+  });
+  std::vector<std::byte> other(4);
+  CHECK_THROWS_MATCHES((void)comm.isend(right_of(comm), other), plait::error, is_timeout);
+  CHECK_THROWS_MATCHES((void)comm.irecv(left_of(comm), other), plait::error, is_timeout);
+  CHECK_THROWS_MATCHES(comm.barrier(), plait::error, is_timeout);
+  CHECK_THROWS_MATCHES((void)comm.next_tag(), plait::error, is_timeout);
+  CHECK_THROWS_MATCHES((void)comm.split(0, 0), plait::error, is_timeout);
+  CHECK(comm.bytes_sent() == 0);
+
+  // The late message now arrives on the duplicate, bypassing the poisoned
+  // object. The cancelled receive must not take it: it stays in MPI for a
+  // fresh receive to find, and the user's buffer is untouched.
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::vector<std::byte> late(16, std::byte{0x11});
+  MPI_Request send_request = MPI_REQUEST_NULL;
+  MPI_Isend(late.data(), 16, MPI_BYTE, right_of(comm), tag, comm.native_handle(), &send_request);
+  int found = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (found == 0 && std::chrono::steady_clock::now() < give_up) {
+    MPI_Iprobe(left_of(comm), tag, comm.native_handle(), &found, MPI_STATUS_IGNORE);
+    if (found == 0) std::this_thread::yield();
+  }
+  CHECK(found != 0);
+  if (found != 0) {
+    std::vector<std::byte> drain(16);
+    MPI_Recv(drain.data(), 16, MPI_BYTE, left_of(comm), tag, comm.native_handle(), MPI_STATUS_IGNORE);
+    CHECK(drain == late);
+  }
+  MPI_Wait(&send_request, MPI_STATUS_IGNORE);
+  CHECK(buffer == std::vector<std::byte>(16, std::byte{0x5A}));
+  PLAIT_REQUIRE_ALL(ok && found != 0);
+}
+
+TEST_CASE("mpi peers outside the group are rejected before anything moves", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  std::vector<std::byte> bytes(8);
+  auto invalid = [&](int peer) {
+    return Catch::Predicate<plait::error>([peer, &comm](const plait::error& e) {
+      return e.code() == plait::errc::invalid_argument && e.peer() == peer && e.rank() == comm.rank();
+    });
+  };
+  CHECK_THROWS_MATCHES((void)comm.isend(-1, bytes), plait::error, invalid(-1));
+  CHECK_THROWS_MATCHES((void)comm.isend(comm.size(), bytes), plait::error, invalid(comm.size()));
+  CHECK_THROWS_MATCHES((void)comm.irecv(comm.size() + 5, bytes), plait::error, invalid(comm.size() + 5));
+  CHECK_THROWS_MATCHES(comm.send(-3, bytes), plait::error, invalid(-3));
+  // A tag MPI cannot carry is refused the same way.
+  CHECK_THROWS_AS((void)comm.isend(0, bytes, -1), plait::error);
+  CHECK(comm.bytes_sent() == 0);
+  CHECK_FALSE(comm.poisoned());
+  // Nothing was posted, so the communicator still works.
+  PLAIT_REQUIRE_ALL(ring_exchange(comm, 8, 13));
+}
+
+TEST_CASE("mpi message length that differs from its receive is a size mismatch with MPI's words",
+          "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  auto mismatch = [](const plait::error& e) { return e.code() == plait::errc::size_mismatch; };
+
+  SECTION("shorter than the receive") {
+    const auto out = pattern_bytes(comm.rank(), 10, 14);
+    std::vector<std::byte> in(20);
+    std::vector<plait::mpi::request> requests;
+    requests.push_back(comm.irecv(left_of(comm), in, 3));
+    requests.push_back(comm.isend(right_of(comm), out, 3));
+    bool ok = false;
+    try {
+      comm.wait_all(requests);
+    } catch (const plait::error& e) {
+      ok = mismatch(e) && e.peer() == left_of(comm);
+    }
+    PLAIT_REQUIRE_ALL(ok);
+    CHECK_FALSE(comm.poisoned());
+    PLAIT_REQUIRE_ALL(ring_exchange(comm, 5, 15));
+  }
+  SECTION("longer than the receive (MPI_ERR_TRUNCATE)") {
+    // Open MPI 4.1 truncates a message a rank sends to itself without
+    // reporting MPI_ERR_TRUNCATE, so this needs a real peer.
+    if (comm.size() < 2) return;
+    const auto out = pattern_bytes(comm.rank(), 20, 16);
+    std::vector<std::byte> in(10);
+    std::vector<plait::mpi::request> requests;
+    requests.push_back(comm.irecv(left_of(comm), in, 4));
+    requests.push_back(comm.isend(right_of(comm), out, 4));
+    bool ok = false;
+    std::string what;
+    try {
+      comm.wait_all(requests);
+    } catch (const plait::error& e) {
+      what = e.what();
+      ok = mismatch(e) && what.find("MPI error") != std::string::npos;
+    }
+    CAPTURE(what);
+    PLAIT_REQUIRE_ALL(ok);
+  }
+}
+
+TEST_CASE("mpi null, moved-from and moved-to communicators", "[mpi][transport]") {
+  plait::mpi::communicator null_comm{MPI_COMM_NULL};
+  CHECK_FALSE(static_cast<bool>(null_comm));
+  std::vector<std::byte> bytes(1);
+  CHECK_THROWS_MATCHES((void)null_comm.isend(0, bytes), plait::error,
+                       Catch::Predicate<plait::error>([](const plait::error& e) {
+                         return e.code() == plait::errc::invalid_argument;
+                       }));
+
+  plait::mpi::communicator first{MPI_COMM_WORLD};
+  plait::mpi::communicator second = std::move(first);
+  CHECK_FALSE(static_cast<bool>(first));  // NOLINT(bugprone-use-after-move): moved-from is null by contract
+  REQUIRE(static_cast<bool>(second));
+  PLAIT_REQUIRE_ALL(ring_exchange(second, 100, 17));
+  plait::mpi::communicator third;
+  third = std::move(second);
+  PLAIT_REQUIRE_ALL(ring_exchange(third, 100, 18));
+  CHECK(third.bytes_sent() == 200);
+}
+
+TEST_CASE("mpi default timeout comes from PLAIT_TIMEOUT", "[mpi][transport]") {
+  const char* saved = std::getenv("PLAIT_TIMEOUT");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("PLAIT_TIMEOUT", "2.5", 1);
+  {
+    plait::mpi::communicator comm{MPI_COMM_WORLD};
+    CHECK(comm.timeout() == std::chrono::milliseconds(2500));
+  }
+  ::unsetenv("PLAIT_TIMEOUT");
+  {
+    plait::mpi::communicator comm{MPI_COMM_WORLD};
+    CHECK(comm.timeout() == std::chrono::seconds(300));
+    comm.set_timeout(std::chrono::minutes(2));
+    CHECK(comm.timeout() == std::chrono::seconds(120));
+  }
+  if (saved != nullptr) ::setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
+}
+
+TEST_CASE("mpi messages over INT_MAX bytes arrive intact", "[.][huge][mpi]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  const std::size_t n = static_cast<std::size_t>(INT_MAX) + 4099;
+  const int from = 0;
+  const int to = comm.size() - 1;
+  bool ok = true;
+  std::vector<std::byte> out;
+  std::vector<std::byte> in;
+  std::vector<plait::mpi::request> requests;
+  if (comm.rank() == to) {
+    in.assign(n, std::byte{0});
+    requests.push_back(comm.irecv(from, in, 1));
+  }
+  if (comm.rank() == from) {
+    out.resize(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::byte>((i * 131) >> 8);
+    requests.push_back(comm.isend(to, out, 1));
+  }
+  comm.wait_all(requests);
+  if (comm.rank() == to) {
+    for (std::size_t i = 0; i < n && ok; ++i) ok = in[i] == static_cast<std::byte>((i * 131) >> 8);
+  }
+  if (comm.rank() == from) CHECK(comm.bytes_sent() == n);
+  PLAIT_REQUIRE_ALL(ok);
+}
