@@ -1,0 +1,243 @@
+// Shared by test_layouts.cpp (quick) and test_layouts_full.cpp (full): runs
+// all-gather along<D> and all-to-all redistribute<S, C> over rank-3 tensors
+// with dense, padded, interleaved and column-major views on both sides, and
+// checks every element against a serial reference computed from the value
+// formula, and every byte between strided elements against its guard value.
+// Each rank does all its calls inside one run_ranks body (one fork per
+// algorithm and P), and reports a verdict string; nothing asserts in a rank.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <plait/algorithm/automatic.hpp>
+#include <plait/algorithm/bruck.hpp>
+#include <plait/algorithm/direct.hpp>
+#include <plait/algorithm/neighbor_exchange.hpp>
+#include <plait/algorithm/pairwise.hpp>
+#include <plait/algorithm/recursive_doubling.hpp>
+#include <plait/algorithm/ring.hpp>
+#include <plait/algorithm/tree.hpp>
+#include <plait/plait.hpp>
+
+#include "support/harness.hpp"
+
+namespace layout_sweep {
+
+using shape = std::array<std::size_t, 3>;
+
+/// How a view lays its elements out in its buffer.
+enum class arrangement {
+  dense,         ///< row-major, no gaps
+  padded,        ///< row-major with every dimension padded by one (gaps between rows and planes)
+  interleaved,   ///< inner stride 2 plus padding: every run is one element
+  column_major,  ///< dimension 0 fastest
+};
+inline constexpr std::array<arrangement, 4> all_arrangements{arrangement::dense, arrangement::padded,
+                                                             arrangement::interleaved, arrangement::column_major};
+
+inline const char* to_string(arrangement a) {
+  switch (a) {
+    case arrangement::dense: return "dense";
+    case arrangement::padded: return "padded";
+    case arrangement::interleaved: return "interleaved";
+    case arrangement::column_major: return "column_major";
+  }
+  return "?";
+}
+
+inline std::size_t elements(const shape& e) { return e[0] * e[1] * e[2]; }
+inline std::size_t linear(const shape& e, const shape& i) { return (i[0] * e[1] + i[1]) * e[2] + i[2]; }
+
+/// A buffer holding one view with guard values in every element it does not view.
+template <class T>
+struct strided_buffer {
+  shape extent{};
+  shape stride{};
+  std::vector<T> storage;
+  T guard{};
+
+  strided_buffer(const shape& e, arrangement a, T guard_value) : extent(e), guard(guard_value) {
+    shape padded = e;
+    if (a == arrangement::padded || a == arrangement::interleaved) {
+      for (auto& x : padded) x += 1;
+    }
+    const std::size_t inner = a == arrangement::interleaved ? 2 : 1;
+    if (a == arrangement::column_major) {
+      stride = {1, padded[0], padded[0] * padded[1]};
+    } else {
+      stride = {padded[1] * padded[2] * inner, padded[2] * inner, inner};
+    }
+    std::size_t span = 1;
+    for (std::size_t r = 0; r < 3; ++r) span += (padded[r] == 0 ? 0 : padded[r] - 1) * stride[r];
+    storage.assign(span + 1, guard);  // +1: a guard after the last element too
+  }
+  [[nodiscard]] std::size_t offset(const shape& i) const { return i[0] * stride[0] + i[1] * stride[1] + i[2] * stride[2]; }
+  T& at(const shape& i) { return storage[offset(i)]; }
+  plait::tensor_view<T, 3> view() { return {storage.data(), extent, stride}; }
+  plait::tensor_view<const T, 3> const_view() { return view(); }
+
+  template <class Fn>
+  void for_each_index(Fn&& fn) const {
+    for (std::size_t a = 0; a < extent[0]; ++a)
+      for (std::size_t b = 0; b < extent[1]; ++b)
+        for (std::size_t c = 0; c < extent[2]; ++c) fn(shape{a, b, c});
+  }
+  /// "" when every element outside the view still holds the guard.
+  [[nodiscard]] std::string guards_intact(const std::string& what) const {
+    std::vector<bool> mask(storage.size(), false);
+    for_each_index([&](const shape& i) { mask[offset(i)] = true; });
+    for (std::size_t k = 0; k < storage.size(); ++k) {
+      if (!mask[k] && !(storage[k] == guard)) return what + ": guard overwritten at buffer element " + std::to_string(k);
+    }
+    return {};
+  }
+};
+
+template <class T>
+T guard_value() {
+  if constexpr (std::is_same_v<T, plait_test::triple>) {
+    return {-7, -7, -7};
+  } else {
+    return static_cast<T>(-7);
+  }
+}
+
+/// One all-gather along<D> on this rank; "" when recv is right and guards hold.
+template <class Algorithm, std::size_t D, class T>
+std::string gather_once(plait::shm::communicator& comm, const shape& shard, arrangement send_layout,
+                        arrangement recv_layout, bool in_place) {
+  const int p = comm.size();
+  const int me = comm.rank();
+  shape full = shard;
+  full[D] *= static_cast<std::size_t>(p);
+  strided_buffer<T> send(shard, send_layout, guard_value<T>());
+  strided_buffer<T> recv(full, recv_layout, guard_value<T>());
+  send.for_each_index([&](const shape& i) { send.at(i) = plait_test::make_value<T>(me, linear(shard, i)); });
+  if (in_place) {
+    send.for_each_index([&](const shape& i) {
+      shape j = i;
+      j[D] += static_cast<std::size_t>(me) * shard[D];
+      recv.at(j) = send.at(i);
+    });
+    plait::all_gather<Algorithm, plait::along<D>>(comm, plait::in_place, recv.view());
+  } else {
+    plait::all_gather<Algorithm, plait::along<D>>(comm, send.const_view(), recv.view());
+  }
+  std::string bad;
+  recv.for_each_index([&](const shape& i) {
+    if (!bad.empty()) return;
+    const std::size_t n = shard[D];
+    const int from = n == 0 ? 0 : static_cast<int>(i[D] / n);
+    shape k = i;
+    k[D] = n == 0 ? 0 : i[D] % n;
+    if (!(recv.at(i) == plait_test::make_value<T>(from, linear(shard, k)))) {
+      bad = "element (" + std::to_string(i[0]) + "," + std::to_string(i[1]) + "," + std::to_string(i[2]) +
+            ") of recv is wrong";
+    }
+  });
+  if (bad.empty()) bad = recv.guards_intact("recv");
+  if (bad.empty()) bad = send.guards_intact("send");
+  if (!bad.empty()) {
+    return "along<" + std::to_string(D) + "> " + to_string(send_layout) + "->" + to_string(recv_layout) +
+           (in_place ? " in_place" : "") + " shard " + std::to_string(shard[0]) + "x" + std::to_string(shard[1]) + "x" +
+           std::to_string(shard[2]) + ": " + bad;
+  }
+  return {};
+}
+
+/// One all-to-all redistribute<S, C> on this rank; `block` is the block shape.
+template <class Algorithm, std::size_t S, std::size_t C, class T>
+std::string exchange_once(plait::shm::communicator& comm, const shape& block, arrangement send_layout,
+                          arrangement recv_layout) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  const int me = comm.rank();
+  shape out = block;
+  out[S] *= p;
+  shape in = block;
+  in[C] *= p;
+  strided_buffer<T> send(out, send_layout, guard_value<T>());
+  strided_buffer<T> recv(in, recv_layout, guard_value<T>());
+  send.for_each_index([&](const shape& i) { send.at(i) = plait_test::make_value<T>(me, linear(out, i)); });
+  plait::all_to_all<Algorithm, plait::redistribute<S, C>>(comm, send.const_view(), recv.view());
+  std::string bad;
+  recv.for_each_index([&](const shape& i) {
+    if (!bad.empty()) return;
+    // recv slice i[C] / block[C] along C came from that rank, which sent its
+    // slice (this rank) along S.
+    const int from = static_cast<int>(i[C] / block[C]);
+    shape local = i;
+    local[C] %= block[C];
+    shape there = local;
+    there[S] += static_cast<std::size_t>(me) * block[S];
+    if (!(recv.at(i) == plait_test::make_value<T>(from, linear(out, there)))) {
+      bad = "element (" + std::to_string(i[0]) + "," + std::to_string(i[1]) + "," + std::to_string(i[2]) +
+            ") of recv is wrong";
+    }
+  });
+  if (bad.empty()) bad = recv.guards_intact("recv");
+  if (bad.empty()) bad = send.guards_intact("send");
+  if (!bad.empty()) {
+    return "redistribute<" + std::to_string(S) + "," + std::to_string(C) + "> " + to_string(send_layout) + "->" +
+           to_string(recv_layout) + " block " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
+           std::to_string(block[2]) + ": " + bad;
+  }
+  return {};
+}
+
+/// What one sweep covers.
+struct plan {
+  std::vector<shape> shapes;                 ///< shard (gather) / block (exchange) shapes
+  std::vector<std::array<arrangement, 2>> arrangements;  ///< (send, recv) pairs
+  bool in_place = true;
+};
+
+inline std::vector<std::array<arrangement, 2>> every_pair() {
+  std::vector<std::array<arrangement, 2>> out;
+  for (auto s : all_arrangements)
+    for (auto r : all_arrangements) out.push_back({s, r});
+  return out;
+}
+
+template <class Algorithm, class T>
+std::string gather_sweep(plait::shm::communicator& comm, const plan& what) {
+  std::string verdict;
+  auto add = [&](std::string v) {
+    if (!v.empty() && verdict.size() < 600) verdict += v + "; ";
+  };
+  for (const shape& s : what.shapes) {
+    for (const auto& [from, into] : what.arrangements) {
+      add(gather_once<Algorithm, 0, T>(comm, s, from, into, false));
+      add(gather_once<Algorithm, 1, T>(comm, s, from, into, false));
+      add(gather_once<Algorithm, 2, T>(comm, s, from, into, false));
+    }
+    if (what.in_place) {
+      add(gather_once<Algorithm, 1, T>(comm, s, arrangement::dense, arrangement::padded, true));
+      add(gather_once<Algorithm, 2, T>(comm, s, arrangement::dense, arrangement::interleaved, true));
+    }
+  }
+  return verdict;
+}
+
+template <class Algorithm, class T>
+std::string exchange_sweep(plait::shm::communicator& comm, const plan& what) {
+  std::string verdict;
+  auto add = [&](std::string v) {
+    if (!v.empty() && verdict.size() < 600) verdict += v + "; ";
+  };
+  for (const shape& s : what.shapes) {
+    for (const auto& [from, into] : what.arrangements) {
+      add(exchange_once<Algorithm, 1, 0, T>(comm, s, from, into));  // Ulysses
+      add(exchange_once<Algorithm, 0, 1, T>(comm, s, from, into));  // and back
+      add(exchange_once<Algorithm, 0, 0, T>(comm, s, from, into));
+      add(exchange_once<Algorithm, 2, 2, T>(comm, s, from, into));
+      add(exchange_once<Algorithm, 2, 0, T>(comm, s, from, into));
+    }
+  }
+  return verdict;
+}
+
+}  // namespace layout_sweep
