@@ -13,6 +13,7 @@
 #include "plait/core/transport.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/layout.hpp"
+#include "plait/op/check.hpp"
 #include "plait/op/executor.hpp"
 
 namespace plait {
@@ -42,6 +43,7 @@ struct collective {
     auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
     auto planned = detail::plan_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
     const std::string running = std::string(Op::name) + "<" + std::string(planned.algorithm) + ">";
+    if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, running);
     const int tag = comm.next_tag();
     execute(comm, planned.steps, plan, running, tag);
   }

@@ -129,6 +129,13 @@ class communicator {
   }
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
   [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
+  /// Control messages (check-mode signatures, split's tables) are not payload.
+  void discount_control_bytes(std::uint64_t bytes) noexcept { bytes_sent_ -= std::min(bytes, bytes_sent_); }
+
+  /// Check mode: collectives first verify that every rank makes the same call
+  /// (also on with PLAIT_CHECK=1).
+  void set_check_mode(bool on) noexcept { check_mode_ = on; }
+  [[nodiscard]] bool check_mode() const noexcept { return check_mode_; }
 
   /// A fresh tag for one collective call; every rank draws the same sequence.
   int next_tag() {
@@ -247,7 +254,7 @@ class communicator {
         requests.push_back(isend(peer, mine, tag));
       }
       wait_all(requests);
-      bytes_sent_ -= mine.size() * static_cast<std::size_t>(size_ - 1);  // control traffic, not payload
+      discount_control_bytes(mine.size() * static_cast<std::size_t>(size_ - 1));
     }
     if (color == no_group) return communicator{};
     std::vector<int> members;
@@ -269,7 +276,7 @@ class communicator {
       std::vector<request> requests;
       for (std::size_t i = 1; i < members.size(); ++i) requests.push_back(isend(members[i], std::as_bytes(std::span(name)), tag));
       wait_all(requests);
-      bytes_sent_ -= name.size() * (members.size() - 1);
+      discount_control_bytes(name.size() * (members.size() - 1));
     } else {
       recv(members[0], std::as_writable_bytes(std::span(name)), tag);
       name.back() = '\0';  // never trust a peer's string to be terminated
@@ -354,7 +361,7 @@ class communicator {
     bool moved = false;
     while (!p.sends.empty()) {
       const std::uint64_t tail = detail::atomic(channel.tail).load(std::memory_order_acquire);
-      if (tail > p.head || p.head - tail > slots) {
+      if (detail::pending_slots(p.head, tail, slots) < 0) {
         throw error(errc::transport, "corrupt channel: peer reports " + std::to_string(tail) + " slots consumed of " +
                                          std::to_string(p.head) + " written",
                     {rank_, "isend", -1, peer});
@@ -386,7 +393,7 @@ class communicator {
     bool moved = false;
     while (!p.recvs.empty()) {
       const std::uint64_t head = detail::atomic(channel.head).load(std::memory_order_acquire);
-      if (head < p.tail || head - p.tail > slots) {
+      if (detail::pending_slots(head, p.tail, slots) < 0) {
         throw error(errc::transport, "corrupt channel: peer reports " + std::to_string(head) + " slots written, " +
                                          std::to_string(p.tail) + " consumed",
                     {rank_, "irecv", -1, peer});
@@ -395,23 +402,22 @@ class communicator {
       pending& m = p.recvs.front();
       // Copy the header out first: the peer could change it while we check it.
       const detail::slot_header header = segment_->slot(peer, rank_, p.tail);
-      if (static_cast<int>(header.tag) != m.tag) {
-        throw error(errc::transport,
-                    "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
-                        " was expected: the ranks called different operations or in a different order",
-                    {rank_, "irecv", -1, peer});
-      }
-      if (header.message_bytes != m.bytes) {
-        throw error(errc::size_mismatch,
-                    "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
-                        std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
-                    {rank_, "irecv", -1, peer});
-      }
-      if (header.offset != m.done || header.chunk_bytes > slot_bytes || header.chunk_bytes > m.bytes - m.done ||
-          (header.chunk_bytes == 0 && m.bytes != 0)) {
-        throw error(errc::transport, "corrupt message chunk (offset " + std::to_string(header.offset) + ", " +
-                                         std::to_string(header.chunk_bytes) + " bytes)",
-                    {rank_, "irecv", -1, peer});
+      switch (detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes)) {
+        case detail::slot_problem::none: break;
+        case detail::slot_problem::tag_mismatch:
+          throw error(errc::transport,
+                      "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
+                          " was expected: the ranks called different operations or in a different order",
+                      {rank_, "irecv", -1, peer});
+        case detail::slot_problem::size_mismatch:
+          throw error(errc::size_mismatch,
+                      "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
+                          std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
+                      {rank_, "irecv", -1, peer});
+        case detail::slot_problem::corrupt:
+          throw error(errc::transport, "corrupt message chunk (offset " + std::to_string(header.offset) + ", " +
+                                           std::to_string(header.chunk_bytes) + " bytes)",
+                      {rank_, "irecv", -1, peer});
       }
       if (header.chunk_bytes != 0) std::memcpy(m.in + m.done, segment_->payload(peer, rank_, p.tail), header.chunk_bytes);
       m.done += header.chunk_bytes;
@@ -498,6 +504,7 @@ class communicator {
   std::uint64_t bytes_sent_ = 0;
   int tag_counter_ = 0;
   bool poisoned_ = false;
+  bool check_mode_ = false;
   errc poisoned_code_ = errc::transport;
   std::string poison_reason_;
 };

@@ -70,8 +70,8 @@ inline void record_failure(const segment& seg, int rank, std::exception_ptr fail
 
 /// Rebuilds a child's failure from its record. The record lives in shared
 /// memory, so every field is checked before use.
-inline error recorded_failure(const segment& seg, int rank) {
-  const rank_record r = seg.record(rank);
+inline error recorded_failure(const rank_record& shared, int rank) {
+  const rank_record r = shared;  // a snapshot: the child could still be writing
   errc code = errc::transport;
   if (r.code >= static_cast<int>(errc::invalid_argument) && r.code <= static_cast<int>(errc::unsupported)) {
     code = static_cast<errc>(r.code);
@@ -186,7 +186,7 @@ void run_processes(int ranks, Fn&& fn) {
   if (failed < 0 || failed >= ranks) return;
   const auto index = static_cast<std::size_t>(failed);
   if (!deaths[index].empty()) throw error(errc::peer_lost, deaths[index], {failed, "run_processes"});
-  throw detail::recorded_failure(*seg, failed);
+  throw detail::recorded_failure(seg->record(failed), failed);
 }
 
 }  // namespace shm

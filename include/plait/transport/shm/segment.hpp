@@ -110,6 +110,41 @@ struct geometry {
 /// segment within reason.
 inline constexpr int max_ranks = 1024;
 
+/// What a segment header must say for this rank to use it; "" when it agrees.
+/// The header is written by another process: nothing in it is trusted.
+inline std::string check_segment_header(const segment_header& h, const geometry& expected) {
+  if (h.version != segment_version) return "version " + std::to_string(h.version) + " (expected " + std::to_string(segment_version) + ")";
+  if (h.ranks != expected.ranks) return "ranks " + std::to_string(h.ranks) + " (expected " + std::to_string(expected.ranks) + ")";
+  if (h.slots != expected.slots || h.slot_bytes != expected.slot_bytes) return "a different slot geometry";
+  if (h.total_bytes != expected.total_bytes()) return "size " + std::to_string(h.total_bytes) + " (expected " + std::to_string(expected.total_bytes()) + ")";
+  return {};
+}
+
+/// Why a slot cannot be the next chunk of the message a receiver expects.
+enum class slot_problem { none, tag_mismatch, size_mismatch, corrupt };
+
+/// Checks a slot header (a copy: the peer may change the original meanwhile)
+/// against the receive in progress: `expected_tag`, `expected_bytes` in all,
+/// `done` received so far. When it returns none, copying chunk_bytes to
+/// offset `done` stays inside the receive buffer and inside the slot.
+inline slot_problem check_slot(const slot_header& h, std::uint32_t expected_tag, std::uint64_t expected_bytes,
+                               std::uint64_t done, std::uint64_t slot_bytes) noexcept {
+  if (h.tag != expected_tag) return slot_problem::tag_mismatch;
+  if (h.message_bytes != expected_bytes) return slot_problem::size_mismatch;
+  if (done > expected_bytes || h.offset != done || h.chunk_bytes > slot_bytes || h.chunk_bytes > expected_bytes - done ||
+      (h.chunk_bytes == 0 && expected_bytes != 0)) {
+    return slot_problem::corrupt;
+  }
+  return slot_problem::none;
+}
+
+/// Slots waiting in a channel whose writer reports `head` and reader `tail`, or
+/// -1 when the counters cannot be true of a channel of `slots` slots.
+inline std::int64_t pending_slots(std::uint64_t head, std::uint64_t tail, std::uint32_t slots) noexcept {
+  if (head < tail || head - tail > slots) return -1;
+  return static_cast<std::int64_t>(head - tail);
+}
+
 inline std::string random_name() {
   std::random_device device;
   std::string name = "/plait-";
@@ -227,11 +262,9 @@ class segment {
         if (clock::now() > until) throw error(errc::timeout, "shared-memory segment " + name + " was never initialised", at);
         wait.pause();
       }
-      if (h.version != segment_version || h.ranks != shape.ranks || h.slots != shape.slots ||
-          h.slot_bytes != shape.slot_bytes || h.total_bytes != shape.total_bytes()) {
-        throw error(errc::invalid_argument,
-                    "shared-memory segment " + name + " describes a different group (ranks " + std::to_string(h.ranks) +
-                        ", expected " + std::to_string(shape.ranks) + ")",
+      const segment_header copy = h;  // check a snapshot, not memory a peer may still change
+      if (const std::string problem = check_segment_header(copy, shape); !problem.empty()) {
+        throw error(errc::invalid_argument, "shared-memory segment " + name + " describes a different group: " + problem,
                     at);
       }
       return s;

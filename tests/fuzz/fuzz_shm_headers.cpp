@@ -1,0 +1,62 @@
+// libFuzzer target for everything plait reads from shared memory that a peer
+// could have written: the segment header, slot headers with channel counters,
+// and a failed child's record. A corrupt or hostile peer must never make plait
+// read or write out of bounds: whenever a check accepts a slot, the copy it
+// allows is performed here into buffers of exactly the expected size, so
+// AddressSanitizer catches any bound the checks get wrong.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <plait/transport/shm/run.hpp>
+#include <plait/transport/shm/segment.hpp>
+
+namespace shm = plait::shm::detail;
+
+namespace {
+/// Takes sizeof(T) bytes from the input (zero-padded when it runs out).
+template <class T>
+T take(const std::uint8_t*& data, std::size_t& size) {
+  T value{};
+  const std::size_t n = size < sizeof(T) ? size : sizeof(T);
+  std::memcpy(&value, data, n);
+  data += n;
+  size -= n;
+  return value;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto ranks = static_cast<std::uint32_t>(take<std::uint8_t>(data, size) % 16 + 1);
+  const shm::geometry shape{ranks, 4, 256};
+
+  // The segment header a joining rank reads.
+  const auto header = take<shm::segment_header>(data, size);
+  (void)shm::check_segment_header(header, shape);
+
+  // A receive in progress and the slots a peer claims to have written.
+  const auto expected_bytes = static_cast<std::uint64_t>(take<std::uint16_t>(data, size) % 2048);
+  const auto tag = take<std::uint32_t>(data, size) % 4;
+  std::vector<std::byte> receive(expected_bytes);
+  std::vector<std::byte> slot_payload(shape.slot_bytes, std::byte{0x5a});
+  std::uint64_t done = 0;
+  std::uint64_t tail = 0;
+  const auto head = take<std::uint64_t>(data, size);
+  const std::int64_t pending = shm::pending_slots(head % 16, tail, shape.slots);
+  for (std::int64_t i = 0; i < pending && done <= expected_bytes; ++i) {
+    const auto slot = take<shm::slot_header>(data, size);
+    if (shm::check_slot(slot, tag, expected_bytes, done, shape.slot_bytes) != shm::slot_problem::none) break;
+    if (slot.chunk_bytes != 0) std::memcpy(receive.data() + done, slot_payload.data(), slot.chunk_bytes);
+    done += slot.chunk_bytes;
+    ++tail;
+    if (done == expected_bytes) break;
+  }
+
+  // A failed child's record, rebuilt into an error by the parent.
+  const auto record = take<shm::rank_record>(data, size);
+  const plait::error failure = plait::shm::detail::recorded_failure(record, 0);
+  volatile std::size_t sink = std::strlen(failure.what());
+  (void)sink;
+  return 0;
+}
