@@ -12,10 +12,18 @@
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 
+#include "plait/algorithm/algorithm_id.hpp"
+#include "plait/algorithm/automatic.hpp"
+#include "plait/algorithm/bruck.hpp"
+#include "plait/algorithm/direct.hpp"
+#include "plait/algorithm/neighbor_exchange.hpp"
 #include "plait/algorithm/pairwise.hpp"
+#include "plait/algorithm/recursive_doubling.hpp"
 #include "plait/algorithm/ring.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
+#include "plait/algorithm/tree.hpp"
+#include "plait/algorithm/verify.hpp"
 
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
@@ -24,6 +32,7 @@
 
 #include "plait/op/all_gather.hpp"
 #include "plait/op/all_to_all.hpp"
+#include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/executor.hpp"
 
