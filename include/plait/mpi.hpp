@@ -1,8 +1,12 @@
 // <plait/mpi.hpp>: plait over MPI. Everything in <plait/plait.hpp> plus
 // plait::mpi::communicator, a transport over MPI point-to-point that runs
-// every plait algorithm and layout across nodes. Needs an MPI implementation
-// (link plait::mpi in CMake).
+// every plait algorithm and layout across nodes, and
+// plait::mpi::node_local_shm, the shared-memory transport among the ranks of
+// one node. Needs an MPI implementation (link plait::mpi in CMake).
 #pragma once
+
+#include "plait/plait.hpp"
 
 #include "plait/transport/mpi/communicator.hpp"
 #include "plait/transport/mpi/error.hpp"
+#include "plait/transport/mpi/node_local.hpp"
