@@ -7,6 +7,7 @@
 #   // plait-test-needs: mpi                   (links plait::mpi; built only when MPI is found)
 #   // plait-test-needs: cuda                  (links plait::cuda; built only when the toolkit is found)
 #   // plait-test-needs: gpu                   (also: registered only when a GPU is visible)
+#   // plait-test-needs: openmp                (links OpenMP::OpenMP_CXX; built only when OpenMP is found)
 #
 # Labels: `quick` runs in CI (scripts/test), `full` only in scripts/test-full,
 # `sanitize` is what the asan/tsan presets build and run. Every test case gets
@@ -14,6 +15,11 @@
 
 set(PLAIT_DEFAULT_TEST_TIMEOUT 120)
 set(PLAIT_DEFAULT_TEST_LABELS quick)
+
+# OpenMP, for tests that need it (Thrust's OMP back end); optional.
+if(NOT TARGET OpenMP::OpenMP_CXX)
+  find_package(OpenMP COMPONENTS CXX QUIET)
+endif()
 
 # One nvidia-smi probe per configure decides whether `gpu` tests are registered;
 # CUDA code is still compiled and linked without a GPU.
@@ -63,8 +69,8 @@ function(plait_read_markers file prefix marker)
     endif()
   endforeach()
   foreach(need IN LISTS needs)
-    if(NOT need MATCHES "^(mpi|cuda|gpu)$")
-      message(FATAL_ERROR "plait: ${file}: unknown need `${need}` (known: mpi cuda gpu)")
+    if(NOT need MATCHES "^(mpi|cuda|gpu|openmp)$")
+      message(FATAL_ERROR "plait: ${file}: unknown need `${need}` (known: mpi cuda gpu openmp)")
     endif()
   endforeach()
   set(${prefix}_LABELS "${labels}" PARENT_SCOPE)
@@ -79,6 +85,8 @@ function(plait_needs_met out)
     if(need STREQUAL "mpi" AND NOT PLAIT_HAS_MPI)
       set(ok FALSE)
     elseif(need MATCHES "^(cuda|gpu)$" AND NOT PLAIT_HAS_CUDA)
+      set(ok FALSE)
+    elseif(need STREQUAL "openmp" AND NOT TARGET OpenMP::OpenMP_CXX)
       set(ok FALSE)
     endif()
   endforeach()
@@ -122,6 +130,9 @@ function(plait_add_catch_test name)
   endif()
   if("cuda" IN_LIST arg_NEEDS OR "gpu" IN_LIST arg_NEEDS)
     target_link_libraries(${name} PRIVATE plait::cuda)
+  endif()
+  if("openmp" IN_LIST arg_NEEDS)
+    target_link_libraries(${name} PRIVATE OpenMP::OpenMP_CXX)
   endif()
   if("gpu" IN_LIST arg_NEEDS)
     list(APPEND arg_LABELS gpu)
