@@ -22,6 +22,18 @@ macro(plait_enable_cuda_language_if_needed)
     check_language(CUDA)
     if(CMAKE_CUDA_COMPILER)
       enable_language(CUDA)
+      # nvcc defaults to C++17; plait's headers need C++20. (cxx_std_20 on
+      # plait::plait covers only the CXX language.)
+      # CMake < 3.26 does not know nvcc's C++20 flag; nvcc >= 12 has it.
+      if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION AND CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA"
+         AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+        set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+        set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      endif()
+      if(NOT DEFINED CMAKE_CUDA_STANDARD)
+        set(CMAKE_CUDA_STANDARD 20)
+        set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+      endif()
       set(PLAIT_CUDA_LANGUAGE ON)
     else()
       message(STATUS "plait: CUDA sources present but no working CUDA compiler; they are skipped")
