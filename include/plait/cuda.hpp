@@ -1,0 +1,12 @@
+// plait's CUDA side: device packing (plait::device::pack / unpack, kernels on
+// the caller's stream) and, later, the NVLink P2P transport. CUDA code lives
+// only behind this header so that <plait/plait.hpp> stays the same for every
+// compiler (no inline function there changes with __CUDACC__).
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "<plait/cuda.hpp> needs nvcc: compile this translation unit as CUDA (a .cu file, or -x cu)"
+#endif
+
+#include "plait/cuda/pack.cuh"
+#include "plait/layout/pack_functors.hpp"
