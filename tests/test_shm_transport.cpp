@@ -299,3 +299,32 @@ TEST_CASE("run_threads and run_processes reject zero ranks", "[shm][bad_input]")
   REQUIRE_THROWS_AS(plait::shm::run_processes(0, noop), plait::error);
   REQUIRE_THROWS_AS(plait::shm::run_threads(-3, noop), plait::error);
 }
+
+TEST_CASE("a killed process in a joined group is peer_lost for the survivors, and no segment remains",
+          "[shm][join][failure]") {
+  const std::string name = unique_name("killed");
+  plait_test::verdicts results(3);
+  try {
+    plait::shm::run_processes(3, [&](plait::shm::communicator& launcher) {
+      auto comm = plait::shm::communicator::join(name, launcher.rank(), 3, 5s);
+      if (comm.rank() == 2) raise(SIGKILL);  // dies after joining, before the collective
+      std::vector<int> mine{comm.rank()}, all(3);
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        plait::all_gather<plait::ring>(comm, mine, all);
+        results.set(comm.rank(), "all_gather returned although rank 2 is dead");
+      } catch (const plait::error& e) {
+        const bool expected = e.code() == plait::errc::peer_lost || e.code() == plait::errc::timeout;
+        const bool quick = std::chrono::steady_clock::now() - start < 6s;
+        results.set(comm.rank(), expected && quick ? "" : std::string("unexpected: ") + e.what());
+      }
+    });
+    FAIL("run_processes returned although a child was killed");
+  } catch (const plait::error& e) {
+    CHECK(e.code() == plait::errc::peer_lost);
+  }
+  const auto verdicts = results.all();
+  CHECK(verdicts[0] == "");
+  CHECK(verdicts[1] == "");
+  REQUIRE_FALSE(segment_exists(name));
+}

@@ -35,6 +35,7 @@
 #include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/executor.hpp"
+#include "plait/op/split_all_gather.hpp"
 
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"

@@ -1,0 +1,245 @@
+// plait::split_all_gather — the pipeline-boundary collective (Megatron-LM's
+// "scatter/gather"). Two pipeline stages of t tensor-parallel ranks each hold
+// the same activation. Instead of every sender pushing the whole tensor over
+// the slow inter-node link, sender j sends only shard j of t (along the
+// layout's dimension) to its receiver, and the t receivers rebuild the tensor
+// with an all-gather over the fast intra-node link:
+//
+//   stage A (senders)          inter (slow)            stage B (receivers)
+//   rank j: x = [s0 s1 .. st)  ── shard j only ──▶     rank j: x[.., sj, ..]
+//                                                      all-gather over intra ─▶ x
+//
+// Cross-link bytes drop from t tensors to one. Extents that t does not divide
+// are split into shards that differ by at most one slice (an uneven all-gather
+// rebuilds them). Large activations are cut into pieces: every shard is split
+// into the same number of pieces along the layout dimension, the sender posts
+// all pieces at once, and the receivers all-gather piece k while pieces k+1...
+// are still arriving. A naive mode (every sender sends the whole tensor) is
+// there for comparison.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plait/algorithm/select.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/layout/along.hpp"
+#include "plait/layout/contiguous.hpp"
+#include "plait/layout/tensor_plans.hpp"
+#include "plait/op/executor.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// How a boundary moves an activation.
+enum class boundary_mode {
+  split,  ///< each sender sends its 1/t shard; receivers all-gather (the point of this collective)
+  naive,  ///< each sender sends the whole tensor (for comparison)
+};
+
+/// Options of a boundary.
+struct boundary_options {
+  boundary_mode mode = boundary_mode::split;
+  /// Target bytes of one pipelined piece of a shard; 0 sends each shard whole.
+  std::size_t piece_bytes = std::size_t{4} << 20;
+};
+
+namespace detail {
+
+/// The layout dimension of a split_all_gather layout: along<D>, or contiguous (dimension 0).
+template <class Layout>
+constexpr std::size_t boundary_dimension() {
+  if constexpr (std::is_same_v<Layout, contiguous>) {
+    return 0;
+  } else {
+    static_assert(requires { Layout::dimension; },
+                  "plait: split_all_gather takes plait::contiguous or plait::along<D> as its layout");
+    return Layout::dimension;
+  }
+}
+
+/// [begin, begin + count) of `total` split into `parts` parts that differ by at most one.
+struct span_of {
+  std::size_t begin;
+  std::size_t count;
+};
+inline span_of part(std::size_t total, std::size_t parts, std::size_t index) {
+  const std::size_t base = total / parts;
+  const std::size_t extra = total % parts;
+  return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
+}
+
+/// An in-place all-gather whose block j is an arbitrary region (pieces of uneven shards).
+class region_gather_plan {
+ public:
+  explicit region_gather_plan(std::vector<region> blocks) : blocks_(std::move(blocks)) {}
+  [[nodiscard]] std::size_t block_bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes(); }
+  [[nodiscard]] bool has_location(int /*block*/) const { return true; }
+  [[nodiscard]] region location(int block) const { return blocks_[static_cast<std::size_t>(block)]; }
+  void prepare() const {}  // in place: each rank's block is already where it belongs
+
+ private:
+  std::vector<region> blocks_;
+};
+
+}  // namespace detail
+
+/// The object split_all_gather returns: holds references to both
+/// communicators (so it must not outlive them) and moves activations across.
+template <class Algorithm, class Layout, class Inter, class Intra>
+class boundary {
+  static constexpr std::size_t dimension = detail::boundary_dimension<Layout>();
+
+ public:
+  boundary(Inter& inter, Intra& intra, boundary_options options) : inter_(inter), intra_(intra), options_(options) {}
+
+  /// Sends this rank's part of x to inter rank `dest`: shard intra.rank() of
+  /// intra.size() along the layout dimension (the whole tensor in naive mode).
+  template <class X>
+  void send(int dest, X&& x) {
+    auto view = detail::as_tensor(x);
+    const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.send"};
+    check_peer(at, dest);
+    const auto pieces = my_pieces(detail::to_box(view), at);
+    std::vector<std::vector<std::byte>> staging(pieces.size());
+    std::vector<typename Inter::request> requests;
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const region& r = pieces[k];
+      std::span<const std::byte> bytes = r.is_contiguous() ? std::span<const std::byte>(r.data, r.bytes())
+                                                           : std::span<const std::byte>{};
+      if (!r.is_contiguous()) {
+        staging[k].resize(r.bytes());
+        pack(r, staging[k].data());
+        bytes = staging[k];
+      }
+      requests.push_back(inter_.isend(dest, bytes, user_tag));
+    }
+    wait(inter_, requests, at, dest);
+  }
+
+  /// Receives this rank's part from inter rank `src` into x, then (split mode)
+  /// all-gathers the shards over intra so that every receiver holds all of x.
+  template <class X>
+  void recv(int src, X&& x) {
+    auto view = detail::as_tensor(x);
+    static_assert(!std::is_const_v<typename decltype(view)::element_type>,
+                  "plait: boundary::recv needs a writable tensor");
+    const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.recv"};
+    check_peer(at, src);
+    const auto box = detail::to_box(view);
+    const auto pieces = my_pieces(box, at);
+    std::vector<std::vector<std::byte>> staging(pieces.size());
+    std::vector<typename Inter::request> requests;
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const region& r = pieces[k];
+      std::span<std::byte> bytes = r.as_span();
+      if (!r.is_contiguous()) {
+        staging[k].resize(r.bytes());
+        bytes = staging[k];
+      }
+      requests.push_back(inter_.irecv(src, bytes, user_tag));
+    }
+    if (options_.mode == boundary_mode::naive) {
+      wait(inter_, requests, at, src);
+      if (!pieces.empty() && !pieces[0].is_contiguous()) unpack(staging[0].data(), pieces[0]);
+      return;
+    }
+    // Piece k: wait for it, then all-gather it while later pieces still arrive.
+    const std::size_t shards = static_cast<std::size_t>(intra_.size());
+    const std::size_t extent = box.extent[dimension];
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      wait(inter_, std::span(requests).subspan(k, 1), at, src);
+      if (!pieces[k].is_contiguous()) unpack(staging[k].data(), pieces[k]);
+      std::vector<region> blocks;
+      for (std::size_t j = 0; j < shards; ++j) {
+        const auto shard = detail::part(extent, shards, j);
+        const auto piece = detail::part(shard.count, pieces.size(), k);
+        blocks.push_back(detail::to_region(box.slice(dimension, shard.begin + piece.begin, piece.count), at, "x"));
+      }
+      const detail::region_gather_plan plan(std::move(blocks));
+      const int rank = intra_.rank();
+      auto planned = detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
+      const std::string name = "split_all_gather.all_gather<" + std::string(planned.algorithm) + ">";
+      execute(intra_, planned.steps, plan, name, intra_.next_tag());
+    }
+  }
+
+  [[nodiscard]] const boundary_options& options() const noexcept { return options_; }
+
+ private:
+  void check_peer(const detail::call_site& at, int peer) const {
+    if (peer < 0 || peer >= inter_.size()) {
+      throw at.fail(errc::invalid_argument,
+                    "peer " + std::to_string(peer) + " is outside the inter communicator [0, " +
+                        std::to_string(inter_.size()) + ")");
+    }
+  }
+
+  /// The regions this rank sends or receives over inter: its shard cut into
+  /// pieces (split mode) or the whole tensor (naive mode). Every rank of both
+  /// stages computes the same cut from the extent, t and the slice size.
+  template <std::size_t Rank>
+  std::vector<region> my_pieces(const detail::byte_box<Rank>& box, const detail::call_site& at) const {
+    static_assert(dimension < Rank, "plait: split_all_gather's layout dimension is beyond the tensor's rank");
+    if (options_.mode == boundary_mode::naive) return {detail::to_region(box, at, "x")};
+    const std::size_t shards = static_cast<std::size_t>(intra_.size());
+    const std::size_t extent = box.extent[dimension];
+    const std::size_t slice_bytes = extent == 0 ? 0 : box.elements() / extent * box.element;
+    // Pieces: enough that one is about piece_bytes, never more than the
+    // smallest shard has slices (every piece of every shard is >= 1 slice).
+    const std::size_t smallest = extent / shards;
+    std::size_t count = 1;
+    if (options_.piece_bytes != 0 && slice_bytes != 0 && smallest > 1) {
+      const std::size_t shard_bytes = smallest * slice_bytes;
+      count = std::clamp<std::size_t>((shard_bytes + options_.piece_bytes - 1) / options_.piece_bytes, 1, smallest);
+    }
+    const auto shard = detail::part(extent, shards, static_cast<std::size_t>(intra_.rank()));
+    std::vector<region> pieces;
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto piece = detail::part(shard.count, count, k);
+      pieces.push_back(detail::to_region(box.slice(dimension, shard.begin + piece.begin, piece.count), at, "x"));
+    }
+    return pieces;
+  }
+
+  template <class Comm>
+  static void wait(Comm& comm, std::span<typename Comm::request> requests, const detail::call_site& at, int peer) {
+    try {
+      comm.wait_all(requests, clock::now() + comm.timeout());
+    } catch (const error& e) {
+      throw e.within({at.rank, at.operation, -1, peer});
+    }
+  }
+
+  Inter& inter_;
+  Intra& intra_;
+  boundary_options options_;
+};
+
+/// A pipeline boundary between two stages of t = intra.size() ranks:
+///   auto b = plait::split_all_gather<plait::ring, plait::along<1>>(inter, intra);
+///   b.send(dest, activation);   // stage A: shard intra.rank() of t over inter
+///   b.recv(src, activation);    // stage B: its shard, then all-gather over intra
+/// Any transports for inter and intra; they may differ (MPI across nodes, shm inside).
+template <class Algorithm = automatic, class Layout = contiguous, transport Inter, transport Intra>
+boundary<Algorithm, Layout, Inter, Intra> split_all_gather(Inter& inter, Intra& intra, boundary_options options = {}) {
+  static_assert(detail::check_algorithm<Algorithm, op::all_gather>());
+  (void)detail::boundary_dimension<Layout>();
+  return boundary<Algorithm, Layout, Inter, Intra>(inter, intra, options);
+}
+
+/// A boundary refers to its communicators: temporaries would dangle.
+template <class Algorithm = automatic, class Layout = contiguous, transport Inter, transport Intra>
+void split_all_gather(Inter&&, Intra&, boundary_options = {}) = delete;
+template <class Algorithm = automatic, class Layout = contiguous, transport Inter, transport Intra>
+void split_all_gather(Inter&, Intra&&, boundary_options = {}) = delete;
+
+}  // namespace v0
+}  // namespace plait
