@@ -1,0 +1,420 @@
+// plait-bench: nccl-tests-style bandwidth sweep of plait's collectives, side by
+// side in one run with the native MPI collective and a memcpy ceiling.
+//
+//   mpirun -np 2 build/default/bench/plait-bench -b 4K -e 64M -f 2 --op all_gather,all_to_all
+//
+// Built against MPI (the usual case) its ranks are MPI processes: plait over
+// shared memory gets its group from plait::mpi::node_local_shm, plait over MPI
+// is plait::mpi::communicator, and the baseline is MPI_Allgather/MPI_Alltoall
+// on the same processes. Built without MPI it forks its ranks itself
+// (plait::shm::run_processes, `-p` of them) and compares plait with memcpy only.
+//
+// Variants measured at each size (samples interleaved, see bench/harness.hpp):
+//   plait-shm   plait over its shared-memory transport (--transport shm)
+//   plait-mpi   plait over MPI point-to-point (--transport mpi)
+//   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall
+//   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
+//               between two private buffers, all ranks at once: the rate a
+//               copy-based transport cannot beat, so its busbw is the ceiling
+// The table's ratio columns divide the first variant's busbw by each other's.
+// Progress goes to stderr, the table to stdout (rank 0), files with --json/--csv.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#ifdef PLAIT_BENCH_MPI
+#include <mpi.h>
+
+#include <plait/mpi.hpp>
+#else
+#include <plait/plait.hpp>
+#endif
+#include <plait/algorithm/algorithm_id.hpp>
+
+#include "harness.hpp"
+#include "reference.hpp"
+
+namespace {
+
+namespace bench = plait::bench;
+
+struct options {
+  bench::size_sweep sweep{};
+  bench::timing how{};
+  std::vector<std::string> ops{"all_gather"};
+  std::vector<std::string> transports{"shm"};
+  std::optional<plait::algorithm_id> algorithm;  // nullopt: automatic
+  bool verify = true;
+  bool baselines = true;
+  int processes = 2;  // without MPI only
+  std::string json;
+  std::string csv;
+  std::string command_line;
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: plait-bench [options]\n"
+               "  -b, --minbytes SIZE      smallest size (default 4K; suffixes K, M, G)\n"
+               "  -e, --maxbytes SIZE      largest size (default 64M)\n"
+               "  -f, --stepfactor F       size multiplier between steps (default 2)\n"
+               "  --op LIST                all_gather, all_to_all or both, comma-separated (default all_gather)\n"
+               "  --transport LIST         plait's transports to measure: shm, mpi (default shm)\n"
+               "  --algorithm NAME         ring, tree, pairwise, bruck, recursive_doubling, direct,\n"
+               "                           neighbor_exchange or automatic (default automatic)\n"
+               "  -n, --iters N            calls per timed sample (default 20)\n"
+               "  -w, --warmup_iters N     untimed calls per variant and size (default 5)\n"
+               "  -r, --repetitions N      interleaved samples per variant; the median is reported (default 5)\n"
+               "  -c, --check 0|1          verify every variant's result once per size (default 1)\n"
+               "  --no-baselines           measure plait only (no native MPI, no memcpy)\n"
+               "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
+               "  --json FILE, --csv FILE  also write the results there\n"
+               "size = the gathered buffer (all_gather) or one rank's send buffer (all_to_all);\n"
+               "busbw = size/time x (P-1)/P, in GB/s (1e9 B/s).\n");
+  std::exit(code);
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 0; i < argc; ++i) {
+    if (i != 0) o.command_line += ' ';
+    o.command_line.append(argv[i]);
+  }
+  auto value = [&](int& i) -> std::string_view {
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "plait-bench: %s needs a value\n", argv[i]);
+      usage(2);
+    }
+    return argv[++i];
+  };
+  auto integer = [&](int& i) {
+    const std::string_view text = value(i);
+    char* end = nullptr;
+    const long n = std::strtol(std::string(text).c_str(), &end, 10);
+    if (n < 0 || n > 1'000'000) {
+      std::fprintf(stderr, "plait-bench: %s wants a count, not %s\n", argv[i - 1], std::string(text).c_str());
+      usage(2);
+    }
+    return static_cast<int>(n);
+  };
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "-h" || arg == "--help") usage(0);
+      else if (arg == "-b" || arg == "--minbytes") o.sweep.min_bytes = bench::parse_size(value(i));
+      else if (arg == "-e" || arg == "--maxbytes") o.sweep.max_bytes = bench::parse_size(value(i));
+      else if (arg == "-f" || arg == "--stepfactor") o.sweep.factor = std::strtod(std::string(value(i)).c_str(), nullptr);
+      else if (arg == "--op") o.ops = split_list(value(i));
+      else if (arg == "--transport") o.transports = split_list(value(i));
+      else if (arg == "--algorithm") {
+        const std::string_view name = value(i);
+        if (name != "automatic") {
+          o.algorithm = plait::algorithm_from_string(name);
+          if (!o.algorithm) {
+            std::fprintf(stderr, "plait-bench: unknown algorithm %s\n", std::string(name).c_str());
+            usage(2);
+          }
+        }
+      } else if (arg == "-n" || arg == "--iters") o.how.iterations = integer(i);
+      else if (arg == "-w" || arg == "--warmup_iters") o.how.warmup = integer(i);
+      else if (arg == "-r" || arg == "--repetitions") o.how.repetitions = integer(i);
+      else if (arg == "-c" || arg == "--check") o.verify = integer(i) != 0;
+      else if (arg == "--no-baselines") o.baselines = false;
+      else if (arg == "-p" || arg == "--processes") o.processes = integer(i);
+      else if (arg == "--json") o.json = value(i);
+      else if (arg == "--csv") o.csv = value(i);
+      else {
+        std::fprintf(stderr, "plait-bench: unknown option %s\n", argv[i]);
+        usage(2);
+      }
+    }
+  } catch (const plait::error& e) {
+    std::fprintf(stderr, "plait-bench: %s\n", e.what());
+    usage(2);
+  }
+  for (const auto& op : o.ops) {
+    if (op != "all_gather" && op != "all_to_all") {
+      std::fprintf(stderr, "plait-bench: unknown --op %s\n", op.c_str());
+      usage(2);
+    }
+  }
+  for (const auto& t : o.transports) {
+    if (t != "shm" && t != "mpi") {
+      std::fprintf(stderr, "plait-bench: unknown --transport %s\n", t.c_str());
+      usage(2);
+    }
+  }
+  if (o.sweep.min_bytes > o.sweep.max_bytes || o.sweep.max_bytes == 0) {
+    std::fprintf(stderr, "plait-bench: -b must be at most -e, and -e above 0\n");
+    usage(2);
+  }
+  return o;
+}
+
+bool wants(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+/// One plait call of Op under the run-time algorithm choice, as a callable.
+template <class Op, class Comm>
+std::function<void()> plait_call(Comm& comm, std::optional<plait::algorithm_id> id, std::span<const std::byte> send,
+                                 std::span<std::byte> recv) {
+  auto call = [&comm, send, recv]<class A>() {
+    return std::function<void()>([&comm, send, recv] {
+      if constexpr (std::is_same_v<Op, plait::op::all_gather>) {
+        plait::all_gather<A>(comm, send, recv);
+      } else {
+        plait::all_to_all<A>(comm, send, recv);
+      }
+    });
+  };
+  if (!id) return call.template operator()<plait::automatic>();
+  if (!plait::supports<Op>(*id, comm.size())) {
+    throw plait::error(plait::errc::unsupported, std::string(plait::to_string(*id)) + " cannot run " +
+                                                     std::string(Op::name) + " on " + std::to_string(comm.size()) +
+                                                     " ranks");
+  }
+  return plait::visit_algorithm(*id, [&]<class A>(std::type_identity<A>) -> std::function<void()> {
+    if constexpr (plait::schedules<A, Op>) {
+      return call.template operator()<A>();
+    } else {
+      return {};  // unreachable: supports() said no above
+    }
+  });
+}
+
+/// What every rank holds for one size of one operation.
+struct buffers {
+  std::vector<std::byte> send;
+  std::vector<std::byte> recv;
+  std::vector<std::byte> copy_from;
+  std::vector<std::byte> copy_to;
+};
+
+/// Runs the sweep. `Timing` is the communicator used to reduce times across
+/// ranks (the world's, with MPI); `shm` and `mpi` are plait's transports under
+/// test (null when not measured); `native` runs the MPI baseline (empty
+/// without MPI); `barrier` separates samples.
+template <class Timing, class Shm, class Mpi>
+std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Mpi* mpi,
+                              const std::function<void(bool gather, buffers&)>& native_setup,
+                              const std::function<void()>& native, const std::function<void()>& barrier) {
+  const int rank = timing.rank();
+  const int ranks = timing.size();
+  std::vector<bench::row> rows;
+  for (const auto& op_name : o.ops) {
+    const bool gather = op_name == "all_gather";
+    for (const std::size_t bytes : o.sweep.sizes(static_cast<std::size_t>(ranks))) {
+      const std::size_t part = bytes / static_cast<std::size_t>(ranks);
+      buffers b;
+      b.send.resize(gather ? part : bytes);
+      b.recv.resize(bytes);
+      b.copy_from.resize(bytes - part, std::byte{1});
+      b.copy_to.resize(bytes - part);
+      bench::fill_pattern(rank, b.send);
+
+      std::vector<std::string> names;
+      std::vector<std::function<void()>> variants;
+      auto add_plait = [&](auto* comm, const char* name) {
+        if (comm == nullptr) return;
+        names.emplace_back(name);
+        using comm_type = std::remove_pointer_t<decltype(comm)>;
+        variants.push_back(gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, b.send, b.recv)
+                                  : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, b.send, b.recv));
+      };
+      add_plait(shm, "plait-shm");
+      add_plait(mpi, "plait-mpi");
+      if (o.baselines && native) {
+        native_setup(gather, b);
+        names.emplace_back("mpi");
+        variants.push_back(native);
+      }
+      if (o.baselines) {
+        names.emplace_back("memcpy");
+        variants.push_back([&b] { std::memcpy(b.copy_to.data(), b.copy_from.data(), b.copy_from.size()); });
+      }
+
+      // Verify each variant that communicates once, on a cleared buffer.
+      std::vector<std::string> checks(names.size(), "-");
+      if (o.verify) {
+        for (std::size_t v = 0; v < names.size(); ++v) {
+          if (names[v] == "memcpy") continue;
+          std::fill(b.recv.begin(), b.recv.end(), std::byte{0});
+          barrier();
+          variants[v]();
+          const std::string wrong =
+              gather ? bench::check_all_gather(ranks, b.recv) : bench::check_all_to_all(rank, ranks, b.recv);
+          if (!wrong.empty()) std::fprintf(stderr, "plait-bench: rank %d: %s: %s\n", rank, names[v].c_str(), wrong.c_str());
+          checks[v] = bench::any_rank(timing, !wrong.empty()) ? "FAIL" : "ok";
+        }
+      }
+
+      const auto seconds = bench::measure(timing, o.how, std::span<const std::function<void()>>(variants), barrier);
+      std::ostringstream progress;
+      progress << "plait-bench: " << op_name << ' ' << bench::size_text(bytes) << ':';
+      for (std::size_t v = 0; v < names.size(); ++v) {
+        rows.push_back({op_name, names[v], ranks, bytes, seconds[v], checks[v]});
+        progress << ' ' << names[v] << ' ' << rows.back().busbw() << " GB/s" << (checks[v] == "FAIL" ? " (FAIL)" : "");
+      }
+      if (rank == 0) std::fprintf(stderr, "%s\n", progress.str().c_str());
+    }
+  }
+  return rows;
+}
+
+std::string first_line_of(const char* path, std::string_view key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      const auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+/// Table on stdout, files on request; returns false when any check failed.
+bool report(const options& o, const std::vector<bench::row>& rows, std::vector<std::pair<std::string, std::string>> meta) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char when[64] = {};
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  meta.insert(meta.begin(), {{"command", o.command_line},
+                             {"date", when},
+                             {"host", host},
+                             {"cpu", first_line_of("/proc/cpuinfo", "model name")},
+                             {"cores", std::to_string(sysconf(_SC_NPROCESSORS_ONLN))},
+                             {"algorithm", o.algorithm ? std::string(plait::to_string(*o.algorithm)) : "automatic"},
+                             {"iterations", std::to_string(o.how.iterations)},
+                             {"repetitions", std::to_string(o.how.repetitions)},
+                             {"warmup", std::to_string(o.how.warmup)}});
+  for (const auto& [key, value] : meta) std::cout << "# " << key << ": " << value << '\n';
+  bench::print_table(std::cout, rows);
+  std::cout.flush();
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    bench::write_json(out, rows, meta);
+    if (!out) std::fprintf(stderr, "plait-bench: cannot write %s\n", o.json.c_str());
+  }
+  if (!o.csv.empty()) {
+    std::ofstream out(o.csv);
+    bench::write_csv(out, rows);
+    if (!out) std::fprintf(stderr, "plait-bench: cannot write %s\n", o.csv.c_str());
+  }
+  return std::none_of(rows.begin(), rows.end(), [](const bench::row& r) { return r.check == "FAIL"; });
+}
+
+}  // namespace
+
+#ifdef PLAIT_BENCH_MPI
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  {
+    const options o = parse(argc, argv);
+    try {
+      plait::mpi::communicator world{MPI_COMM_WORLD};
+      const int ranks = world.size();
+      std::optional<plait::shm::communicator> shm;
+      if (wants(o.transports, "shm")) {
+        shm.emplace(plait::mpi::node_local_shm(world));
+        if (shm->size() != ranks) {
+          throw plait::error(plait::errc::unsupported, "--transport shm needs every rank on one node (" +
+                                                           std::to_string(shm->size()) + " of " +
+                                                           std::to_string(ranks) + " share this one)");
+        }
+      }
+      plait::mpi::communicator* mpi = wants(o.transports, "mpi") ? &world : nullptr;
+      MPI_Comm native_comm = world.native_handle();
+      int native_count = 0;
+      bool native_gather = true;
+      const void* native_send = nullptr;
+      void* native_recv = nullptr;
+      auto native_setup = [&](bool gather, buffers& b) {
+        native_gather = gather;
+        native_count = static_cast<int>(b.recv.size() / static_cast<std::size_t>(ranks));
+        native_send = b.send.data();
+        native_recv = b.recv.data();
+      };
+      auto native = [&] {
+        const int code = native_gather ? MPI_Allgather(native_send, native_count, MPI_BYTE, native_recv, native_count,
+                                                       MPI_BYTE, native_comm)
+                                       : MPI_Alltoall(native_send, native_count, MPI_BYTE, native_recv, native_count,
+                                                      MPI_BYTE, native_comm);
+        if (code != MPI_SUCCESS) throw plait::error(plait::errc::transport, "native MPI collective failed");
+      };
+      // MPI_Barrier, not the polled one: its exit skew would count as collective time.
+      auto barrier = [&] { MPI_Barrier(native_comm); };
+      const auto rows = sweep(o, world, shm ? &*shm : nullptr, mpi, native_setup, native, barrier);
+      char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+      int length = 0;
+      MPI_Get_library_version(library, &length);
+      std::string mpi_library(library, static_cast<std::size_t>(length));
+      if (const auto newline = mpi_library.find('\n'); newline != std::string::npos) mpi_library.resize(newline);
+      if (world.rank() == 0 &&
+          !report(o, rows, {{"ranks", std::to_string(ranks)}, {"launcher", "mpirun"}, {"mpi", mpi_library}})) {
+        status = 1;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "plait-bench: %s\n", e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return status;
+}
+
+#else
+
+int main(int argc, char** argv) {
+  const options o = parse(argc, argv);
+  if (wants(o.transports, "mpi")) {
+    std::fprintf(stderr, "plait-bench: built without MPI: only --transport shm\n");
+    return 2;
+  }
+  try {
+    plait::shm::run_processes(o.processes, [&](plait::shm::communicator& comm) {
+      auto barrier = [&] { comm.barrier(); };
+      const auto rows = sweep(o, comm, &comm, static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
+      if (comm.rank() == 0 &&
+          !report(o, rows, {{"ranks", std::to_string(comm.size())}, {"launcher", "run_processes (no MPI)"}})) {
+        throw plait::error(plait::errc::transport, "verification failed");
+      }
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "plait-bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+#endif
