@@ -64,7 +64,10 @@ struct options {
   std::string json;
   std::string csv;
   std::string command_line;
+  std::string loadavg;  // when the run started
 };
+
+std::string loadavg();
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
@@ -101,6 +104,7 @@ std::vector<std::string> split_list(std::string_view text) {
 
 options parse(int argc, char** argv) {
   options o;
+  o.loadavg = loadavg();
   for (int i = 0; i < argc; ++i) {
     if (i != 0) o.command_line += ' ';
     o.command_line.append(argv[i]);
@@ -287,6 +291,14 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Mpi* m
   return rows;
 }
 
+/// /proc/loadavg's first three fields: how busy the machine was (others' work skews results).
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : "unknown";
+}
+
 std::string first_line_of(const char* path, std::string_view key) {
   std::ifstream in(path);
   std::string line;
@@ -311,6 +323,8 @@ bool report(const options& o, const std::vector<bench::row>& rows, std::vector<s
                              {"host", host},
                              {"cpu", first_line_of("/proc/cpuinfo", "model name")},
                              {"cores", std::to_string(sysconf(_SC_NPROCESSORS_ONLN))},
+                             {"loadavg at start", o.loadavg},
+                             {"loadavg at end", loadavg()},
                              {"algorithm", o.algorithm ? std::string(plait::to_string(*o.algorithm)) : "automatic"},
                              {"iterations", std::to_string(o.how.iterations)},
                              {"repetitions", std::to_string(o.how.repetitions)},
