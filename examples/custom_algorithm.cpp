@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include <plait/plait.hpp>
 #include <plait/algorithm/verify.hpp>
+#include <plait/plait.hpp>
 
 /// Radix-k Bruck all-gather (k >= 2).
 template <int K>

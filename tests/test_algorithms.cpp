@@ -46,7 +46,8 @@ std::string all_gather_once(plait::shm::communicator& comm, std::size_t n, int s
   std::vector<T> recv(n * static_cast<std::size_t>(p));
   std::vector<T> want(recv.size());
   for (int j = 0; j < p; ++j) {
-    for (std::size_t i = 0; i < n; ++i) want[static_cast<std::size_t>(j) * n + i] = plait_test::make_value<T>(j, i, salt);
+    for (std::size_t i = 0; i < n; ++i)
+      want[static_cast<std::size_t>(j) * n + i] = plait_test::make_value<T>(j, i, salt);
   }
   const std::uint64_t before = comm.bytes_sent();
   plait::all_gather<A>(comm, send, recv);
@@ -56,7 +57,8 @@ std::string all_gather_once(plait::shm::communicator& comm, std::size_t n, int s
   if (verdict.empty() && !plait::detail::is_automatic<A>) {
     const std::uint64_t expected = blocks_sent<A, op::all_gather>(r, p) * n * sizeof(T);
     if (sent != expected) {
-      verdict = what + ": sent " + std::to_string(sent) + " payload bytes, the schedule says " + std::to_string(expected);
+      verdict =
+          what + ": sent " + std::to_string(sent) + " payload bytes, the schedule says " + std::to_string(expected);
     }
   }
   return verdict;
@@ -83,7 +85,8 @@ std::string all_to_all_once(plait::shm::communicator& comm, std::size_t n, int s
   if (verdict.empty() && !plait::detail::is_automatic<A>) {
     const std::uint64_t expected = blocks_sent<A, op::all_to_all>(r, comm.size()) * n * sizeof(T);
     if (sent != expected) {
-      verdict = what + ": sent " + std::to_string(sent) + " payload bytes, the schedule says " + std::to_string(expected);
+      verdict =
+          what + ": sent " + std::to_string(sent) + " payload bytes, the schedule says " + std::to_string(expected);
     }
   }
   return verdict;
@@ -126,10 +129,10 @@ void check_all_sizes(mode m) {
 }  // namespace
 
 // One test case per algorithm x operation x mode, so a failure names all three.
-#define PLAIT_ALGORITHM_CASE(alg, op_type, op_text, mode_name)                                               \
-  TEST_CASE(#alg " " op_text " matches the serial reference on shm " #mode_name,                            \
-            "[" #op_type "][" #alg "][shm][" #mode_name "]") {                                              \
-    check_all_sizes<plait::alg, op::op_type>(mode::mode_name);                                              \
+#define PLAIT_ALGORITHM_CASE(alg, op_type, op_text, mode_name)                   \
+  TEST_CASE(#alg " " op_text " matches the serial reference on shm " #mode_name, \
+            "[" #op_type "][" #alg "][shm][" #mode_name "]") {                   \
+    check_all_sizes<plait::alg, op::op_type>(mode::mode_name);                   \
   }
 
 PLAIT_ALGORITHM_CASE(ring, all_gather, "all-gather", threads)

@@ -28,9 +28,13 @@ inline namespace v0 {
 enum class algorithm_id { ring, tree, pairwise, bruck, recursive_doubling, direct, neighbor_exchange };
 
 /// All ids, in declaration order (automatic breaks cost ties in this order).
-inline constexpr std::array<algorithm_id, 7> all_algorithm_ids = {
-    algorithm_id::ring,   algorithm_id::tree,   algorithm_id::pairwise,         algorithm_id::bruck,
-    algorithm_id::recursive_doubling, algorithm_id::direct, algorithm_id::neighbor_exchange};
+inline constexpr std::array<algorithm_id, 7> all_algorithm_ids = {algorithm_id::ring,
+                                                                  algorithm_id::tree,
+                                                                  algorithm_id::pairwise,
+                                                                  algorithm_id::bruck,
+                                                                  algorithm_id::recursive_doubling,
+                                                                  algorithm_id::direct,
+                                                                  algorithm_id::neighbor_exchange};
 
 /// Calls f(std::type_identity<A>{}) with the tag type A that `id` names.
 template <class F>
@@ -66,7 +70,8 @@ constexpr std::optional<algorithm_id> algorithm_from_string(std::string_view tex
 template <class A>
 inline constexpr std::optional<algorithm_id> algorithm_id_of = [] {
   for (algorithm_id id : all_algorithm_ids) {
-    if (visit_algorithm(id, []<class B>(std::type_identity<B>) { return std::is_same_v<A, B>; })) return std::optional{id};
+    if (visit_algorithm(id, []<class B>(std::type_identity<B>) { return std::is_same_v<A, B>; }))
+      return std::optional{id};
   }
   return std::optional<algorithm_id>{};
 }();
@@ -94,7 +99,7 @@ constexpr bool supports(algorithm_id id, int size) {
 /// plait::error(errc::unsupported) when `id` has no schedule for Op or does not
 /// accept `size`, and errc::invalid_argument for a rank outside [0, size).
 template <class Op>
-  requires operation<Op>
+requires operation<Op>
 constexpr schedule plan(algorithm_id id, Op, int rank, int size) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw error(errc::invalid_argument,
@@ -103,9 +108,10 @@ constexpr schedule plan(algorithm_id id, Op, int rank, int size) {
   return visit_algorithm(id, [rank, size]<class A>(std::type_identity<A>) -> schedule {
     if constexpr (schedules<A, Op>) {
       if (!accepts<A, Op>(size)) {
-        throw error(errc::unsupported, std::string(A::name) + " cannot run " + std::string(Op::name) + " on " +
-                                           std::to_string(size) + " ranks",
-                    {rank, Op::name, -1, -1});
+        throw error(
+            errc::unsupported,
+            std::string(A::name) + " cannot run " + std::string(Op::name) + " on " + std::to_string(size) + " ranks",
+            {rank, Op::name, -1, -1});
       }
       return A::plan(Op{}, rank, size);
     } else {

@@ -72,8 +72,11 @@ struct automatic {
 ///   static constexpr bool allows(plait::algorithm_id);   // restrict the candidates
 template <class Tuning>
 struct automatic_with {
-  static_assert(requires { { Tuning::cost_model() } -> std::convertible_to<plait::cost_model>; },
-                "plait: automatic_with<Tuning> needs `static constexpr plait::cost_model cost_model()` in Tuning");
+  static_assert(
+      requires {
+        { Tuning::cost_model() } -> std::convertible_to<plait::cost_model>;
+      },
+      "plait: automatic_with<Tuning> needs `static constexpr plait::cost_model cost_model()` in Tuning");
   using algorithm_concept = algorithm_tag;
   using tuning = Tuning;
   static constexpr std::string_view name = "automatic_with";
@@ -90,7 +93,9 @@ inline constexpr bool is_automatic<automatic_with<T>> = true;
 /// The parameters automatic uses on Transport (void: none known).
 template <class Transport>
 constexpr cost_model transport_cost_model() {
-  if constexpr (requires { { Transport::cost_model() } -> std::convertible_to<cost_model>; }) {
+  if constexpr (requires {
+                  { Transport::cost_model() } -> std::convertible_to<cost_model>;
+                }) {
     return Transport::cost_model();
   } else {
     return default_cost_model;
@@ -110,7 +115,9 @@ constexpr cost_model model_of() {
 template <class A>
 constexpr bool allowed(algorithm_id id) {
   if constexpr (requires { typename A::tuning; }) {
-    if constexpr (requires { { A::tuning::allows(id) } -> std::convertible_to<bool>; }) {
+    if constexpr (requires {
+                    { A::tuning::allows(id) } -> std::convertible_to<bool>;
+                  }) {
       return A::tuning::allows(id);
     }
   }
@@ -170,8 +177,9 @@ inline std::ostream& operator<<(std::ostream& out, const choice& c) {
 /// The predicted time of algorithm `id` for Op on `size` ranks. Throws
 /// errc::unsupported when `id` cannot run Op on `size` ranks.
 template <class Op>
-  requires operation<Op>
-constexpr choice explain(algorithm_id id, int size, std::size_t bytes_per_block, const cost_model& m = default_cost_model) {
+requires operation<Op>
+constexpr choice explain(algorithm_id id, int size, std::size_t bytes_per_block,
+                         const cost_model& m = default_cost_model) {
   return {id, predicted_seconds(plan(id, Op{}, 0, size), bytes_per_block, m)};
 }
 
@@ -202,14 +210,14 @@ constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model&
 /// Transport (void: none) has it, else default_cost_model. For a built-in
 /// algorithm it explains that algorithm.
 template <class Op, class Algorithm = automatic, class Transport = void>
-  requires operation<Op>
+requires operation<Op>
 constexpr choice explain(int size, std::size_t bytes_per_block) {
   return explain<Op, Algorithm>(size, bytes_per_block, detail::model_of<Algorithm, Transport>());
 }
 
 /// explain with explicit parameters (a Tuning's restriction of candidates still applies).
 template <class Op, class Algorithm = automatic>
-  requires operation<Op>
+requires operation<Op>
 constexpr choice explain(int size, std::size_t bytes_per_block, const cost_model& m) {
   if constexpr (detail::is_automatic<Algorithm>) {
     return detail::choose<Op, Algorithm>(size, bytes_per_block, m);

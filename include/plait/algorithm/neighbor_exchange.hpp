@@ -45,9 +45,7 @@ struct neighbor_exchange {
     for (int i = 1; i < size / 2; ++i) {
       const int p = i % 2;
       pair_from[p] = (pair_from[p] + offset[p] + size) % size;
-      s.next_step()
-          .send(neighbor[p], {send_from, send_from + 1})
-          .recv(neighbor[p], {pair_from[p], pair_from[p] + 1});
+      s.next_step().send(neighbor[p], {send_from, send_from + 1}).recv(neighbor[p], {pair_from[p], pair_from[p] + 1});
       send_from = pair_from[p];
     }
     return s;

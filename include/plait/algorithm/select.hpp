@@ -44,8 +44,9 @@ inline constexpr bool dependent_false = false;
 /// lists what works.
 template <class A, class Op>
 consteval bool check_algorithm() {
-  static_assert(algorithm<A>, "plait: the Algorithm argument is not an algorithm: it lacks "
-                              "`using algorithm_concept = plait::algorithm_tag;`");
+  static_assert(algorithm<A>,
+                "plait: the Algorithm argument is not an algorithm: it lacks "
+                "`using algorithm_concept = plait::algorithm_tag;`");
   if constexpr (algorithm<A> && !is_automatic<A> && !schedules<A, Op>) {
     if constexpr (std::is_same_v<Op, op::all_to_all>) {
       if constexpr (std::is_same_v<A, tree>) {

@@ -29,19 +29,19 @@ inline namespace v0 {
 /// What verify found wrong first (none when the schedules are correct).
 enum class verify_fault {
   none,
-  bad_size,          ///< size < 1
-  unsupported,       ///< the algorithm does not accept this size (accepts() is false)
-  bad_peer,          ///< a peer outside [0, size)
-  self_transfer,     ///< a send or receive with the rank itself
-  bad_block,         ///< a block outside [0, Op::blocks(size))
-  duplicate_block,   ///< one message lists a block twice
-  send_unheld,       ///< a send of a block the rank does not hold at that step
-  recv_held,         ///< a receive of a block the rank already holds
-  recv_twice,        ///< a block received twice
-  missing_block,     ///< a block Op::needs_finally names never arrives
-  unmatched,         ///< a send without its receive, or a receive without its send
-  mismatched_blocks, ///< a matched send and receive list different blocks
-  deadlock,          ///< the ranks wait on each other forever
+  bad_size,           ///< size < 1
+  unsupported,        ///< the algorithm does not accept this size (accepts() is false)
+  bad_peer,           ///< a peer outside [0, size)
+  self_transfer,      ///< a send or receive with the rank itself
+  bad_block,          ///< a block outside [0, Op::blocks(size))
+  duplicate_block,    ///< one message lists a block twice
+  send_unheld,        ///< a send of a block the rank does not hold at that step
+  recv_held,          ///< a receive of a block the rank already holds
+  recv_twice,         ///< a block received twice
+  missing_block,      ///< a block Op::needs_finally names never arrives
+  unmatched,          ///< a send without its receive, or a receive without its send
+  mismatched_blocks,  ///< a matched send and receive list different blocks
+  deadlock,           ///< the ranks wait on each other forever
 };
 
 /// verify's finding with where it happened (-1 where it does not apply).
@@ -133,11 +133,14 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
   const auto pairs = static_cast<std::size_t>(size) * static_cast<std::size_t>(size);
   std::vector<std::vector<transfer_position>> sent(pairs);
   std::vector<std::vector<transfer_position>> received(pairs);
-  auto pair_index = [size](int s, int d) { return static_cast<std::size_t>(s) * static_cast<std::size_t>(size) + static_cast<std::size_t>(d); };
+  auto pair_index = [size](int s, int d) {
+    return static_cast<std::size_t>(s) * static_cast<std::size_t>(size) + static_cast<std::size_t>(d);
+  };
   std::vector<int> first_step(static_cast<std::size_t>(size) + 1, 0);
   for (int r = 0; r < size; ++r) {
     const schedule& plan = plans[static_cast<std::size_t>(r)];
-    first_step[static_cast<std::size_t>(r) + 1] = first_step[static_cast<std::size_t>(r)] + static_cast<int>(plan.steps.size());
+    first_step[static_cast<std::size_t>(r) + 1] =
+        first_step[static_cast<std::size_t>(r)] + static_cast<int>(plan.steps.size());
     for (int t = 0; t < static_cast<int>(plan.steps.size()); ++t) {
       const step& st = plan.steps[static_cast<std::size_t>(t)];
       for (int i = 0; i < static_cast<int>(st.sends.size()); ++i) {
@@ -156,8 +159,12 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
       const auto& in = received[pair_index(s, d)];
       const std::size_t common = out.size() < in.size() ? out.size() : in.size();
       for (std::size_t k = 0; k < common; ++k) {
-        const transfer& x = plans[static_cast<std::size_t>(s)].steps[static_cast<std::size_t>(out[k].step)].sends[static_cast<std::size_t>(out[k].index)];
-        const transfer& y = plans[static_cast<std::size_t>(d)].steps[static_cast<std::size_t>(in[k].step)].recvs[static_cast<std::size_t>(in[k].index)];
+        const transfer& x = plans[static_cast<std::size_t>(s)]
+                                .steps[static_cast<std::size_t>(out[k].step)]
+                                .sends[static_cast<std::size_t>(out[k].index)];
+        const transfer& y = plans[static_cast<std::size_t>(d)]
+                                .steps[static_cast<std::size_t>(in[k].step)]
+                                .recvs[static_cast<std::size_t>(in[k].index)];
         if (x.blocks != y.blocks) {
           int block = -1;
           for (std::size_t j = 0; j < x.blocks.size() || j < y.blocks.size(); ++j) {
@@ -168,8 +175,10 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
           }
           return {verify_fault::mismatched_blocks, s, out[k].step, d, block};
         }
-        waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(s)] + out[k].step)].push_back({d, in[k].step});
-        waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(d)] + in[k].step)].push_back({s, out[k].step});
+        waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(s)] + out[k].step)].push_back(
+            {d, in[k].step});
+        waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(d)] + in[k].step)].push_back(
+            {s, out[k].step});
       }
       if (out.size() > common) return {verify_fault::unmatched, s, out[common].step, d, -1};
       if (in.size() > common) return {verify_fault::unmatched, d, in[common].step, s, -1};
@@ -179,7 +188,9 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
   // Rendezvous simulation: a rank at step t leaves it once every peer it waits
   // on has reached the step that posts the other side.
   std::vector<int> at(static_cast<std::size_t>(size), 0);
-  auto steps_of = [&](int r) { return first_step[static_cast<std::size_t>(r) + 1] - first_step[static_cast<std::size_t>(r)]; };
+  auto steps_of = [&](int r) {
+    return first_step[static_cast<std::size_t>(r) + 1] - first_step[static_cast<std::size_t>(r)];
+  };
   for (bool moved = true; moved;) {
     moved = false;
     for (int r = 0; r < size; ++r) {
@@ -218,7 +229,7 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
 
 /// Checks A's schedules for Op on `size` ranks and says what is wrong first.
 template <class A, class Op>
-  requires schedules<A, Op>
+requires schedules<A, Op>
 constexpr verify_result verify_detailed(int size) {
   if (size < 1) return {verify_fault::bad_size};
   if (!accepts<A, Op>(size)) return {verify_fault::unsupported};
@@ -231,10 +242,8 @@ constexpr verify_result verify_detailed(int size) {
 /// True when A's schedules implement Op on `size` ranks (see the rules at the
 /// top of this header). Usable in constant expressions.
 template <class A, class Op>
-  requires schedules<A, Op>
-constexpr bool verify(int size) {
-  return static_cast<bool>(verify_detailed<A, Op>(size));
-}
+requires schedules<A, Op>
+constexpr bool verify(int size) { return static_cast<bool>(verify_detailed<A, Op>(size)); }
 
 /// A fault's name, for messages.
 constexpr std::string_view to_string(verify_fault fault) noexcept {
@@ -268,7 +277,8 @@ inline std::string describe(const verify_result& result) {
     case verify_fault::unsupported: return "the algorithm does not accept this group size";
     case verify_fault::bad_peer: return at + ": peer " + num(result.peer) + " is not a rank of the group";
     case verify_fault::self_transfer: return at + ": a transfer with itself (the executor copies local blocks)";
-    case verify_fault::bad_block: return at + ": block " + num(result.block) + " does not exist (peer " + num(result.peer) + ")";
+    case verify_fault::bad_block:
+      return at + ": block " + num(result.block) + " does not exist (peer " + num(result.peer) + ")";
     case verify_fault::duplicate_block:
       return at + ": the message with peer " + num(result.peer) + " lists block " + num(result.block) + " twice";
     case verify_fault::send_unheld:
@@ -281,8 +291,8 @@ inline std::string describe(const verify_result& result) {
     case verify_fault::unmatched:
       return at + ": a message with rank " + num(result.peer) + " has no matching counterpart on that rank";
     case verify_fault::mismatched_blocks:
-      return at + ": the message to rank " + num(result.peer) + " and that rank's receive list different blocks (first difference: block " +
-             num(result.block) + ")";
+      return at + ": the message to rank " + num(result.peer) +
+             " and that rank's receive list different blocks (first difference: block " + num(result.block) + ")";
     case verify_fault::deadlock:
       return at + ": deadlock, waiting for rank " + num(result.peer) + " which never posts the other side";
   }
@@ -291,10 +301,7 @@ inline std::string describe(const verify_result& result) {
 
 /// What is wrong with A's schedules for Op on `size` ranks, in words; empty when they are correct.
 template <class A, class Op>
-  requires schedules<A, Op>
-std::string verify_report(int size) {
-  return describe(verify_detailed<A, Op>(size));
-}
+requires schedules<A, Op> std::string verify_report(int size) { return describe(verify_detailed<A, Op>(size)); }
 
 }  // namespace v0
 }  // namespace plait
