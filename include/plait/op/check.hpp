@@ -78,7 +78,10 @@ std::string describe_shape(const Plan& plan, int blocks) {
   } else {
     std::string text = "blocks of";
     const int shown = std::min(blocks, 8);
-    for (int b = 0; b < shown; ++b) text += " " + std::to_string(plan.block_bytes(b));
+    for (int b = 0; b < shown; ++b) {
+      text += ' ';  // two appends: g++ 12 -O2 flags `" " + std::to_string(..)` with a false -Wrestrict
+      text += std::to_string(plan.block_bytes(b));
+    }
     if (blocks > shown) text += " ...";
     return text + " bytes";
   }
