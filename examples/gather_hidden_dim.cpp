@@ -73,7 +73,8 @@ int main() {
     std::fprintf(stderr, "gather_hidden_dim: FAILED: %s\n", e.what());
     return 1;
   }
-  std::printf("gather_hidden_dim: [b, s, h/P] -> [b, s, h] along dimension 2 on 4 threads, dense and in place into "
-              "padded rows: verified\n");
+  std::printf(
+      "gather_hidden_dim: [b, s, h/P] -> [b, s, h] along dimension 2 on 4 threads, dense and in place into "
+      "padded rows: verified\n");
   return 0;
 }

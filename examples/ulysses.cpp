@@ -20,8 +20,8 @@
 namespace {
 
 constexpr std::size_t ranks = 4;
-constexpr std::size_t seq = 12;    // s, divisible by P
-constexpr std::size_t heads = 8;   // H, divisible by P
+constexpr std::size_t seq = 12;      // s, divisible by P
+constexpr std::size_t heads = 8;     // H, divisible by P
 constexpr std::size_t head_dim = 3;  // d
 
 /// The input activation at (position, head, feature) of the whole tensor.
@@ -82,8 +82,9 @@ int main() {
     std::fprintf(stderr, "ulysses: FAILED: %s\n", e.what());
     return 1;
   }
-  std::printf("ulysses: [s/P, H, d] = [%zu, %zu, %zu] -> [s, H/P, d] = [%zu, %zu, %zu] and back on %zu processes: "
-              "verified\n",
-              seq / ranks, heads, head_dim, seq, heads / ranks, head_dim, ranks);
+  std::printf(
+      "ulysses: [s/P, H, d] = [%zu, %zu, %zu] -> [s, H/P, d] = [%zu, %zu, %zu] and back on %zu processes: "
+      "verified\n",
+      seq / ranks, heads, head_dim, seq, heads / ranks, head_dim, ranks);
   return 0;
 }

@@ -22,13 +22,12 @@ using plait_test::mode;
 
 namespace {
 
-const layout_sweep::plan quick_plan{
-    {{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
-    {{arrangement::dense, arrangement::dense},
-     {arrangement::padded, arrangement::interleaved},
-     {arrangement::column_major, arrangement::dense},
-     {arrangement::interleaved, arrangement::column_major}},
-    true};
+const layout_sweep::plan quick_plan{{{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
+                                    {{arrangement::dense, arrangement::dense},
+                                     {arrangement::padded, arrangement::interleaved},
+                                     {arrangement::column_major, arrangement::dense},
+                                     {arrangement::interleaved, arrangement::column_major}},
+                                    true};
 
 template <class Algorithm>
 bool runs_on(int ranks) {
@@ -58,11 +57,8 @@ TEMPLATE_TEST_CASE("every all-gather algorithm works with along<D> on strided vi
 TEMPLATE_TEST_CASE("every all-to-all algorithm works with redistribute<S, C> on strided views",
                    "[layout][redistribute][shm]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
                    plait::automatic) {
-  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
-                                                     {mode::threads, 2},
-                                                     {mode::threads, 3},
-                                                     {mode::processes, 4},
-                                                     {mode::processes, 5}}));
+  const auto [m, ranks] = GENERATE(table<mode, int>(
+      {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::processes, 4}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) {
     return layout_sweep::exchange_sweep<TestType, std::int32_t>(comm, quick_plan);
@@ -189,7 +185,8 @@ TEST_CASE("extents that do not fit are size_mismatch naming the dimension and bo
                     [](plait::shm::communicator& comm) {
                       std::vector<int> s(2 * 2, 1);
                       std::vector<int> r(3 * 6, 5);
-                      plait::all_gather<plait::ring, plait::along<1>>(comm, plait::tensor_view<int, 2>(s.data(), {2, 2}),
+                      plait::all_gather<plait::ring, plait::along<1>>(comm,
+                                                                      plait::tensor_view<int, 2>(s.data(), {2, 2}),
                                                                       plait::tensor_view<int, 2>(r.data(), {3, 6}));
                       return r;
                     });
@@ -200,7 +197,8 @@ TEST_CASE("extents that do not fit are size_mismatch naming the dimension and bo
                       std::vector<int> s(2 * 4, 1);
                       std::vector<int> r(6 * 4, 5);
                       plait::all_to_all<plait::pairwise, plait::redistribute<1, 0>>(
-                          comm, plait::tensor_view<int, 2>(s.data(), {2, 4}), plait::tensor_view<int, 2>(r.data(), {6, 4}));
+                          comm, plait::tensor_view<int, 2>(s.data(), {2, 4}),
+                          plait::tensor_view<int, 2>(r.data(), {6, 4}));
                       return r;
                     });
   }
@@ -210,7 +208,8 @@ TEST_CASE("extents that do not fit are size_mismatch naming the dimension and bo
                       std::vector<int> s(2 * 6, 1);
                       std::vector<int> r(6 * 3, 5);
                       plait::all_to_all<plait::pairwise, plait::redistribute<1, 0>>(
-                          comm, plait::tensor_view<int, 2>(s.data(), {2, 6}), plait::tensor_view<int, 2>(r.data(), {6, 3}));
+                          comm, plait::tensor_view<int, 2>(s.data(), {2, 6}),
+                          plait::tensor_view<int, 2>(r.data(), {6, 3}));
                       return r;
                     });
   }
@@ -266,8 +265,9 @@ TEST_CASE("bad views are invalid_argument or unsupported, raised before any byte
       extents[0] = 6;
       std::vector<int> r(step * 3);
       std::array<std::size_t, 8> recv_strides = strides;
-      plait::all_gather<plait::ring, plait::along<0>>(comm, plait::tensor_view<int, 8>(s.data(), {2, 2, 2, 2, 2, 2, 2, 2}, strides),
-                                                      plait::tensor_view<int, 8>(r.data(), extents, recv_strides));
+      plait::all_gather<plait::ring, plait::along<0>>(
+          comm, plait::tensor_view<int, 8>(s.data(), {2, 2, 2, 2, 2, 2, 2, 2}, strides),
+          plait::tensor_view<int, 8>(r.data(), extents, recv_strides));
       return r;
     });
   }
@@ -333,7 +333,7 @@ TEST_CASE("a user's mdspan-like type works as a tensor", "[layout][mdspan][shm]"
   const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
     const int me = comm.rank();
     std::vector<float> mine{float(me), float(me) + 0.5f};  // [2, 1]
-    std::vector<float> all(2 * 3, -1.0f);                   // [2, 2] with a padding column
+    std::vector<float> all(2 * 3, -1.0f);                  // [2, 2] with a padding column
     plait::all_gather<plait::direct, plait::along<1>>(comm, user_matrix<const float>{mine.data(), {{2, 1}}, 1},
                                                       user_matrix<float>{all.data(), {{2, 2}}, 3});
     const std::vector<float> want{0.0f, 1.0f, -1.0f, 0.5f, 1.5f, -1.0f};

@@ -16,9 +16,8 @@ using plait_test::mode;
 
 namespace {
 
-const layout_sweep::plan full_plan{{{1, 1, 1}, {2, 3, 4}, {0, 3, 2}, {3, 0, 1}, {5, 1, 3}, {1, 7, 1}},
-                                   layout_sweep::every_pair(),
-                                   true};
+const layout_sweep::plan full_plan{
+    {{1, 1, 1}, {2, 3, 4}, {0, 3, 2}, {3, 0, 1}, {5, 1, 3}, {1, 7, 1}}, layout_sweep::every_pair(), true};
 
 template <class Algorithm>
 bool runs_on(int ranks) {

@@ -16,13 +16,13 @@
 
 namespace {
 
-#define PLAIT_BENCH_CHECK(call)                                                                    \
-  do {                                                                                             \
-    const cudaError_t plait_bench_e = (call);                                                      \
-    if (plait_bench_e != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(plait_bench_e));           \
-      return 2;                                                                                    \
-    }                                                                                              \
+#define PLAIT_BENCH_CHECK(call)                                                          \
+  do {                                                                                   \
+    const cudaError_t plait_bench_e = (call);                                            \
+    if (plait_bench_e != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(plait_bench_e)); \
+      return 2;                                                                          \
+    }                                                                                    \
   } while (0)
 
 template <class Fn>

@@ -79,7 +79,8 @@ inline std::string random_regions() {
     device_buffers memory(stream);
     cudaError_t status = cudaSuccess;
     int vector_cases = 0;
-    verdict = pack_cases::check_random(plait::device::detail::launcher{stream, &status}, memory, 300, 11u, &vector_cases);
+    verdict =
+        pack_cases::check_random(plait::device::detail::launcher{stream, &status}, memory, 300, 11u, &vector_cases);
     if (verdict.empty() && status != cudaSuccess) verdict = cuda_text(status, "kernel launch");
     if (verdict.empty() && vector_cases < 20) verdict = "too few cases took the 16-byte path";
   }

@@ -75,7 +75,9 @@ struct strided_buffer {
     for (std::size_t r = 0; r < 3; ++r) span += (padded[r] == 0 ? 0 : padded[r] - 1) * stride[r];
     storage.assign(span + 1, guard);  // +1: a guard after the last element too
   }
-  [[nodiscard]] std::size_t offset(const shape& i) const { return i[0] * stride[0] + i[1] * stride[1] + i[2] * stride[2]; }
+  [[nodiscard]] std::size_t offset(const shape& i) const {
+    return i[0] * stride[0] + i[1] * stride[1] + i[2] * stride[2];
+  }
   T& at(const shape& i) { return storage[offset(i)]; }
   plait::tensor_view<T, 3> view() { return {storage.data(), extent, stride}; }
   plait::tensor_view<const T, 3> const_view() { return view(); }
@@ -91,7 +93,8 @@ struct strided_buffer {
     std::vector<bool> mask(storage.size(), false);
     for_each_index([&](const shape& i) { mask[offset(i)] = true; });
     for (std::size_t k = 0; k < storage.size(); ++k) {
-      if (!mask[k] && !(storage[k] == guard)) return what + ": guard overwritten at buffer element " + std::to_string(k);
+      if (!mask[k] && !(storage[k] == guard))
+        return what + ": guard overwritten at buffer element " + std::to_string(k);
     }
     return {};
   }
@@ -190,7 +193,7 @@ std::string exchange_once(plait::shm::communicator& comm, const shape& block, ar
 
 /// What one sweep covers.
 struct plan {
-  std::vector<shape> shapes;                 ///< shard (gather) / block (exchange) shapes
+  std::vector<shape> shapes;                             ///< shard (gather) / block (exchange) shapes
   std::vector<std::array<arrangement, 2>> arrangements;  ///< (send, recv) pairs
   bool in_place = true;
 };

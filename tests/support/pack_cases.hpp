@@ -79,7 +79,8 @@ std::string check_random(Runner&& run, Buffer&& buffer, int cases, unsigned seed
       ++*vector_cases;
     }
     plait::pack_with(run, device_region, buffer.data(device_packed));
-    if (buffer.download(device_packed) != want) return "pack differs for case " + std::to_string(k) + " (" + c.text + ")";
+    if (buffer.download(device_packed) != want)
+      return "pack differs for case " + std::to_string(k) + " (" + c.text + ")";
 
     // unpack: fresh random source bytes into the original user bytes
     std::vector<std::byte> packed(bytes + 16);

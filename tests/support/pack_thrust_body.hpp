@@ -21,8 +21,8 @@ namespace {
 struct thrust_runner {
   template <class Functor>
   void operator()(std::size_t n, Functor f) const {
-    thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0), thrust::counting_iterator<std::size_t>(n),
-                     f);
+    thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                     thrust::counting_iterator<std::size_t>(n), f);
   }
 };
 

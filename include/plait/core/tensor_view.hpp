@@ -42,8 +42,8 @@ class tensor_view {
 
   /// A view of non-const T converts to a view of const T (never the reverse).
   template <class U>
-    requires(!std::is_same_v<U, T> && std::is_convertible_v<U (*)[], T (*)[]>)
-  constexpr tensor_view(const tensor_view<U, Rank>& other) noexcept  // NOLINT: implicit on purpose, like span
+  requires(!std::is_same_v<U, T> && std::is_convertible_v<U (*)[], T (*)[]>) constexpr tensor_view(
+      const tensor_view<U, Rank>& other) noexcept  // NOLINT: implicit on purpose, like span
       : data_(other.data_handle()), extents_(other.extents()), strides_(other.strides()) {}
 
   [[nodiscard]] constexpr T* data_handle() const noexcept { return data_; }
@@ -62,8 +62,8 @@ class tensor_view {
 
   /// The element at a multi-index (one index per dimension).
   template <class... Index>
-    requires(sizeof...(Index) == Rank && (std::convertible_to<Index, std::size_t> && ...))
-  [[nodiscard]] constexpr T& operator()(Index... index) const noexcept {
+  requires(sizeof...(Index) == Rank && (std::convertible_to<Index, std::size_t> && ...)) [[nodiscard]] constexpr T&
+  operator()(Index... index) const noexcept {
     const std::array<std::size_t, Rank> at{static_cast<std::size_t>(index)...};
     return (*this)[at];
   }
@@ -106,7 +106,8 @@ template <class V>
 using view_type = std::remove_cvref_t<V>;
 
 template <class V>
-using view_pointer = decltype(std::declval<const view_type<V>&>().data_handle());
+using view_pointer =
+    std::remove_cvref_t<decltype(std::declval<const view_type<V>&>().data_handle())>;  // mdspan returns a reference
 
 template <class V>
 using view_extents = std::remove_cvref_t<decltype(std::declval<const view_type<V>&>().extents())>;
@@ -123,9 +124,9 @@ concept mdspan_like = requires(const detail::view_type<V>& v, std::size_t r) {
   { v.stride(r) } -> std::convertible_to<std::size_t>;
   v.extents();
   typename std::integral_constant<std::size_t, detail::view_type<V>::rank()>;  // rank is static
-} && std::is_pointer_v<detail::view_pointer<V>> &&
-                      (detail::extents_with_member<detail::view_extents<V>> ||
-                       detail::extents_indexable<detail::view_extents<V>>);
+}
+&&std::is_pointer_v<detail::view_pointer<V>> &&
+    (detail::extents_with_member<detail::view_extents<V>> || detail::extents_indexable<detail::view_extents<V>>);
 
 namespace detail {
 

@@ -121,7 +121,8 @@ inline std::size_t chunk_bytes(const region& r, const void* packed) noexcept {
   auto bits = reinterpret_cast<std::uintptr_t>(r.data) | reinterpret_cast<std::uintptr_t>(packed) |
               static_cast<std::uintptr_t>(r.run_bytes);
   for (int d = 0; d < r.dims; ++d) {
-    if (r.extent[static_cast<std::size_t>(d)] > 1) bits |= static_cast<std::uintptr_t>(r.stride[static_cast<std::size_t>(d)]);
+    if (r.extent[static_cast<std::size_t>(d)] > 1)
+      bits |= static_cast<std::uintptr_t>(r.stride[static_cast<std::size_t>(d)]);
   }
   for (std::size_t unit = 16; unit > 1; unit /= 2) {
     if ((bits & (unit - 1)) == 0) return unit;
@@ -132,15 +133,25 @@ inline std::size_t chunk_bytes(const region& r, const void* packed) noexcept {
 template <std::size_t Unit>
 struct chunk_of;
 template <>
-struct chunk_of<1> { using type = std::uint8_t; };
+struct chunk_of<1> {
+  using type = std::uint8_t;
+};
 template <>
-struct chunk_of<2> { using type = std::uint16_t; };
+struct chunk_of<2> {
+  using type = std::uint16_t;
+};
 template <>
-struct chunk_of<4> { using type = std::uint32_t; };
+struct chunk_of<4> {
+  using type = std::uint32_t;
+};
 template <>
-struct chunk_of<8> { using type = std::uint64_t; };
+struct chunk_of<8> {
+  using type = std::uint64_t;
+};
 template <>
-struct chunk_of<16> { using type = chunk16; };
+struct chunk_of<16> {
+  using type = chunk16;
+};
 
 /// Calls fn.template operator()<Chunk>() for the chunk type of `unit` bytes.
 template <class Fn>
@@ -185,7 +196,8 @@ void transfer_with(Runner&& run, const region& r, std::byte* packed) {
       if constexpr (Pack) {
         run(items, pack_functor<chunk, index>{flat, reinterpret_cast<chunk*>(packed), static_cast<index>(per_run)});
       } else {
-        run(items, unpack_functor<chunk, index>{reinterpret_cast<const chunk*>(packed), flat, static_cast<index>(per_run)});
+        run(items,
+            unpack_functor<chunk, index>{reinterpret_cast<const chunk*>(packed), flat, static_cast<index>(per_run)});
       }
     };
     if (narrow) {

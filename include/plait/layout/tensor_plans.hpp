@@ -193,8 +193,8 @@ void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_vi
   for (std::size_t r : order) {
     if (box.extent[r] == 1) continue;
     if (box.stride[r] < reach) {
-      throw at.fail(errc::invalid_argument, std::string(which) + " view's stride along dimension " +
-                                                std::to_string(r) + " (" + std::to_string(box.stride[r] / box.element) +
+      throw at.fail(errc::invalid_argument, std::string(which) + " view's stride along dimension " + std::to_string(r) +
+                                                " (" + std::to_string(box.stride[r] / box.element) +
                                                 " elements) makes elements overlap; a destination must name each "
                                                 "element once");
     }
@@ -348,11 +348,11 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
     if (r == split && r == concat) {
       detail_text = "; redistribute<S, S> needs them equal";
     } else if (r == split) {
-      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(a) + " each go out), so recv extent must be " +
-                    std::to_string(a);
+      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(a) +
+                    " each go out), so recv extent must be " + std::to_string(a);
     } else if (r == concat) {
-      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(b) + " each come in), so send extent must be " +
-                    std::to_string(b);
+      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(b) +
+                    " each come in), so send extent must be " + std::to_string(b);
     } else {
       detail_text = "; all but the split and concat dimensions must be equal";
     }
@@ -378,8 +378,8 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
 // dimension 0 (all-to-all): for row-major data these are the 1-d meanings.
 
 template <tensor_argument Send, tensor_argument Recv>
-  requires some_mdspan<Send, Recv>
-tensor_gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& send, Recv&& recv) {
+requires some_mdspan<Send, Recv> tensor_gather_plan make_plan(contiguous, op::all_gather, const call_site& at,
+                                                              Send&& send, Recv&& recv) {
   check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
   constexpr std::size_t rank = tensor_of<Recv>::rank();
   layout_dimension_in_range<0, rank>();
@@ -394,8 +394,8 @@ tensor_gather_plan make_plan(contiguous, op::all_gather, const call_site& at, in
 }
 
 template <tensor_argument Send, tensor_argument Recv>
-  requires some_mdspan<Send, Recv>
-tensor_exchange_plan make_plan(contiguous, op::all_to_all, const call_site& at, Send&& send, Recv&& recv) {
+requires some_mdspan<Send, Recv> tensor_exchange_plan make_plan(contiguous, op::all_to_all, const call_site& at,
+                                                                Send&& send, Recv&& recv) {
   check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
   constexpr std::size_t rank = tensor_of<Recv>::rank();
   layout_dimension_in_range<0, rank>();
