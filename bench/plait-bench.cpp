@@ -393,6 +393,8 @@ int main(int argc, char** argv) {
       MPI_Get_library_version(library, &length);
       std::string mpi_library(library, static_cast<std::size_t>(length));
       if (const auto newline = mpi_library.find('\n'); newline != std::string::npos) mpi_library.resize(newline);
+      // Some libraries count the terminating NUL (and trailing blanks) in `length`.
+      while (!mpi_library.empty() && (mpi_library.back() == '\0' || mpi_library.back() == ' ')) mpi_library.pop_back();
       if (world.rank() == 0 &&
           !report(o, rows, {{"ranks", std::to_string(ranks)}, {"launcher", "mpirun"}, {"mpi", mpi_library}})) {
         status = 1;

@@ -1,15 +1,23 @@
 // plait::shm::communicator — point-to-point and collectives over one shared
 // memory segment, for ranks that are threads or processes on one node.
 //
-// Each ordered pair of ranks owns a channel of slots. A message is cut into
-// slot-sized chunks: the sender copies chunks in while slots are free, the
-// receiver copies them out, so large messages pipeline. Requests progress
-// inside wait_all (all of this rank's pending transfers, not only the ones
-// waited for), so a ring of sends never deadlocks.
+// Each ordered pair of ranks owns a channel of slots. Two ways through it:
+//   - small messages (below single_copy_bytes()) are cut into slot-sized
+//     chunks: the sender copies a chunk in and bumps one counter, the receiver
+//     copies it out, so a message that fits a slot costs one flag;
+//   - larger ones go by reference (single copy): the sender publishes where its
+//     buffer is, the receiver copies straight from it (memcpy when the peer is
+//     a thread of this process, process_vm_readv when it is another process)
+//     and acknowledges; the send completes once the receiver has copied. If the
+//     kernel refuses cross-process reads (EPERM, ENOSYS), the receiver says so
+//     and that pair falls back to chunks for good.
+// Requests progress inside wait_all (all of this rank's pending transfers, not
+// only the ones waited for), so a ring of sends never deadlocks.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +31,7 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "plait/core/backoff.hpp"
@@ -45,6 +54,25 @@ inline std::chrono::nanoseconds default_timeout() {
     }
   }
   return std::chrono::seconds(300);
+}
+
+/// How long a wait polls without yielding after the last progress.
+inline std::chrono::nanoseconds spin_window() {
+  if (const char* text = std::getenv("PLAIT_SHM_SPIN_US")) return std::chrono::microseconds(std::strtoul(text, nullptr, 10));
+  return std::chrono::microseconds(50);
+}
+
+/// Messages of at least this many bytes go by reference (single copy) unless
+/// PLAIT_SHM_SINGLE_COPY_BYTES says otherwise (0 turns single copy off; for
+/// measurements). Below it a syscall and a round trip cost more than two
+/// copies through a cache-resident slot.
+inline std::size_t default_single_copy_bytes() {
+  if (const char* text = std::getenv("PLAIT_SHM_SINGLE_COPY_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(text, &end, 10);
+    if (end != text && *end == '\0') return bytes == 0 ? SIZE_MAX : static_cast<std::size_t>(bytes);
+  }
+  return std::size_t{64} << 10;
 }
 
 inline std::string seconds_text(std::chrono::nanoseconds d) {
@@ -74,7 +102,11 @@ class communicator {
   communicator& operator=(communicator&&) noexcept = default;
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
-  ~communicator() = default;
+  /// A send still pending here (never waited for) is withdrawn, so no peer
+  /// starts reading a buffer its owner may free next.
+  ~communicator() {
+    if (segment_) withdraw_references();
+  }
 
   /// Attaches `rank` to a mapped segment (used by run_threads, run_processes, join, split).
   communicator(std::shared_ptr<detail::segment> seg, int rank, std::chrono::nanoseconds timeout)
@@ -83,6 +115,7 @@ class communicator {
         size_(static_cast<int>(segment_->shape().ranks)),
         timeout_(timeout),
         peers_(static_cast<std::size_t>(size_)) {
+    segment_->mark_local(rank_);
     auto& record = segment_->record(rank_);
     detail::atomic(record.pid).store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
     detail::atomic(segment_->header().attached).fetch_add(1, std::memory_order_acq_rel);
@@ -129,6 +162,11 @@ class communicator {
   }
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
   [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
+
+  /// Messages of at least this many bytes are copied once, straight from the
+  /// sender's buffer; smaller ones through the slots. SIZE_MAX: never.
+  void set_single_copy_bytes(std::size_t bytes) noexcept { single_copy_bytes_ = bytes == 0 ? SIZE_MAX : bytes; }
+  [[nodiscard]] std::size_t single_copy_bytes() const noexcept { return single_copy_bytes_; }
   /// Control messages (check-mode signatures, split's tables) are not payload.
   void discount_control_bytes(std::uint64_t bytes) noexcept { bytes_sent_ -= std::min(bytes, bytes_sent_); }
 
@@ -148,7 +186,7 @@ class communicator {
     check_usable("isend");
     check_peer(peer, "isend");
     auto& state = peers_[static_cast<std::size_t>(peer)];
-    state.sends.push_back({bytes.data(), nullptr, bytes.size(), 0, tag, false});
+    state.sends.push_back({bytes.data(), nullptr, bytes.size(), 0, tag, false, false, 0});
     bytes_sent_ += bytes.size();
     request r{peer, true, state.sends_posted++};
     progress_sends(peer);  // small messages leave at once
@@ -159,7 +197,7 @@ class communicator {
     check_usable("irecv");
     check_peer(peer, "irecv");
     auto& state = peers_[static_cast<std::size_t>(peer)];
-    state.recvs.push_back({nullptr, bytes.data(), bytes.size(), 0, tag, false});
+    state.recvs.push_back({nullptr, bytes.data(), bytes.size(), 0, tag, false, false, 0});
     return {peer, false, state.recvs_posted++};
   }
 
@@ -172,15 +210,22 @@ class communicator {
     try {
       plait::detail::backoff wait;
       unsigned slow_checks = 0;
+      // Poll without yielding for a short while after the last progress: a
+      // peer is usually microseconds away from its next step, and a yield on a
+      // busy machine gives the core away for a whole time slice.
+      auto spin_until = clock::now() + spin_window_;
       for (;;) {
         const bool moved = progress();
         if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
+        const auto now = clock::now();
         if (moved) {
           wait.reset();
+          spin_until = now + spin_window_;
           continue;
         }
         check_group(first_waiting(requests));
-        if (clock::now() > until) throw timed_out(requests);
+        if (now > until) throw timed_out(requests);
+        if (now < spin_until) continue;
         if (wait.sleeping() && ++slow_checks % 64 == 0 && !peers_alive(requests)) {
           // A process that ended cannot write any more: whatever it sent is in
           // the channel now, so one more pass decides whether we can finish.
@@ -297,6 +342,8 @@ class communicator {
     std::size_t done;
     int tag;
     bool started;
+    bool by_reference;             // a send published as a reference, waiting for the receiver's copy
+    std::uint64_t reference_slot;  // which slot holds its reference
   };
   struct peer_state {
     std::deque<pending> sends;
@@ -307,6 +354,7 @@ class communicator {
     std::uint64_t recvs_done = 0;
     std::uint64_t head = 0;  // slots this rank has written to the peer (it is the only writer)
     std::uint64_t tail = 0;  // slots this rank has consumed from the peer (likewise)
+    bool single_copy_refused = false;  // the peer cannot read this process's memory: chunks only
   };
 
   void check_usable(std::string_view operation) const {
@@ -326,6 +374,7 @@ class communicator {
     poisoned_ = true;
     poisoned_code_ = e.value();
     poison_reason_ = e.what();
+    withdraw_references();
     for (auto& p : peers_) {  // nothing may touch user memory after the throw
       p.sends.clear();
       p.recvs.clear();
@@ -366,11 +415,38 @@ class communicator {
                                          std::to_string(p.head) + " written",
                     {rank_, "isend", -1, peer});
       }
-      if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
       pending& m = p.sends.front();
+      if (m.by_reference) {
+        // The receiver releases the slot only after it has finished with our
+        // buffer, so a tail past the slot means the copy is over.
+        if (tail <= m.reference_slot) break;
+        const auto state = static_cast<detail::reference_state>(
+            detail::atomic(segment_->reference(rank_, peer, m.reference_slot).state).load(std::memory_order_acquire));
+        m.by_reference = false;
+        moved = true;
+        if (state == detail::reference_state::done) {
+          p.sends.pop_front();
+          ++p.sends_done;
+          continue;
+        }
+        if (state != detail::reference_state::refused) {
+          throw error(errc::transport, "corrupt channel: peer released a single-copy slot in state " +
+                                           std::to_string(static_cast<std::uint32_t>(state)),
+                      {rank_, "isend", -1, peer});
+        }
+        p.single_copy_refused = true;  // send this message (and later ones) in chunks
+        continue;
+      }
+      if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
+      if (!m.started && m.bytes >= single_copy_bytes_ && !p.single_copy_refused) {
+        post_reference(peer, m);
+        moved = true;
+        break;  // later messages to this peer wait until the receiver has copied this one
+      }
       const std::size_t chunk = std::min(slot_bytes, m.bytes - m.done);
       detail::slot_header& header = segment_->slot(rank_, peer, p.head);
-      header = detail::slot_header{static_cast<std::uint32_t>(m.tag), 0, m.bytes, m.done, chunk};
+      header = detail::slot_header{static_cast<std::uint32_t>(m.tag),
+                                   static_cast<std::uint32_t>(detail::slot_kind::chunk), m.bytes, m.done, chunk};
       if (chunk != 0) std::memcpy(segment_->payload(rank_, peer, p.head), m.out + m.done, chunk);
       m.done += chunk;
       m.started = true;
@@ -402,23 +478,23 @@ class communicator {
       pending& m = p.recvs.front();
       // Copy the header out first: the peer could change it while we check it.
       const detail::slot_header header = segment_->slot(peer, rank_, p.tail);
-      switch (detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes)) {
-        case detail::slot_problem::none: break;
-        case detail::slot_problem::tag_mismatch:
-          throw error(errc::transport,
-                      "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
-                          " was expected: the ranks called different operations or in a different order",
-                      {rank_, "irecv", -1, peer});
-        case detail::slot_problem::size_mismatch:
-          throw error(errc::size_mismatch,
-                      "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
-                          std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
-                      {rank_, "irecv", -1, peer});
-        case detail::slot_problem::corrupt:
-          throw error(errc::transport, "corrupt message chunk (offset " + std::to_string(header.offset) + ", " +
-                                           std::to_string(header.chunk_bytes) + " bytes)",
-                      {rank_, "irecv", -1, peer});
+      if (header.kind == static_cast<std::uint32_t>(detail::slot_kind::reference)) {
+        check_header(peer, m, header, detail::check_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done));
+        if (copy_reference(peer, m)) {
+          m.done = m.bytes;
+          p.recvs.pop_front();
+          ++p.recvs_done;
+        }
+        ++p.tail;  // releases the slot, and tells the sender we are done with its buffer
+        detail::atomic(channel.tail).store(p.tail, std::memory_order_release);
+        moved = true;
+        continue;
       }
+      if (header.kind != static_cast<std::uint32_t>(detail::slot_kind::chunk)) {
+        throw error(errc::transport, "corrupt message slot (kind " + std::to_string(header.kind) + ")",
+                    {rank_, "irecv", -1, peer});
+      }
+      check_header(peer, m, header, detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
       if (header.chunk_bytes != 0) std::memcpy(m.in + m.done, segment_->payload(peer, rank_, p.tail), header.chunk_bytes);
       m.done += header.chunk_bytes;
       m.started = true;
@@ -431,6 +507,126 @@ class communicator {
       }
     }
     return moved;
+  }
+
+  /// Throws unless `problem` is none: the slot `header` (a snapshot) is not what receive `m` expects.
+  void check_header(int peer, const pending& m, const detail::slot_header& header, detail::slot_problem problem) const {
+    switch (problem) {
+      case detail::slot_problem::none: return;
+      case detail::slot_problem::tag_mismatch:
+        throw error(errc::transport,
+                    "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
+                        " was expected: the ranks called different operations or in a different order",
+                    {rank_, "irecv", -1, peer});
+      case detail::slot_problem::size_mismatch:
+        throw error(errc::size_mismatch,
+                    "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
+                        std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
+                    {rank_, "irecv", -1, peer});
+      case detail::slot_problem::corrupt:
+        throw error(errc::transport, "corrupt message slot (offset " + std::to_string(header.offset) + ", " +
+                                         std::to_string(header.chunk_bytes) + " bytes)",
+                    {rank_, "irecv", -1, peer});
+    }
+  }
+
+  /// Publishes send `m` as a reference in the next slot to `peer` (which is free).
+  void post_reference(int peer, pending& m) {
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    detail::reference_descriptor& ref = segment_->reference(rank_, peer, p.head);
+    ref.address = reinterpret_cast<std::uintptr_t>(m.out);
+    ref.pid = static_cast<std::int32_t>(getpid());
+    detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted), std::memory_order_relaxed);
+    segment_->slot(rank_, peer, p.head) = detail::slot_header{
+        static_cast<std::uint32_t>(m.tag), static_cast<std::uint32_t>(detail::slot_kind::reference), m.bytes, 0, 0};
+    m.started = true;
+    m.by_reference = true;
+    m.reference_slot = p.head;
+    ++p.head;
+    detail::atomic(segment_->channel(rank_, peer).head).store(p.head, std::memory_order_release);  // publishes all of it
+  }
+
+  /// Receives `m` from the reference in the current slot of `peer`'s channel.
+  /// True when copied; false when this process may not read the peer's memory
+  /// (the sender then sends the message again in chunks). Throws when the
+  /// sender withdrew it or its buffer cannot be read.
+  bool copy_reference(int peer, pending& m) {
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    detail::reference_descriptor& shared = segment_->reference(peer, rank_, p.tail);
+    const std::uint64_t address = shared.address;  // read once: the value used is the value checked
+    const std::int32_t pid = shared.pid;
+    auto state = detail::atomic(shared.state);
+    auto finish = [&](detail::reference_state s) { state.store(static_cast<std::uint32_t>(s), std::memory_order_release); };
+    auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
+    if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
+                                       std::memory_order_acq_rel)) {
+      throw error(expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn) ? errc::peer_lost
+                                                                                             : errc::transport,
+                  expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)
+                      ? "the sender withdrew its message (it failed before this rank could copy it)"
+                      : "corrupt single-copy slot (state " + std::to_string(expected) + ")",
+                  {rank_, "irecv", -1, peer});
+    }
+    if (segment_->is_local(peer)) {
+      // A thread of this process (known here, not read from the segment): its
+      // buffer is in our address space, and stays valid until we say done.
+      std::memcpy(m.in, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), m.bytes);
+      finish(detail::reference_state::done);
+      return true;
+    }
+    // Another process: the kernel checks the pid and every address it names,
+    // so a corrupt descriptor fails here instead of reading our own memory.
+    if (pid <= 0) {
+      finish(detail::reference_state::refused);
+      throw error(errc::transport, "corrupt single-copy slot (pid " + std::to_string(pid) + ")", {rank_, "irecv", -1, peer});
+    }
+    std::size_t copied = 0;
+    while (copied < m.bytes) {
+      iovec local{m.in + copied, m.bytes - copied};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + copied)), m.bytes - copied};
+      const ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+      if (n > 0) {
+        copied += static_cast<std::size_t>(n);
+        continue;
+      }
+      const int reason = n == 0 ? EFAULT : errno;
+      if (reason == EINTR) continue;
+      if (copied == 0 && (reason == EPERM || reason == ENOSYS || reason == EACCES)) {
+        finish(detail::reference_state::refused);  // no cross-memory attach here: the sender falls back to chunks
+        return false;
+      }
+      finish(detail::reference_state::refused);
+      throw error(reason == ESRCH ? errc::peer_lost : errc::transport,
+                  "cannot read the sender's buffer (process_vm_readv: " + std::string(std::strerror(reason)) + ")",
+                  {rank_, "irecv", -1, peer});
+    }
+    finish(detail::reference_state::done);
+    return true;
+  }
+
+  /// Withdraws every reference this rank has published and no receiver has
+  /// started copying, and waits (bounded) for copies already under way, so no
+  /// peer reads a buffer after the call that owned it has thrown.
+  void withdraw_references() noexcept {
+    for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer) {
+      auto& p = peers_[static_cast<std::size_t>(peer)];
+      if (p.sends.empty() || !p.sends.front().by_reference) continue;
+      auto state = detail::atomic(segment_->reference(rank_, peer, p.sends.front().reference_slot).state);
+      auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
+      if (state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::withdrawn),
+                                        std::memory_order_acq_rel)) {
+        continue;
+      }
+      // A copy is under way: it ends by itself (a bounded memcpy or syscall)
+      // unless the reader dies, which the pid check notices.
+      const deadline until = clock::now() + std::min<std::chrono::nanoseconds>(timeout_, std::chrono::seconds(10));
+      plait::detail::backoff wait;
+      while (state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(detail::reference_state::copying) &&
+             clock::now() < until &&
+             !process_gone(detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed))) {
+        wait.pause();
+      }
+    }
   }
 
   /// Throws peer_lost when any rank of the group has failed.
@@ -503,6 +699,8 @@ class communicator {
   std::vector<peer_state> peers_;
   std::uint64_t bytes_sent_ = 0;
   int tag_counter_ = 0;
+  std::size_t single_copy_bytes_ = detail::default_single_copy_bytes();
+  std::chrono::nanoseconds spin_window_ = detail::spin_window();
   bool poisoned_ = false;
   bool check_mode_ = false;
   errc poisoned_code_ = errc::transport;

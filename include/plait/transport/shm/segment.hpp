@@ -6,6 +6,11 @@
 // Layout (offsets derive from the geometry alone, never from the segment):
 //   segment_header | rank_record[P] | channel[P*P]
 //   channel (src -> dst) = channel_header | slot[slots] ; slot = slot_header | payload[slot_bytes]
+//
+// A slot holds either a chunk of a message (kind chunk: the payload is the
+// bytes) or, for single-copy transfers, a reference (kind reference: the
+// payload starts with a reference_descriptor naming the sender's buffer, which
+// the receiver copies from directly and then acknowledges in `state`).
 #pragma once
 
 #include <atomic>
@@ -33,7 +38,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 1;
+inline constexpr std::uint32_t segment_version = 2;  // 2: single-copy references in slots
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -75,11 +80,32 @@ struct alignas(cache_line) channel_header {
 
 struct slot_header {
   std::uint32_t tag;
-  std::uint32_t reserved;
+  std::uint32_t kind;  // slot_kind
   std::uint64_t message_bytes;
   std::uint64_t offset;
   std::uint64_t chunk_bytes;
 };
+
+/// What a slot carries.
+enum class slot_kind : std::uint32_t {
+  chunk = 0,      ///< chunk_bytes of the message at `offset`, in the payload
+  reference = 1,  ///< the whole message stays in the sender's buffer; see reference_descriptor
+};
+
+/// Where a single-copy message lives, at the start of a reference slot's
+/// payload. The receiver moves `state` from posted to copying before it reads
+/// the sender's buffer and to done (or refused, when the kernel does not let it
+/// read another process's memory) before it releases the slot; a sender that
+/// fails moves it from posted to withdrawn, so no receiver starts reading a
+/// buffer its owner has given up. Everything but `state` is written once by
+/// the sender before it publishes the slot.
+struct reference_descriptor {
+  std::uint64_t address;  ///< the sender's buffer, in the sender's address space
+  std::int32_t pid;       ///< the sender's process
+  std::uint32_t state;    ///< reference_state
+};
+
+enum class reference_state : std::uint32_t { posted = 1, copying = 2, done = 3, refused = 4, withdrawn = 5 };
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -135,6 +161,16 @@ inline slot_problem check_slot(const slot_header& h, std::uint32_t expected_tag,
       (h.chunk_bytes == 0 && expected_bytes != 0)) {
     return slot_problem::corrupt;
   }
+  return slot_problem::none;
+}
+
+/// Checks a reference slot's header (a copy) against the receive in progress:
+/// it must announce the whole message, untouched so far.
+inline slot_problem check_reference(const slot_header& h, std::uint32_t expected_tag, std::uint64_t expected_bytes,
+                                    std::uint64_t done) noexcept {
+  if (h.tag != expected_tag) return slot_problem::tag_mismatch;
+  if (h.message_bytes != expected_bytes) return slot_problem::size_mismatch;
+  if (done != 0 || h.offset != 0 || h.chunk_bytes != 0 || expected_bytes == 0) return slot_problem::corrupt;
   return slot_problem::none;
 }
 
@@ -201,7 +237,7 @@ class segment {
     h.slots = shape.slots;
     h.slot_bytes = shape.slot_bytes;
     h.total_bytes = shape.total_bytes();
-    s->shape_ = shape;
+    s->set_shape(shape);
     atomic(h.magic).store(segment_magic, std::memory_order_release);
     return s;
   }
@@ -256,7 +292,7 @@ class segment {
       }
       std::shared_ptr<segment> s(new segment(name, shape.total_bytes(), false));
       s->map(fd, at);
-      s->shape_ = shape;
+      s->set_shape(shape);
       auto& h = s->header();
       while (atomic(h.magic).load(std::memory_order_acquire) != segment_magic) {
         if (clock::now() > until) throw error(errc::timeout, "shared-memory segment " + name + " was never initialised", at);
@@ -292,6 +328,23 @@ class segment {
     return slot_base(source, destination, index) + sizeof(slot_header);
   }
 
+  /// Notes that `rank` runs in this process (a thread of it). Process-local
+  /// knowledge, never read from the segment: only such peers' buffers are
+  /// copied with a plain memcpy; others go through the kernel, which checks
+  /// every address a peer names.
+  void mark_local(int rank) noexcept {
+    if (rank >= 0 && static_cast<std::uint32_t>(rank) < shape_.ranks) {
+      local_[static_cast<std::size_t>(rank)].store(true, std::memory_order_release);
+    }
+  }
+  [[nodiscard]] bool is_local(int rank) const noexcept {
+    return rank >= 0 && static_cast<std::uint32_t>(rank) < shape_.ranks &&
+           local_[static_cast<std::size_t>(rank)].load(std::memory_order_acquire);
+  }
+  [[nodiscard]] reference_descriptor& reference(int source, int destination, std::uint64_t index) const noexcept {
+    return *reinterpret_cast<reference_descriptor*>(payload(source, destination, index));
+  }
+
   /// Marks `rank` as the group's first failure (later failures keep the first).
   /// Returns true when this call was the first.
   bool mark_failed(int rank) const noexcept {
@@ -307,6 +360,11 @@ class segment {
 
  private:
   segment(std::string name, std::size_t bytes, bool owner) : name_(std::move(name)), bytes_(bytes), owner_(owner) {}
+
+  void set_shape(const geometry& shape) {
+    shape_ = shape;
+    local_ = std::make_unique<std::atomic<bool>[]>(shape.ranks);  // value-initialised: false
+  }
 
   void map(int fd, const error_context& at) {
     void* base = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -333,6 +391,7 @@ class segment {
   std::atomic<bool> unlinked_{false};
   std::byte* base_ = nullptr;
   geometry shape_{};
+  std::unique_ptr<std::atomic<bool>[]> local_;  // which ranks are threads of this process (see mark_local)
 };
 
 }  // namespace shm::detail
