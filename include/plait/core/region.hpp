@@ -45,7 +45,8 @@ struct region {
 };
 
 namespace detail {
-/// Calls fn(run_pointer) for every run of r, outermost dimension slowest.
+/// Calls fn(run_pointer) for every run of r, outermost dimension slowest. The
+/// innermost dimension is a plain strided loop; an odometer steps the outer ones.
 template <class Fn>
 void for_each_run(const region& r, Fn&& fn) {
   if (r.bytes() == 0) return;
@@ -53,21 +54,61 @@ void for_each_run(const region& r, Fn&& fn) {
     fn(r.data);
     return;
   }
+  const auto inner = static_cast<std::size_t>(r.dims - 1);
+  const std::size_t inner_extent = r.extent[inner];
+  const std::ptrdiff_t inner_stride = r.stride[inner];
   std::array<std::size_t, region::max_dims> index{};
-  std::byte* p = r.data;
-  const int last = r.dims - 1;
+  std::byte* row = r.data;
   for (;;) {
-    fn(p);
-    int d = last;
+    std::byte* p = row;
+    for (std::size_t i = 0; i < inner_extent; ++i, p += inner_stride) fn(p);
+    int d = static_cast<int>(inner) - 1;
     for (; d >= 0; --d) {
-      const auto i = static_cast<std::size_t>(d);
-      p += r.stride[i];
-      if (++index[i] < r.extent[i]) break;
-      p -= r.stride[i] * static_cast<std::ptrdiff_t>(r.extent[i]);
-      index[i] = 0;
+      const auto k = static_cast<std::size_t>(d);
+      row += r.stride[k];
+      if (++index[k] < r.extent[k]) break;
+      row -= r.stride[k] * static_cast<std::ptrdiff_t>(r.extent[k]);
+      index[k] = 0;
     }
     if (d < 0) return;
   }
+}
+
+/// Runs of a small fixed size: a constant-size memcpy the compiler turns into
+/// one or two moves, instead of a library call per run.
+template <std::size_t N, bool Gather>
+void move_runs(const region& r, std::byte* packed) {
+  for_each_run(r, [&](std::byte* run) {
+    if constexpr (Gather) {
+      std::memcpy(packed, run, N);
+    } else {
+      std::memcpy(run, packed, N);
+    }
+    packed += N;
+  });
+}
+
+template <bool Gather>
+void move_all_runs(const region& r, std::byte* packed) {
+  switch (r.run_bytes) {
+    case 1: return move_runs<1, Gather>(r, packed);
+    case 2: return move_runs<2, Gather>(r, packed);
+    case 4: return move_runs<4, Gather>(r, packed);
+    case 8: return move_runs<8, Gather>(r, packed);
+    case 12: return move_runs<12, Gather>(r, packed);
+    case 16: return move_runs<16, Gather>(r, packed);
+    case 32: return move_runs<32, Gather>(r, packed);
+    default: break;
+  }
+  const std::size_t n = r.run_bytes;
+  for_each_run(r, [&](std::byte* run) {
+    if constexpr (Gather) {
+      std::memcpy(packed, run, n);
+    } else {
+      std::memcpy(run, packed, n);
+    }
+    packed += n;
+  });
 }
 }  // namespace detail
 
@@ -77,10 +118,7 @@ inline void pack(const region& src, std::byte* dst) {
     if (src.bytes() != 0) std::memcpy(dst, src.data, src.bytes());
     return;
   }
-  detail::for_each_run(src, [&](const std::byte* run) {
-    std::memcpy(dst, run, src.run_bytes);
-    dst += src.run_bytes;
-  });
+  detail::move_all_runs<true>(src, dst);
 }
 
 /// Scatters contiguous bytes at src into the runs of dst; bytes between runs are never written.
@@ -89,10 +127,8 @@ inline void unpack(const std::byte* src, const region& dst) {
     if (dst.bytes() != 0) std::memcpy(dst.data, src, dst.bytes());
     return;
   }
-  detail::for_each_run(dst, [&](std::byte* run) {
-    std::memcpy(run, src, dst.run_bytes);
-    src += dst.run_bytes;
-  });
+  // move_all_runs only reads through `packed` when scattering.
+  detail::move_all_runs<false>(dst, const_cast<std::byte*>(src));
 }
 
 /// Copies between two regions of equal size (run shapes may differ).
