@@ -46,6 +46,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::int64_t pending = shm::pending_slots(head % 16, tail, shape.slots);
   for (std::int64_t i = 0; i < pending && done <= expected_bytes; ++i) {
     const auto slot = take<shm::slot_header>(data, size);
+    if (slot.kind == static_cast<std::uint32_t>(shm::slot_kind::reference)) {
+      // A single-copy reference: accepted only as a whole message not yet begun.
+      if (shm::check_reference(slot, tag, expected_bytes, done) != shm::slot_problem::none) break;
+      std::memset(receive.data(), 0x33, expected_bytes);  // the copy it allows: exactly the receive
+      done = expected_bytes;
+      break;
+    }
+    if (slot.kind != static_cast<std::uint32_t>(shm::slot_kind::chunk)) break;
     if (shm::check_slot(slot, tag, expected_bytes, done, shape.slot_bytes) != shm::slot_problem::none) break;
     if (slot.chunk_bytes != 0) std::memcpy(receive.data() + done, slot_payload.data(), slot.chunk_bytes);
     done += slot.chunk_bytes;
