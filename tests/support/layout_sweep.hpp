@@ -5,6 +5,8 @@
 // formula, and every byte between strided elements against its guard value.
 // Each rank does all its calls inside one run_ranks body (one fork per
 // algorithm and P), and reports a verdict string; nothing asserts in a rank.
+// The bodies take any communicator whose buffers are host-addressable (shm,
+// and the NVLink transport's host emulation).
 #pragma once
 
 #include <array>
@@ -110,8 +112,8 @@ T guard_value() {
 }
 
 /// One all-gather along<D> on this rank; "" when recv is right and guards hold.
-template <class Algorithm, std::size_t D, class T>
-std::string gather_once(plait::shm::communicator& comm, const shape& shard, arrangement send_layout,
+template <class Algorithm, std::size_t D, class T, class Comm>
+std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout,
                         arrangement recv_layout, bool in_place) {
   const int p = comm.size();
   const int me = comm.rank();
@@ -153,8 +155,8 @@ std::string gather_once(plait::shm::communicator& comm, const shape& shard, arra
 }
 
 /// One all-to-all redistribute<S, C> on this rank; `block` is the block shape.
-template <class Algorithm, std::size_t S, std::size_t C, class T>
-std::string exchange_once(plait::shm::communicator& comm, const shape& block, arrangement send_layout,
+template <class Algorithm, std::size_t S, std::size_t C, class T, class Comm>
+std::string exchange_once(Comm& comm, const shape& block, arrangement send_layout,
                           arrangement recv_layout) {
   const auto p = static_cast<std::size_t>(comm.size());
   const int me = comm.rank();
@@ -205,8 +207,8 @@ inline std::vector<std::array<arrangement, 2>> every_pair() {
   return out;
 }
 
-template <class Algorithm, class T>
-std::string gather_sweep(plait::shm::communicator& comm, const plan& what) {
+template <class Algorithm, class T, class Comm>
+std::string gather_sweep(Comm& comm, const plan& what) {
   std::string verdict;
   auto add = [&](std::string v) {
     if (!v.empty() && verdict.size() < 600) verdict += v + "; ";
@@ -225,8 +227,8 @@ std::string gather_sweep(plait::shm::communicator& comm, const plan& what) {
   return verdict;
 }
 
-template <class Algorithm, class T>
-std::string exchange_sweep(plait::shm::communicator& comm, const plan& what) {
+template <class Algorithm, class T, class Comm>
+std::string exchange_sweep(Comm& comm, const plan& what) {
   std::string verdict;
   auto add = [&](std::string v) {
     if (!v.empty() && verdict.size() < 600) verdict += v + "; ";

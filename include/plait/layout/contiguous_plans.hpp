@@ -15,6 +15,12 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 
+/// Copies between host regions: what prepare() does when the executor does
+/// not hand a plan a transport's copy (device transports do).
+struct host_copy {
+  void operator()(const region& src, const region& dst) const { plait::copy(src, dst); }
+};
+
 /// all-gather: block j occupies recv[offsets[j], offsets[j+1]).
 class gather_plan {
  public:
@@ -30,9 +36,14 @@ class gather_plan {
   [[nodiscard]] region location(int block) const {
     return region::contiguous(recv_.data() + offsets_[static_cast<std::size_t>(block)], block_bytes(block));
   }
-  void prepare() const {
-    if (!in_place_ && !own_.empty()) std::memcpy(location(rank_).data, own_.data(), own_.size());
+  /// Local copies before the schedule, done by `copy(src, dst)` on regions.
+  template <class Copy>
+  void prepare(Copy&& copy) const {
+    if (!in_place_ && !own_.empty()) {
+      copy(region::contiguous(const_cast<std::byte*>(own_.data()), own_.size()), location(rank_));
+    }
   }
+  void prepare() const { prepare(host_copy{}); }
 
  private:
   std::span<const std::byte> own_;
@@ -61,11 +72,14 @@ class exchange_plan {
     return region::contiguous(const_cast<std::byte*>(send_.data()) + slot(op::all_to_all::destination(block, size_)),
                               block_);
   }
-  void prepare() const {
+  template <class Copy>
+  void prepare(Copy&& copy) const {
     if (block_ == 0) return;
     const auto at = static_cast<std::size_t>(rank_) * block_;
-    std::memcpy(recv_.data() + at, send_.data() + at, block_);
+    copy(region::contiguous(const_cast<std::byte*>(send_.data()) + at, block_),
+         region::contiguous(recv_.data() + at, block_));
   }
+  void prepare() const { prepare(host_copy{}); }
 
  private:
   std::span<const std::byte> send_;

@@ -27,6 +27,7 @@
 #include "plait/core/tensor_view.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
+#include "plait/layout/contiguous_plans.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -221,9 +222,12 @@ class tensor_gather_plan {
   [[nodiscard]] std::size_t block_bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes(); }
   [[nodiscard]] bool has_location(int /*block*/) const { return true; }
   [[nodiscard]] region location(int block) const { return blocks_[static_cast<std::size_t>(block)]; }
-  void prepare() const {
+  /// Local copies before the schedule, done by `copy(src, dst)` on regions.
+  template <class Copy>
+  void prepare(Copy&& copy) const {
     if (!in_place_) copy(own_, blocks_[static_cast<std::size_t>(rank_)]);
   }
+  void prepare() const { prepare(host_copy{}); }
 
  private:
   region own_;
@@ -249,10 +253,12 @@ class tensor_exchange_plan {
     }
     return send_[static_cast<std::size_t>(op::all_to_all::destination(block, size_))];
   }
-  void prepare() const {
+  template <class Copy>
+  void prepare(Copy&& copy) const {
     const auto own = static_cast<std::size_t>(rank_);
     copy(send_[own], recv_[own]);
   }
+  void prepare() const { prepare(host_copy{}); }
 
  private:
   std::vector<region> send_;

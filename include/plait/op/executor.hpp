@@ -8,11 +8,20 @@
 //   bool has_location(int block) const          the block lives in a user buffer on this rank
 //   region location(int block) const           where (source if held initially, else destination)
 //   void prepare() const                        local copies before the schedule (own shard -> recv)
+//   void prepare(copy) const                    the same through copy(src, dst) on regions (device transports)
 // Blocks without a location (all-to-all blocks in transit) go to scratch.
+//
+// Memory is the transport's business: a transport whose buffers are not host
+// memory (the NVLink transport) offers `copy_engine()`, an object with
+//   buffer allocate(bytes)                      owning, with data() and size()
+//   pack(region, dst) / unpack(src, region) / copy(region, region)
+// and the executor does all its allocation, packing and local copies through
+// it. Host transports get detail::host_engine (std::vector and plait::pack).
 #pragma once
 
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -34,17 +43,32 @@ concept block_plan = requires(const P& plan, int block) {
 
 namespace detail {
 
+/// Allocation, packing and local copies in host memory.
+struct host_engine {
+  using buffer = std::vector<std::byte>;
+  buffer allocate(std::size_t bytes) { return buffer(bytes); }
+  void pack(const region& src, std::byte* dst) { plait::pack(src, dst); }
+  void unpack(const std::byte* src, const region& dst) { plait::unpack(src, dst); }
+  void copy(const region& src, const region& dst) { plait::copy(src, dst); }
+};
+
+template <class Comm>
+concept has_copy_engine = requires(Comm& comm) { comm.copy_engine(); };
+
 /// Blocks this rank forwards but neither starts nor ends with.
+template <class Engine>
 class transit_store {
  public:
+  explicit transit_store(Engine& engine) : engine_(&engine) {}
   region at(int block, std::size_t bytes) {
     auto& storage = blocks_[block];
-    storage.resize(bytes);
+    if (storage.size() < bytes) storage = engine_->allocate(bytes);  // a block keeps its bytes between steps
     return region::contiguous(storage.data(), bytes);
   }
 
  private:
-  std::unordered_map<int, std::vector<std::byte>> blocks_;
+  Engine* engine_;
+  std::unordered_map<int, typename Engine::buffer> blocks_;
 };
 
 /// The bytes of one message when its blocks are contiguous and adjacent in
@@ -69,8 +93,24 @@ inline std::span<std::byte> direct_span(const std::vector<region>& blocks) {
 /// messages apart from other calls.
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
-  plan.prepare();
-  detail::transit_store transit;
+  detail::host_engine host;
+  auto& engine = [&]() -> auto& {
+    if constexpr (detail::has_copy_engine<Comm>) {
+      return comm.copy_engine();
+    } else {
+      return host;
+    }
+  }();
+  using engine_type = std::remove_reference_t<decltype(engine)>;
+  if constexpr (detail::has_copy_engine<Comm>) {
+    auto device_copy = [&](const region& src, const region& dst) { engine.copy(src, dst); };
+    static_assert(requires { plan.prepare(device_copy); },
+                  "plait: this transport's memory is not host memory: the block plan needs prepare(copy)");
+    plan.prepare(device_copy);
+  } else {
+    plan.prepare();
+  }
+  detail::transit_store<engine_type> transit(engine);
   auto locate = [&](int block) -> region {
     return plan.has_location(block) ? plan.location(block) : transit.at(block, plan.block_bytes(block));
   };
@@ -84,7 +124,7 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
   };
   std::vector<message> sends;
   std::vector<message> recvs;
-  std::vector<std::byte> staging;
+  typename engine_type::buffer staging;
   std::vector<typename Comm::request> requests;
 
   auto describe = [&](const std::vector<transfer>& transfers, std::vector<message>& out, std::size_t& staged) {
@@ -113,7 +153,7 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
     std::size_t staged = 0;
     describe(current.recvs, recvs, staged);
     describe(current.sends, sends, staged);
-    if (staging.size() < staged) staging.resize(staged);
+    if (staging.size() < staged) staging = engine.allocate(staged);  // contents need not survive a step
 
     requests.clear();
     try {
@@ -127,7 +167,7 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
         if (is_staged(m)) {
           std::byte* out = staging.data() + m.staging_offset;
           for (const region& r : m.blocks) {
-            pack(r, out);
+            engine.pack(r, out);
             out += r.bytes();
           }
           from = {staging.data() + m.staging_offset, m.bytes};
@@ -143,7 +183,7 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
       if (!is_staged(m)) continue;
       const std::byte* in = staging.data() + m.staging_offset;
       for (const region& r : m.blocks) {
-        unpack(in, r);
+        engine.unpack(in, r);
         in += r.bytes();
       }
     }

@@ -1,0 +1,617 @@
+// plait::nvlink::basic_communicator<Ops> — the NVLink P2P transport, written
+// once against a device-operations policy `Ops`:
+//   - plait::nvlink::communicator (<plait/cuda.hpp>) is basic_communicator<cuda_device_ops>:
+//     device memory, CUDA IPC or peer access, kernels on a stream;
+//   - plait::nvlink::emulated_communicator (<plait/transport/nvlink/host_emulation.hpp>)
+//     is basic_communicator<host_emulation>: the same protocol over shared
+//     memory, memcpy and std::atomic_ref, so CI tests it on CPUs.
+//
+// Construction is collective over a bootstrap communicator (shm or MPI, held
+// by reference): every rank allocates one staging area, the ranks exchange
+// and validate its handle, and map each other's areas. isend/irecv only
+// record; wait_all turns everything recorded into one step (see protocol.hpp)
+// that the policy runs (the emulation on the calling thread, CUDA as one
+// kernel on the communicator's stream, without waiting for it). Failures the
+// step finds (a wait past the timeout, a mismatched message) go to an error
+// word that the next call, or synchronize(), raises as plait::error; the
+// communicator is poisoned from then on.
+//
+// Not included by <plait/plait.hpp> (protocol.hpp's functions change under nvcc).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include "plait/core/error.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/transport/nvlink/protocol.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace nvlink {
+
+/// Shape of the staging area (per rank: size() inbound channels of `slots`
+/// chunks of `slot_bytes`). Every rank of a group must pass the same values.
+struct options {
+  std::uint32_t slots = 0;       ///< chunks in flight per peer; 0: the policy's default
+  std::uint64_t slot_bytes = 0;  ///< bytes per chunk (a multiple of 16); 0: the policy's default
+};
+
+namespace detail {
+
+/// PLAIT_TIMEOUT (seconds, may be fractional) or 300 s, as for every transport.
+inline std::chrono::nanoseconds default_timeout() {
+  if (const char* text = std::getenv("PLAIT_TIMEOUT")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (end != text && seconds > 0) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+    }
+  }
+  return std::chrono::seconds(300);
+}
+
+inline std::string seconds_text(std::chrono::nanoseconds d) {
+  std::string text = std::to_string(std::chrono::duration<double>(d).count());
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + " s";
+}
+
+/// The bootstrap communicator behind a type-erased face: the NVLink
+/// communicator only exchanges small host records over it, barriers and splits.
+class bootstrap_link {
+ public:
+  virtual ~bootstrap_link() = default;
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  /// Every rank's `mine` (same size everywhere) into `all`, in rank order.
+  virtual void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
+  virtual void barrier() = 0;
+  /// The bootstrap's split; null for plait::no_group.
+  virtual std::unique_ptr<bootstrap_link> split(int color, int key) = 0;
+};
+
+template <class Comm>
+class bootstrap_over;
+
+/// Refers to a user's communicator (which must outlive the NVLink communicator).
+template <class Comm>
+class bootstrap_ref : public bootstrap_link {
+ public:
+  explicit bootstrap_ref(Comm& comm) : comm_(&comm) {}
+  [[nodiscard]] int rank() const override { return comm_->rank(); }
+  [[nodiscard]] int size() const override { return comm_->size(); }
+  void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
+    const int tag = comm_->next_tag();
+    const int n = comm_->size();
+    std::vector<typename Comm::request> requests;
+    const std::uint64_t before = comm_->bytes_sent();
+    for (int peer = 0; peer < n; ++peer) {
+      std::span<std::byte> theirs = all.subspan(static_cast<std::size_t>(peer) * mine.size(), mine.size());
+      if (peer == comm_->rank()) {
+        std::copy(mine.begin(), mine.end(), theirs.begin());
+        continue;
+      }
+      requests.push_back(comm_->irecv(peer, theirs, tag));
+      requests.push_back(comm_->isend(peer, mine, tag));
+    }
+    comm_->wait_all(std::span(requests), clock::now() + comm_->timeout());
+    if constexpr (requires { comm_->discount_control_bytes(std::uint64_t{}); }) {
+      comm_->discount_control_bytes(comm_->bytes_sent() - before);  // handles are control traffic
+    }
+  }
+  void barrier() override { comm_->barrier(); }
+  std::unique_ptr<bootstrap_link> split(int color, int key) override {
+    Comm child = comm_->split(color, key);
+    if (color == no_group) return nullptr;
+    return std::make_unique<bootstrap_over<Comm>>(std::move(child));
+  }
+
+ protected:
+  Comm* comm_;
+};
+
+/// Owns a communicator that split() made.
+template <class Comm>
+class bootstrap_over : public bootstrap_ref<Comm> {
+ public:
+  explicit bootstrap_over(Comm&& comm) : bootstrap_ref<Comm>(owned_), owned_(std::move(comm)) { this->comm_ = &owned_; }
+
+ private:
+  Comm owned_;
+};
+
+/// What a rank tells its peers about its staging area. Fixed size, checked
+/// field by field: a peer's record is never trusted.
+struct area_record {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::int32_t rank;
+  std::int32_t device;
+  std::int64_t pid;
+  std::uint64_t host;  ///< hash of the host name: IPC works only inside one node
+  std::uint32_t ranks;
+  std::uint32_t slots;
+  std::uint64_t slot_bytes;
+  std::uint64_t area_bytes;
+  std::uint64_t address;  ///< valid in the owner's process (peers that are its threads use it)
+  std::array<std::byte, 64> handle;
+  std::uint64_t checksum;
+
+  [[nodiscard]] std::uint64_t digest() const noexcept {
+    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over everything before the checksum
+    const auto* p = reinterpret_cast<const unsigned char*>(this);
+    for (std::size_t i = 0; i < offsetof(area_record, checksum); ++i) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+  }
+};
+static_assert(std::is_trivially_copyable_v<area_record>);
+
+inline std::uint64_t host_hash() {
+  std::array<char, 256> name{};
+  gethostname(name.data(), name.size() - 1);
+  std::uint64_t h = 1469598103934665603ULL;
+  for (char c : name) {
+    if (c == '\0') break;
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace detail
+
+/// The NVLink P2P transport over policy Ops. Movable, not copyable.
+template <class Ops>
+class basic_communicator {
+ public:
+  using transport_concept = transport_tag;
+  using memory_space = device_memory;
+  using stream_type = typename Ops::stream_type;
+  using engine_type = typename Ops::engine;
+
+  /// Complete once wait_all has returned: the transfer is then ordered on the
+  /// stream (on a GPU it has not necessarily happened yet; synchronize() waits).
+  struct request {
+    std::uint64_t sequence = 0;
+  };
+
+  /// A null communicator (what split gives a rank that passed plait::no_group).
+  basic_communicator() = default;
+
+  /// Collective over `bootstrap`: allocates this rank's staging area on
+  /// `device`, exchanges handles, maps every peer's area. `stream` orders all
+  /// work unless a call overrides it (use_stream).
+  template <transport Bootstrap>
+  basic_communicator(Bootstrap& bootstrap, int device, stream_type stream = {}, options shape = {})
+      : basic_communicator(std::make_unique<detail::bootstrap_ref<Bootstrap>>(bootstrap), device, stream, shape) {}
+  /// Deleted: the communicator refers to its bootstrap, so a temporary would dangle.
+  template <transport Bootstrap>
+  basic_communicator(Bootstrap&& bootstrap, int device, stream_type stream = {}, options shape = {}) = delete;
+
+  basic_communicator(basic_communicator&&) noexcept = default;
+  basic_communicator& operator=(basic_communicator&&) noexcept = default;
+  basic_communicator(const basic_communicator&) = delete;
+  basic_communicator& operator=(const basic_communicator&) = delete;
+  ~basic_communicator() = default;
+
+  [[nodiscard]] int rank() const noexcept { return s_ ? s_->rank : -1; }
+  [[nodiscard]] int size() const noexcept { return s_ ? s_->size : 0; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+  [[nodiscard]] int device() const noexcept { return s_ ? s_->device : -1; }
+  [[nodiscard]] stream_type stream() const noexcept { return s_ ? s_->stream : stream_type{}; }
+  /// The staging area's shape (every rank's).
+  [[nodiscard]] options shape() const noexcept {
+    return s_ ? options{s_->layout.shape.slots, s_->layout.shape.slot_bytes} : options{};
+  }
+
+  void set_timeout(std::chrono::nanoseconds timeout) { usable("set_timeout").timeout = timeout; }
+  template <class Rep, class Period>
+  void set_timeout(std::chrono::duration<Rep, Period> timeout) {
+    set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+  }
+  [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept {
+    return s_ ? s_->timeout : detail::default_timeout();
+  }
+  [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return s_ ? s_->bytes_sent : 0; }
+
+  /// A fresh tag for one collective call; every rank draws the same sequence.
+  int next_tag() {
+    auto& s = usable("collective");
+    s.tag_counter = s.tag_counter % max_tag + 1;
+    return s.tag_counter;
+  }
+
+  /// Records a send of device bytes; they must stay untouched until the
+  /// transfer has run (after wait_all, in stream order).
+  request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
+    auto& s = usable("isend");
+    check_peer(s, peer, "isend");
+    post(s, peer, true, const_cast<std::byte*>(bytes.data()), bytes.size(), tag, "isend");
+    s.bytes_sent += bytes.size();
+    return {s.posted++};
+  }
+
+  /// Records a receive of exactly bytes.size() device bytes.
+  request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
+    auto& s = usable("irecv");
+    check_peer(s, peer, "irecv");
+    post(s, peer, false, bytes.data(), bytes.size(), tag, "irecv");
+    return {s.posted++};
+  }
+
+  /// Runs every transfer recorded so far (not only `requests`) as one step on
+  /// the stream. The host emulation completes it before returning; the CUDA
+  /// policy enqueues it and returns. `until` bounds every wait of the step.
+  void wait_all(std::span<request> requests, deadline until) {
+    auto& s = usable("wait_all");
+    for (const request& r : requests) {
+      if (r.sequence >= s.posted) {
+        throw error(errc::invalid_argument, "request " + std::to_string(r.sequence) + " was never posted",
+                    {s.rank, "wait_all"});
+      }
+    }
+    if (s.pending.empty()) return;
+    flush(s, until);
+    raise_device_error(s);
+  }
+  void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout()); }
+  void wait(request r) { wait_all(std::span<request>(&r, 1)); }
+  void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
+  void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
+
+  /// Waits for everything enqueued on the stream and raises any error the
+  /// device found (or a CUDA error) as plait::error.
+  void synchronize() {
+    auto& s = usable("synchronize");
+    try {
+      s.ops.synchronize(s.stream);
+    } catch (const error& e) {
+      poison(s, e);
+      throw;
+    }
+    raise_device_error(s);
+  }
+
+  /// synchronize(), then a barrier of the bootstrap communicator.
+  void barrier() {
+    synchronize();
+    auto& s = usable("barrier");
+    try {
+      s.boot->barrier();
+    } catch (const error& e) {
+      poison(s, e);
+      throw;
+    }
+  }
+
+  /// Splits the group like the bootstrap's split (collective): ranks passing
+  /// the same color form a new NVLink group with its own staging areas, on
+  /// the same device and stream. plait::no_group gives a null communicator.
+  basic_communicator split(int color, int key) {
+    synchronize();
+    auto& s = usable("split");
+    if (color < 0 && color != no_group) {
+      throw error(errc::invalid_argument, "split color " + std::to_string(color) + " is negative (use plait::no_group)",
+                  {s.rank, "split"});
+    }
+    std::unique_ptr<detail::bootstrap_link> child = s.boot->split(color, key);
+    if (!child) return {};
+    basic_communicator out(std::move(child), s.device, s.stream, shape());
+    out.s_->timeout = s.timeout;
+    return out;
+  }
+
+  /// Work of this communicator goes to `stream` until the returned guard ends.
+  class stream_guard {
+   public:
+    stream_guard(basic_communicator& comm, stream_type stream) : comm_(&comm), previous_(comm.stream()) {
+      comm_->usable("use_stream").stream = stream;
+    }
+    stream_guard(const stream_guard&) = delete;
+    stream_guard& operator=(const stream_guard&) = delete;
+    ~stream_guard() {
+      if (comm_->s_) comm_->s_->stream = previous_;
+    }
+
+   private:
+    basic_communicator* comm_;
+    stream_type previous_;
+  };
+  /// Per-call stream: `{ auto on = gpu.use_stream(s); plait::all_gather(gpu, ...); }`.
+  [[nodiscard]] stream_guard use_stream(stream_type stream) { return stream_guard(*this, stream); }
+
+  /// How the executor allocates, packs and copies this transport's memory
+  /// (on the current stream).
+  engine_type& copy_engine() { return usable("copy_engine").engine; }
+
+  /// The policy itself (tests and check programs look at it).
+  Ops& policy() { return usable("policy").ops; }
+
+ private:
+  static constexpr int max_tag = (1 << 30) - 1;
+
+  struct posted_message {
+    int peer;
+    bool is_send;
+    detail::message what;
+  };
+
+  /// Everything a communicator owns, behind one pointer so moves are trivial
+  /// and teardown happens once.
+  struct state {
+    std::unique_ptr<detail::bootstrap_link> boot;
+    Ops ops;
+    engine_type engine;
+    int rank = -1;
+    int size = 0;
+    int device = 0;
+    stream_type stream{};
+    detail::area_layout layout{};
+    std::byte* area = nullptr;
+    std::vector<std::byte*> peer_areas;
+    std::vector<bool> mapped;  // peer area opened through an IPC handle (else a raw address)
+    std::vector<posted_message> pending;
+    std::uint64_t posted = 0;
+    std::uint64_t bytes_sent = 0;
+    int tag_counter = 0;
+    std::chrono::nanoseconds timeout = detail::default_timeout();
+    bool poisoned = false;
+    errc poisoned_code = errc::transport;
+    std::string poison_reason;
+
+    state(std::unique_ptr<detail::bootstrap_link> b, int dev, stream_type st)
+        : boot(std::move(b)), ops(dev), engine(ops, &stream), device(dev), stream(st) {}
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+
+    /// Collective teardown: no peer may still write into our area, and we
+    /// must not write into theirs once they are gone. Poisoned ranks take
+    /// part too (their peers may be healthy); errors cannot escape a
+    /// destructor, and the bootstrap's timeout bounds the wait.
+    ~state() {
+      try {
+        ops.synchronize(stream);
+      } catch (...) {
+      }
+      if (boot) {
+        try {
+          boot->barrier();
+        } catch (...) {
+        }
+      }
+      for (std::size_t p = 0; p < peer_areas.size(); ++p) {
+        if (peer_areas[p] != nullptr && peer_areas[p] != area) ops.release_import(peer_areas[p], layout.total, mapped[p]);
+      }
+      if (area != nullptr) ops.release_area(area, layout.total);
+    }
+  };
+
+  basic_communicator(std::unique_ptr<detail::bootstrap_link> boot, int device, stream_type stream, options shape) {
+    const int rank = boot->rank();
+    const int size = boot->size();
+    const error_context at{rank, "nvlink::communicator"};
+    if (size > detail::max_ranks) {
+      throw error(errc::unsupported, "an NVLink group holds at most " + std::to_string(detail::max_ranks) +
+                                         " ranks, not " + std::to_string(size), at);
+    }
+    detail::geometry g{static_cast<std::uint32_t>(size), shape.slots != 0 ? shape.slots : Ops::default_slots,
+                       shape.slot_bytes != 0 ? shape.slot_bytes : Ops::default_slot_bytes};
+    if (g.slots > 1024 || g.slot_bytes % 16 != 0 || g.slot_bytes > (std::uint64_t{1} << 30)) {
+      throw error(errc::invalid_argument,
+                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) +
+                      " bytes: slots must be 1..1024 and slot_bytes a multiple of 16 up to 1 GiB",
+                  at);
+    }
+    auto s = std::make_unique<state>(std::move(boot), device, stream);
+    s->rank = rank;
+    s->size = size;
+    s->layout = detail::area_layout::of(g);
+    s->area = s->ops.allocate_area(s->layout.total);
+    const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots, 0,
+                                     g.slot_bytes};
+    s->ops.write_area(s->area, &header, sizeof header);
+
+    detail::area_record mine{};
+    mine.magic = detail::area_magic;
+    mine.version = detail::protocol_version;
+    mine.rank = rank;
+    mine.device = device;
+    mine.pid = static_cast<std::int64_t>(getpid());
+    mine.host = detail::host_hash();
+    mine.ranks = g.ranks;
+    mine.slots = g.slots;
+    mine.slot_bytes = g.slot_bytes;
+    mine.area_bytes = s->layout.total;
+    mine.address = reinterpret_cast<std::uintptr_t>(s->area);
+    mine.handle = s->ops.export_area(s->area, s->layout.total);
+    mine.checksum = mine.digest();
+
+    std::vector<detail::area_record> all(static_cast<std::size_t>(size));
+    s->boot->all_gather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+    s->peer_areas.assign(static_cast<std::size_t>(size), nullptr);
+    s->mapped.assign(static_cast<std::size_t>(size), false);
+    for (int peer = 0; peer < size; ++peer) {
+      const auto p = static_cast<std::size_t>(peer);
+      if (peer == rank) {
+        s->peer_areas[p] = s->area;
+        continue;
+      }
+      const detail::area_record& r = all[p];
+      check_record(r, mine, peer, at);
+      const bool same_process = r.pid == mine.pid;
+      s->peer_areas[p] = s->ops.import_area(r.handle, r.area_bytes, same_process,
+                                            reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)),
+                                            r.device);
+      s->mapped[p] = !same_process;
+      detail::area_header theirs{};
+      s->ops.read_area(&theirs, s->peer_areas[p], sizeof theirs);
+      if (theirs.magic != detail::area_magic || theirs.version != detail::protocol_version || theirs.rank != peer ||
+          theirs.ranks != g.ranks || theirs.slots != g.slots || theirs.slot_bytes != g.slot_bytes) {
+        throw error(errc::transport, "the staging area mapped from rank " + std::to_string(peer) +
+                                         " does not carry that rank's header (stale or foreign handle)",
+                    {rank, "nvlink::communicator", -1, peer});
+      }
+    }
+    // Everyone has mapped everyone: names standing in for handles can go.
+    s->boot->barrier();
+    s->ops.unexport_area();
+    s_ = std::move(s);
+  }
+
+  static void check_record(const detail::area_record& r, const detail::area_record& mine, int peer,
+                           const error_context& at) {
+    const error_context from{at.rank, at.operation, -1, peer};
+    auto bad = [&](const std::string& what) {
+      return error(errc::transport, "rank " + std::to_string(peer) + " sent a bad staging-area record: " + what, from);
+    };
+    if (r.magic != detail::area_magic || r.checksum != r.digest()) throw bad("corrupt or foreign");
+    if (r.version != detail::protocol_version) throw bad("protocol version " + std::to_string(r.version));
+    if (r.rank != peer) throw bad("it names rank " + std::to_string(r.rank));
+    if (r.ranks != mine.ranks) throw bad("group of " + std::to_string(r.ranks) + " ranks");
+    if (r.slots != mine.slots || r.slot_bytes != mine.slot_bytes) {
+      throw error(errc::size_mismatch,
+                  "rank " + std::to_string(peer) + " uses " + std::to_string(r.slots) + " slots of " +
+                      std::to_string(r.slot_bytes) + " bytes, this rank " + std::to_string(mine.slots) + " of " +
+                      std::to_string(mine.slot_bytes) + " (pass the same nvlink::options everywhere)",
+                  from);
+    }
+    if (r.area_bytes != detail::area_layout::of({r.ranks, r.slots, r.slot_bytes}).total) {
+      throw bad("area of " + std::to_string(r.area_bytes) + " bytes");
+    }
+    if (r.pid <= 0) throw bad("pid " + std::to_string(r.pid));
+    if (r.host != mine.host) {
+      throw error(errc::unsupported,
+                  "rank " + std::to_string(peer) + " runs on another node; NVLink groups stay inside one node "
+                  "(split the bootstrap by node first)",
+                  from);
+    }
+  }
+
+  state& usable(std::string_view operation) const {
+    if (!s_) throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
+    if (s_->poisoned) {
+      throw error(s_->poisoned_code, "communicator is unusable after an earlier failure: " + s_->poison_reason,
+                  {s_->rank, operation});
+    }
+    raise_device_error(*s_);
+    return *s_;
+  }
+  state& usable(std::string_view operation) { return std::as_const(*this).usable(operation); }
+
+  static void check_peer(const state& s, int peer, std::string_view operation) {
+    if (peer < 0 || peer >= s.size) {
+      throw error(errc::invalid_argument, "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(s.size) + ")",
+                  {s.rank, operation, -1, peer});
+    }
+  }
+
+  static void post(state& s, int peer, bool is_send, std::byte* data, std::size_t bytes, int tag,
+                   std::string_view operation) {
+    if (s.pending.size() == static_cast<std::size_t>(detail::max_messages)) {
+      throw error(errc::unsupported,
+                  "more than " + std::to_string(detail::max_messages) +
+                      " transfers recorded before one wait_all (call wait_all more often)",
+                  {s.rank, operation, -1, peer});
+    }
+    if (data == nullptr && bytes != 0) {
+      throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes", {s.rank, operation, -1, peer});
+    }
+    s.pending.push_back({peer, is_send, {data, bytes, static_cast<std::uint32_t>(tag), 0}});
+  }
+
+  /// Groups the recorded transfers into lanes and hands the step to the policy.
+  static void flush(state& s, deadline until) {
+    auto args = std::make_unique<detail::step_args>();
+    args->layout = s.layout;
+    args->self = s.area;
+    for (int p = 0; p < s.size; ++p) args->peer_area[p] = s.peer_areas[static_cast<std::size_t>(p)];
+    args->rank = s.rank;
+    const auto left = until - clock::now();
+    args->timeout_ns = left.count() > 0
+                           ? static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count())
+                           : 0;
+    // Lanes in first-posting order; each lane's messages keep posting order.
+    std::uint32_t next = 0;
+    std::vector<bool> taken(s.pending.size(), false);
+    for (std::size_t i = 0; i < s.pending.size(); ++i) {
+      if (taken[i]) continue;
+      detail::lane& l = args->lanes[args->lane_count++];
+      l = {s.pending[i].peer, s.pending[i].is_send ? 1u : 0u, next, 0};
+      for (std::size_t j = i; j < s.pending.size(); ++j) {
+        if (taken[j] || s.pending[j].peer != l.peer || s.pending[j].is_send != (l.is_send != 0)) continue;
+        taken[j] = true;
+        args->messages[next++] = s.pending[j].what;
+        ++l.count;
+      }
+    }
+    s.pending.clear();
+    try {
+      s.ops.run_step(*args, s.stream);
+    } catch (const error& e) {
+      poison(s, e);
+      throw;
+    }
+  }
+
+  /// Throws the step failure the policy recorded, if any (and poisons).
+  static void raise_device_error(state& s) {
+    const detail::fault f = s.ops.error_word();
+    if (f.code == static_cast<std::uint32_t>(detail::fault_code::none)) return;
+    const error e = describe(s, f);
+    poison(s, e);
+    throw e;
+  }
+
+  static error describe(const state& s, const detail::fault& f) {
+    const error_context at{s.rank, {}, -1, f.peer};
+    const std::string direction = f.is_send != 0 ? "send " : "receive ";
+    const std::string message = direction + std::to_string(f.bytes) + " bytes (" + std::to_string(f.done) + " done)";
+    switch (static_cast<detail::fault_code>(f.code)) {
+      case detail::fault_code::timeout:
+        return error(errc::timeout, "timed out after " + detail::seconds_text(s.timeout) + " waiting to " + message, at);
+      case detail::fault_code::tag_mismatch:
+        return error(errc::transport,
+                     "message with tag " + std::to_string(f.found) + " arrived where tag " + std::to_string(f.expected) +
+                         " was expected: the ranks called different operations or in a different order",
+                     at);
+      case detail::fault_code::size_mismatch:
+        return error(errc::size_mismatch,
+                     "peer sent " + std::to_string(f.found) + " bytes where this rank expects " +
+                         std::to_string(f.expected) + " (do the ranks agree on the sizes?)",
+                     at);
+      case detail::fault_code::corrupt:
+        return error(errc::transport,
+                     "corrupt channel while trying to " + message + ": expected " + std::to_string(f.expected) +
+                         ", the peer's flags or header say " + std::to_string(f.found),
+                     at);
+      case detail::fault_code::none: break;
+    }
+    return error(errc::transport, "unknown device error code " + std::to_string(f.code), at);
+  }
+
+  static void poison(state& s, const error& e) {
+    s.poisoned = true;
+    s.poisoned_code = e.value();
+    s.poison_reason = e.what();
+    s.pending.clear();  // nothing recorded may run after the throw
+  }
+
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace nvlink
+}  // namespace v0
+}  // namespace plait

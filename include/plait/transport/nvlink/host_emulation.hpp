@@ -1,0 +1,244 @@
+// The host emulation of the NVLink device-operations policy: the protocol of
+// protocol.hpp and the communicator of communicator.hpp, unchanged, over
+//   - a POSIX shared-memory object per rank standing in for its device
+//     staging area (its name standing in for the cudaIpcMemHandle_t; created
+//     O_EXCL mode 0600, checked for owner, mode and size when opened, and
+//     unlinked once every peer has mapped it);
+//   - raw addresses for peers that are threads of this process (the
+//     peer-access path of several GPUs in one process);
+//   - std::memcpy for copy kernels and std::atomic_ref for system-scope flags;
+//   - a step run to completion on the calling thread, lanes round-robin.
+// "Device memory" is host memory here, so every algorithm and layout test of
+// the shm transport runs on it unchanged, on threads and on processes.
+//
+//   plait::shm::run_processes(4, [](plait::shm::communicator& boot) {
+//     plait::nvlink::emulated_communicator gpu(boot, /*device*/ 0);
+//     plait::all_gather<plait::ring>(gpu, send, recv);
+//   });
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plait/core/backoff.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/transport/nvlink/communicator.hpp"
+#include "plait/transport/nvlink/protocol.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace nvlink {
+
+/// The device-operations policy of the host emulation.
+class host_emulation {
+ public:
+  /// Streams do not exist on the host; every step completes inside wait_all.
+  struct stream_type {
+    int id = 0;
+  };
+
+  /// Small by default: areas live in /dev/shm, one per rank.
+  static constexpr std::uint32_t default_slots = 4;
+  static constexpr std::uint64_t default_slot_bytes = 16 << 10;
+
+  /// What the executor allocates, packs and copies with. It counts its work
+  /// so tests can see that device transports go through it.
+  class engine {
+   public:
+    using buffer = std::vector<std::byte>;
+    engine(host_emulation& /*ops*/, const stream_type* /*stream*/) {}
+    buffer allocate(std::size_t bytes) {
+      ++allocations;
+      return buffer(bytes);
+    }
+    void pack(const region& src, std::byte* dst) {
+      ++packs;
+      plait::pack(src, dst);
+    }
+    void unpack(const std::byte* src, const region& dst) {
+      ++unpacks;
+      plait::unpack(src, dst);
+    }
+    void copy(const region& src, const region& dst) {
+      ++copies;
+      plait::copy(src, dst);
+    }
+    std::uint64_t allocations = 0, packs = 0, unpacks = 0, copies = 0;
+  };
+
+  explicit host_emulation(int /*device*/) {}
+  host_emulation(const host_emulation&) = delete;
+  host_emulation& operator=(const host_emulation&) = delete;
+  ~host_emulation() { unexport_area(); }
+
+  /// A zero-filled area of `bytes`, in a fresh shared-memory object.
+  std::byte* allocate_area(std::size_t bytes) {
+    std::random_device entropy;
+    const std::uint64_t salt = (std::uint64_t{entropy()} << 32) ^ entropy();
+    name_ = "/plait-nvl-" + std::to_string(getpid()) + "-" + std::to_string(salt);
+    const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) fail("shm_open(" + name_ + ")");
+    linked_ = true;
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      const int saved = errno;
+      close(fd);
+      errno = saved;
+      fail("ftruncate");
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) fail("mmap");
+    return static_cast<std::byte*>(p);
+  }
+  void write_area(std::byte* area, const void* src, std::size_t bytes) { std::memcpy(area, src, bytes); }
+  void read_area(void* dst, const std::byte* area, std::size_t bytes) { std::memcpy(dst, area, bytes); }
+
+  /// The handle: the object's name.
+  std::array<std::byte, 64> export_area(std::byte* /*area*/, std::size_t /*bytes*/) {
+    std::array<std::byte, 64> handle{};
+    std::memcpy(handle.data(), name_.data(), std::min(name_.size(), handle.size() - 1));
+    return handle;
+  }
+  /// Every peer has mapped the area: the name goes, the mappings stay.
+  void unexport_area() noexcept {
+    if (linked_) shm_unlink(name_.c_str());
+    linked_ = false;
+  }
+
+  /// Maps a peer's area: its raw address when it is a thread of this process
+  /// (peer access), else by its handle (IPC), checked before use.
+  std::byte* import_area(const std::array<std::byte, 64>& handle, std::size_t bytes, bool same_process,
+                         std::byte* address, int /*device*/) {
+    if (same_process) return address;
+    const auto* text = reinterpret_cast<const char*>(handle.data());
+    const std::size_t length = strnlen(text, handle.size());
+    const std::string name(text, length);
+    if (length == handle.size() || name.rfind("/plait-nvl-", 0) != 0 ||
+        name.find_first_not_of("/plait-nvl0123456789", 0) != std::string::npos) {
+      throw error(errc::transport, "malformed staging-area handle from a peer");
+    }
+    const int fd = shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) fail("shm_open(" + name + ")");
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 0777) != 0600 ||
+        static_cast<std::size_t>(st.st_size) != bytes) {
+      close(fd);
+      throw error(errc::transport, "staging area " + name + " has the wrong owner, mode or size");
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) fail("mmap");
+    return static_cast<std::byte*>(p);
+  }
+  void release_import(std::byte* area, std::size_t bytes, bool mapped) noexcept {
+    if (mapped) munmap(area, bytes);
+  }
+  void release_area(std::byte* area, std::size_t bytes) noexcept {
+    munmap(area, bytes);
+    unexport_area();
+  }
+
+  /// Runs the step to completion (or failure) on this thread.
+  void run_step(const detail::step_args& a, stream_type /*stream*/) {
+    lane_ops ops;
+    std::array<detail::cursor, detail::max_lanes> cursors{};
+    std::array<bool, detail::max_lanes> finished{};
+    for (std::uint32_t i = 0; i < a.lane_count; ++i) detail::start_lane(ops, a, a.lanes[i], cursors[i]);
+    const deadline until = clock::now() + std::chrono::nanoseconds(a.timeout_ns);
+    plait::detail::backoff wait;
+    for (;;) {
+      bool moved = false;
+      bool all = true;
+      for (std::uint32_t i = 0; i < a.lane_count; ++i) {
+        while (!finished[i]) {
+          detail::fault f{};
+          const detail::progress p = detail::advance(ops, a, a.lanes[i], cursors[i], f);
+          if (p == detail::progress::moved) {
+            moved = true;
+            continue;
+          }
+          if (p == detail::progress::finished) {
+            finished[i] = true;
+            moved = true;
+          } else if (p == detail::progress::failed) {
+            error_ = f;
+            return;
+          }
+          break;
+        }
+        all = all && finished[i];
+      }
+      if (all) return;
+      if (moved) {
+        wait.reset();
+        continue;
+      }
+      if (clock::now() > until) {
+        for (std::uint32_t i = 0; i < a.lane_count; ++i) {
+          if (finished[i]) continue;
+          const detail::lane& l = a.lanes[i];
+          detail::set_fault(error_, detail::fault_code::timeout, l, 0, 0, cursors[i],
+                            a.messages[l.first + cursors[i].index]);
+          return;
+        }
+      }
+      wait.pause();
+    }
+  }
+
+  /// The first failure of any step, code none if there was none.
+  [[nodiscard]] detail::fault error_word() const noexcept { return error_; }
+  void synchronize(stream_type /*stream*/) {}
+
+ private:
+  /// The protocol's memory operations on the host.
+  struct lane_ops {
+    std::uint64_t load(const std::uint64_t* flag) const noexcept {
+      return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(flag)).load(std::memory_order_acquire);
+    }
+    void store(std::uint64_t* flag, std::uint64_t value) const noexcept {
+      std::atomic_ref<std::uint64_t>(*flag).store(value, std::memory_order_release);
+    }
+    template <class T>
+    T read(const T* p) const noexcept {
+      return *p;
+    }
+    template <class T>
+    void write(T* p, const T& value) const noexcept {
+      *p = value;
+    }
+    void copy(std::byte* dst, const std::byte* src, std::uint64_t bytes) const noexcept {
+      if (bytes != 0) std::memcpy(dst, src, bytes);
+    }
+  };
+
+  [[noreturn]] static void fail(const std::string& what) {
+    throw error(errc::transport, what + ": " + std::strerror(errno));
+  }
+
+  std::string name_;
+  bool linked_ = false;
+  detail::fault error_{};
+};
+
+/// The NVLink transport on the host emulation: what CI tests.
+using emulated_communicator = basic_communicator<host_emulation>;
+
+}  // namespace nvlink
+}  // namespace v0
+}  // namespace plait

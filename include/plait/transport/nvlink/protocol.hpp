@@ -1,0 +1,273 @@
+// The NVLink P2P protocol, written once for every device-operations policy.
+//
+// Each rank owns one registered staging area (device memory on a GPU, shared
+// memory in the host emulation). Peers map it: by CUDA IPC (or the shm name in
+// the emulation) when they are other processes, by its raw address when they
+// are threads of the same process. The area holds, for every peer p:
+//   - an inbound channel of `slots` chunks of `slot_bytes`, written by p only;
+//   - flags on their own cache lines: `head` (chunks p has written into our
+//     inbound channel, written by p), `credit` (chunks of ours that p has
+//     consumed from its inbound channel, written by p), and our own running
+//     counts `sent` and `taken` towards p, which persist between launches.
+// A sender writes a chunk's header and payload into the receiver's area and
+// then publishes it with a release store of `head`; the receiver checks the
+// header against the receive it expects (tag, message size, offset, chunk
+// size: nothing a peer wrote is trusted), copies the chunk out and hands the
+// slot back with a release store of `credit` into the sender's area. So a
+// message of any size streams through a fixed area, `slots` chunks in flight.
+//
+// Every transfer of one wait_all forms a "step": one lane per (peer,
+// direction), each lane the peer's messages in posting order. advance() moves
+// one lane by at most one chunk and never blocks; the policies drive it: the
+// host emulation round-robins all lanes on the calling thread, the CUDA
+// policy runs each lane in its own thread block. Both report failures through
+// the same fault record, which the communicator turns into plait::error.
+//
+// Not included by <plait/plait.hpp>: PLAIT_HOST_DEVICE changes these
+// definitions under nvcc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "plait/layout/pack_functors.hpp"  // PLAIT_HOST_DEVICE
+
+namespace plait {
+inline namespace v0 {
+namespace nvlink {
+namespace detail {
+
+inline constexpr std::uint32_t area_magic = 0x564e4c50;  // "PLNV"
+inline constexpr std::uint32_t protocol_version = 1;
+/// Ranks in one NVLink group: a node's GPUs, several ranks per GPU allowed.
+inline constexpr int max_ranks = 32;
+/// Lanes of one step: a send and a receive lane per peer (self included) at most.
+inline constexpr int max_lanes = 2 * max_ranks;
+/// Messages flushed by one wait_all (kernel parameters are bounded).
+inline constexpr int max_messages = 64;
+/// Alignment of everything in an area: flags do not share cache lines, and
+/// payloads take 16-byte vector copies.
+inline constexpr std::size_t area_alignment = 128;
+
+/// The shape of a staging area; every rank of a group uses the same one.
+struct geometry {
+  std::uint32_t ranks = 0;
+  std::uint32_t slots = 0;
+  std::uint64_t slot_bytes = 0;
+};
+
+/// Flags of one peer inside a rank's area, each on its own line so that the
+/// peer's writes and our own polling do not contend.
+struct alignas(area_alignment) peer_flags {
+  alignas(area_alignment) std::uint64_t head;    ///< written by the peer: chunks it put into our inbound channel
+  alignas(area_alignment) std::uint64_t credit;  ///< written by the peer: chunks of ours it consumed
+  alignas(area_alignment) std::uint64_t sent;    ///< ours: chunks we put into the peer's channel
+  std::uint64_t taken;                           ///< ours: chunks we consumed from the peer's channel
+};
+
+/// Written by the sender with each chunk; checked by the receiver before use.
+struct slot_header {
+  std::uint32_t tag;
+  std::uint32_t reserved;
+  std::uint64_t message_bytes;
+  std::uint64_t offset;
+  std::uint64_t chunk_bytes;
+};
+
+/// Identifies an area: read back by peers after mapping it.
+struct area_header {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::int32_t rank;
+  std::uint32_t ranks;
+  std::uint32_t slots;
+  std::uint32_t reserved;
+  std::uint64_t slot_bytes;
+};
+
+PLAIT_HOST_DEVICE constexpr std::size_t align_up(std::size_t n) noexcept {
+  return (n + area_alignment - 1) / area_alignment * area_alignment;
+}
+
+/// Where each part of an area lies (offsets from its start).
+struct area_layout {
+  geometry shape;
+  std::size_t flags_offset = 0;
+  std::size_t headers_offset = 0;
+  std::size_t payload_offset = 0;
+  std::size_t total = 0;
+
+  static area_layout of(const geometry& g) noexcept {
+    area_layout l;
+    l.shape = g;
+    l.flags_offset = align_up(sizeof(area_header));
+    l.headers_offset = l.flags_offset + std::size_t{g.ranks} * sizeof(peer_flags);
+    l.payload_offset = align_up(l.headers_offset + std::size_t{g.ranks} * g.slots * sizeof(slot_header));
+    l.total = l.payload_offset + std::size_t{g.ranks} * g.slots * static_cast<std::size_t>(g.slot_bytes);
+    return l;
+  }
+
+  PLAIT_HOST_DEVICE peer_flags* flags(std::byte* area, int peer) const noexcept {
+    return reinterpret_cast<peer_flags*>(area + flags_offset) + peer;
+  }
+  PLAIT_HOST_DEVICE slot_header* header(std::byte* area, int peer, std::uint64_t slot) const noexcept {
+    return reinterpret_cast<slot_header*>(area + headers_offset) + static_cast<std::size_t>(peer) * shape.slots + slot;
+  }
+  PLAIT_HOST_DEVICE std::byte* payload(std::byte* area, int peer, std::uint64_t slot) const noexcept {
+    return area + payload_offset + (static_cast<std::size_t>(peer) * shape.slots + slot) * shape.slot_bytes;
+  }
+};
+
+/// One posted transfer.
+struct message {
+  std::byte* data;
+  std::uint64_t bytes;
+  std::uint32_t tag;
+  std::uint32_t reserved;
+};
+
+/// The messages to or from one peer, in posting order: messages[first, first + count).
+struct lane {
+  std::int32_t peer;
+  std::uint32_t is_send;
+  std::uint32_t first;
+  std::uint32_t count;
+};
+
+/// Everything one step needs, passed by value (kernel parameters on a GPU).
+struct step_args {
+  area_layout layout;
+  std::byte* self;                   ///< this rank's area
+  std::byte* peer_area[max_ranks];   ///< each peer's area as mapped here (self at our own rank)
+  std::int32_t rank;
+  std::uint32_t lane_count;
+  std::uint64_t timeout_ns;
+  lane lanes[max_lanes];
+  message messages[max_messages];
+};
+
+/// What went wrong, for the error word.
+enum class fault_code : std::uint32_t { none = 0, timeout, tag_mismatch, size_mismatch, corrupt };
+
+/// The first failure of a step. Copied into the communicator's error word,
+/// raised on the host by the next call or synchronize().
+struct fault {
+  std::uint32_t code;  ///< a fault_code
+  std::int32_t peer;
+  std::uint32_t is_send;
+  std::uint32_t reserved;
+  std::uint64_t expected;  ///< what this rank expected (tag, size, offset, chunks in flight)
+  std::uint64_t found;     ///< what the peer's flags or header said
+  std::uint64_t done;      ///< bytes of the message moved before the failure
+  std::uint64_t bytes;     ///< size of the message
+};
+
+/// A lane's position: its current message and bytes done, and its running chunk count.
+struct cursor {
+  std::uint32_t index = 0;
+  std::uint64_t done = 0;
+  std::uint64_t count = 0;
+};
+
+enum class progress : std::uint32_t { moved, blocked, finished, failed };
+
+PLAIT_HOST_DEVICE inline std::uint64_t chunk_of(const area_layout& l, const message& m, std::uint64_t done) noexcept {
+  const std::uint64_t left = m.bytes - done;
+  return left < l.shape.slot_bytes ? left : l.shape.slot_bytes;
+}
+
+PLAIT_HOST_DEVICE inline void set_fault(fault& f, fault_code code, const lane& l, std::uint64_t expected,
+                                        std::uint64_t found, const cursor& c, const message& m) noexcept {
+  f.code = static_cast<std::uint32_t>(code);
+  f.peer = l.peer;
+  f.is_send = l.is_send;
+  f.reserved = 0;
+  f.expected = expected;
+  f.found = found;
+  f.done = c.done;
+  f.bytes = m.bytes;
+}
+
+/// Loads the lane's running count from this rank's own flags: before its first advance().
+template <class Ops>
+PLAIT_HOST_DEVICE void start_lane(Ops& ops, const step_args& a, const lane& l, cursor& c) {
+  peer_flags* own = a.layout.flags(a.self, l.peer);
+  c.index = 0;
+  c.done = 0;
+  c.count = ops.read(l.is_send != 0 ? &own->sent : &own->taken);
+}
+
+/// Moves lane `l` by at most one chunk. Never waits: `blocked` means the peer
+/// has to act first (free a slot, or publish a chunk).
+///
+/// Ops (one per lane; on a GPU every thread of the lane's block calls each
+/// function, and each returns the same value to all of them):
+///   std::uint64_t load(const std::uint64_t* flag)       acquire load (system scope)
+///   void store(std::uint64_t* flag, std::uint64_t v)    release store after all earlier copies
+///   T read(const T* p) / void write(T* p, const T& v)    small plain values
+///   void copy(std::byte* dst, const std::byte* src, std::uint64_t n)
+template <class Ops>
+PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, cursor& c, fault& f) {
+  if (c.index >= l.count) return progress::finished;
+  const area_layout& layout = a.layout;
+  const std::uint64_t slots = layout.shape.slots;
+  const message& m = a.messages[l.first + c.index];
+  std::byte* peer = a.peer_area[l.peer];
+  peer_flags* own = layout.flags(a.self, l.peer);
+  const std::uint64_t chunk = chunk_of(layout, m, c.done);
+
+  if (l.is_send != 0) {
+    const std::uint64_t credit = ops.load(&own->credit);
+    const std::uint64_t in_flight = c.count - credit;  // wraps to a huge value if the peer claims too much
+    if (in_flight > slots) {
+      set_fault(f, fault_code::corrupt, l, c.count, credit, c, m);
+      return progress::failed;
+    }
+    if (in_flight == slots) return progress::blocked;
+    const std::uint64_t slot = c.count % slots;
+    ops.write(layout.header(peer, a.rank, slot), slot_header{m.tag, 0, m.bytes, c.done, chunk});
+    ops.copy(layout.payload(peer, a.rank, slot), m.data + c.done, chunk);
+    ++c.count;
+    ops.store(&layout.flags(peer, a.rank)->head, c.count);
+  } else {
+    const std::uint64_t head = ops.load(&own->head);
+    const std::uint64_t ready = head - c.count;
+    if (ready > slots) {
+      set_fault(f, fault_code::corrupt, l, c.count, head, c, m);
+      return progress::failed;
+    }
+    if (ready == 0) return progress::blocked;
+    const std::uint64_t slot = c.count % slots;
+    const slot_header h = ops.read(layout.header(a.self, l.peer, slot));
+    if (h.tag != m.tag) {
+      set_fault(f, fault_code::tag_mismatch, l, m.tag, h.tag, c, m);
+      return progress::failed;
+    }
+    if (h.message_bytes != m.bytes) {
+      set_fault(f, fault_code::size_mismatch, l, m.bytes, h.message_bytes, c, m);
+      return progress::failed;
+    }
+    if (h.offset != c.done || h.chunk_bytes != chunk) {
+      set_fault(f, fault_code::corrupt, l, chunk, h.chunk_bytes, c, m);
+      return progress::failed;
+    }
+    ops.copy(m.data + c.done, layout.payload(a.self, l.peer, slot), chunk);
+    ++c.count;
+    ops.store(&layout.flags(peer, a.rank)->credit, c.count);
+  }
+
+  c.done += chunk;
+  if (c.done == m.bytes) {
+    c.done = 0;
+    if (++c.index == l.count) {
+      ops.write(l.is_send != 0 ? &own->sent : &own->taken, c.count);
+      return progress::finished;
+    }
+  }
+  return progress::moved;
+}
+
+}  // namespace detail
+}  // namespace nvlink
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,377 @@
+// plait-test-labels: quick shm
+// plait-test-timeout: 300
+// The NVLink transport's protocol on its host emulation (the same
+// basic_communicator and protocol.hpp the CUDA policy runs, over shared
+// memory, memcpy and std::atomic_ref), bootstrapped over shm threads (the
+// peer-access path: raw addresses) and processes (the IPC path: handles):
+// point-to-point across chunk and slot boundaries, every algorithm with
+// contiguous data and with along<D> / redistribute<S, C> on strided views,
+// split, bytes_sent, the executor's copy engine, and the errors: mismatched
+// sizes and tags, timeouts raised from the error word, poisoning, bad
+// staging shapes, no leftover shared-memory objects.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <plait/algorithm/automatic.hpp>
+#include <plait/algorithm/bruck.hpp>
+#include <plait/algorithm/direct.hpp>
+#include <plait/algorithm/neighbor_exchange.hpp>
+#include <plait/algorithm/pairwise.hpp>
+#include <plait/algorithm/recursive_doubling.hpp>
+#include <plait/algorithm/ring.hpp>
+#include <plait/algorithm/tree.hpp>
+#include <plait/plait.hpp>
+#include <plait/transport/nvlink/host_emulation.hpp>
+
+#include "support/harness.hpp"
+#include "support/layout_sweep.hpp"
+
+using plait_test::mode;
+using gpu_comm = plait::nvlink::emulated_communicator;
+
+static_assert(plait::transport<gpu_comm>);
+static_assert(std::is_same_v<gpu_comm::memory_space, plait::device_memory>);
+// The communicator refers to its bootstrap: a temporary would dangle.
+static_assert(!std::is_constructible_v<gpu_comm, plait::shm::communicator&&, int>);
+static_assert(std::is_constructible_v<gpu_comm, plait::shm::communicator&, int>);
+static_assert(!std::is_copy_constructible_v<gpu_comm> && std::is_move_constructible_v<gpu_comm>);
+
+namespace {
+
+/// Small slots so that modest messages cross many chunks and wrap the slots.
+constexpr plait::nvlink::options tiny{2, 64};
+
+template <class Algorithm>
+bool runs_on(int ranks) {
+  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
+}
+
+/// Runs body(gpu) on an emulated NVLink group of `ranks` over shm.
+template <class Fn>
+std::vector<std::string> run_nvlink(mode m, int ranks, plait::nvlink::options shape, Fn&& body) {
+  return plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& boot) -> std::string {
+    gpu_comm gpu(boot, 0, {}, shape);
+    return body(gpu);
+  });
+}
+
+template <class T, class Algorithm>
+std::string gather_and_check(gpu_comm& comm, std::size_t n) {
+  std::vector<T> mine(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<T>(comm.rank(), i);
+  std::vector<T> all(n * static_cast<std::size_t>(comm.size()));
+  plait::all_gather<Algorithm>(comm, mine, all);
+  std::vector<T> want;
+  for (int r = 0; r < comm.size(); ++r) {
+    for (std::size_t i = 0; i < n; ++i) want.push_back(plait_test::make_value<T>(r, i));
+  }
+  return plait_test::compare(all, want, "all_gather n=" + std::to_string(n));
+}
+
+template <class T, class Algorithm>
+std::string exchange_and_check(gpu_comm& comm, std::size_t n) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::vector<T> out(n * p);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = plait_test::make_value<T>(comm.rank(), i);
+  std::vector<T> in(n * p);
+  plait::all_to_all<Algorithm>(comm, out, in);
+  std::vector<T> want;
+  for (std::size_t src = 0; src < p; ++src) {
+    for (std::size_t i = 0; i < n; ++i) {
+      want.push_back(plait_test::make_value<T>(static_cast<int>(src), static_cast<std::size_t>(comm.rank()) * n + i));
+    }
+  }
+  return plait_test::compare(in, want, "all_to_all n=" + std::to_string(n));
+}
+
+}  // namespace
+
+TEST_CASE("nvlink emulation: point-to-point across chunk and slot boundaries", "[nvlink][p2p]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 4);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) -> std::string {
+    const int p = gpu.size();
+    const int right = (gpu.rank() + 1) % p;
+    const int left = (gpu.rank() + p - 1) % p;
+    // 0, less than a chunk, exactly one, one more, and many more chunks than slots.
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{64}, std::size_t{65},
+                              std::size_t{128}, std::size_t{1000}, std::size_t{4099}}) {
+      std::vector<std::byte> out(bytes);
+      for (std::size_t i = 0; i < bytes; ++i) out[i] = static_cast<std::byte>(gpu.rank() * 31 + i * 7);
+      std::vector<std::byte> in(bytes, std::byte{0xee});
+      std::vector<gpu_comm::request> r{gpu.irecv(left, in, 5), gpu.isend(right, out, 5)};
+      gpu.wait_all(r);
+      for (std::size_t i = 0; i < bytes; ++i) {
+        if (in[i] != static_cast<std::byte>(left * 31 + i * 7)) {
+          return "message of " + std::to_string(bytes) + " bytes wrong at byte " + std::to_string(i);
+        }
+      }
+    }
+    // Several messages to one peer in one step keep their order.
+    std::vector<std::uint32_t> a(100, static_cast<std::uint32_t>(gpu.rank())), b(7, 77), c(100), d(7);
+    std::vector<gpu_comm::request> r;
+    r.push_back(gpu.isend(right, std::as_bytes(std::span(a)), 9));
+    r.push_back(gpu.isend(right, std::as_bytes(std::span(b)), 9));
+    r.push_back(gpu.irecv(left, std::as_writable_bytes(std::span(c)), 9));
+    r.push_back(gpu.irecv(left, std::as_writable_bytes(std::span(d)), 9));
+    gpu.wait_all(r);
+    if (c != std::vector<std::uint32_t>(100, static_cast<std::uint32_t>(left)) || d != std::vector<std::uint32_t>(7, 77)) {
+      return "two messages to one peer arrived out of order";
+    }
+    if (gpu.bytes_sent() != 4099 + 1000 + 128 + 65 + 64 + 63 + 1 + 400 + 28) return "bytes_sent is wrong";
+    gpu.synchronize();
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::plait_segments().empty());
+}
+
+TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "[nvlink][all_gather]", plait::ring,
+                   plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
+                   plait::neighbor_exchange, plait::automatic) {
+  const auto [m, ranks] = GENERATE(table<mode, int>(
+      {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::threads, 5}, {mode::threads, 8},
+       {mode::processes, 4}, {mode::processes, 6}}));
+  if (!runs_on<TestType>(ranks)) return;
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
+    std::string verdict;
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{37}, std::size_t{1000}}) {
+      verdict += gather_and_check<std::uint64_t, TestType>(gpu, n);
+      verdict += gather_and_check<plait_test::triple, TestType>(gpu, n);
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "[nvlink][all_to_all]", plait::ring,
+                   plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
+  const auto [m, ranks] = GENERATE(table<mode, int>(
+      {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::threads, 7}, {mode::processes, 4},
+       {mode::processes, 5}}));
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
+    std::string verdict;
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{37}, std::size_t{500}}) {
+      verdict += exchange_and_check<std::uint16_t, TestType>(gpu, n);
+      verdict += exchange_and_check<plait_test::triple, TestType>(gpu, n);
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+namespace {
+const layout_sweep::plan strided_plan{{{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
+                                      {{layout_sweep::arrangement::dense, layout_sweep::arrangement::dense},
+                                       {layout_sweep::arrangement::padded, layout_sweep::arrangement::interleaved},
+                                       {layout_sweep::arrangement::column_major, layout_sweep::arrangement::dense},
+                                       {layout_sweep::arrangement::interleaved, layout_sweep::arrangement::column_major}},
+                                      true};
+}  // namespace
+
+TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> on strided views",
+                   "[nvlink][layout][along]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
+                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4},
+                                                     {mode::processes, 2}, {mode::processes, 5}}));
+  if (!runs_on<TestType>(ranks)) return;
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
+    return layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, strided_plan);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm with redistribute<S, C> on strided views",
+                   "[nvlink][layout][redistribute]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
+                   plait::automatic) {
+  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4},
+                                                     {mode::processes, 2}, {mode::processes, 5}}));
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
+    return layout_sweep::exchange_sweep<TestType, plait_test::triple>(gpu, strided_plan);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: the executor packs, copies and stages through the transport's engine",
+          "[nvlink][engine]") {
+  const auto verdicts = run_nvlink(mode::threads, 4, {}, [](gpu_comm& gpu) -> std::string {
+    auto& engine = gpu.copy_engine();
+    // Strided along<1>: the own shard is copied by the engine, blocks packed and unpacked by it.
+    layout_sweep::strided_buffer<int> send({2, 3, 4}, layout_sweep::arrangement::padded, -7);
+    layout_sweep::strided_buffer<int> recv({2, 12, 4}, layout_sweep::arrangement::padded, -7);
+    plait::all_gather<plait::ring, plait::along<1>>(gpu, send.const_view(), recv.view());
+    if (engine.copies != 1) return "own shard not copied by the engine (" + std::to_string(engine.copies) + ")";
+    if (engine.packs == 0 || engine.unpacks == 0 || engine.allocations == 0) return "strided blocks bypassed the engine";
+    // Bruck all-to-all on 4 ranks forwards blocks (offset 3 goes in two hops)
+    // it neither starts nor ends with: scratch from the engine.
+    const auto before = engine.allocations;
+    std::vector<int> out(4 * 5, gpu.rank()), in(4 * 5);
+    plait::all_to_all<plait::bruck>(gpu, out, in);
+    if (engine.allocations == before) return "transit blocks not allocated by the engine";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: split gives NVLink groups of their own", "[nvlink][split]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = run_nvlink(m, 5, tiny, [](gpu_comm& gpu) -> std::string {
+    const int color = gpu.rank() == 4 ? plait::no_group : gpu.rank() % 2;
+    gpu_comm half = gpu.split(color, -gpu.rank());  // reversed order inside each half
+    if (gpu.rank() == 4) {
+      if (half) return "no_group gave a live communicator";
+      return gather_and_check<std::uint32_t, plait::ring>(gpu, 50);  // the parent still works
+    }
+    if (!half || half.size() != 2) return "wrong half size";
+    const int want_rank = gpu.rank() < 2 ? 1 : 0;
+    if (half.rank() != want_rank) return "wrong rank in half: " + std::to_string(half.rank());
+    if (half.shape().slot_bytes != tiny.slot_bytes) return "split lost the staging shape";
+    std::string verdict = gather_and_check<std::uint32_t, plait::ring>(half, 333);
+    verdict += gather_and_check<std::uint32_t, plait::ring>(gpu, 50);  // the parent still works
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::plait_segments().empty());
+}
+
+TEST_CASE("nvlink emulation: bytes_sent counts exactly the ring's payload", "[nvlink][bytes_sent]") {
+  const auto verdicts = run_nvlink(mode::threads, 4, tiny, [](gpu_comm& gpu) -> std::string {
+    std::vector<std::uint64_t> mine(100), all(400);
+    plait::all_gather<plait::ring>(gpu, mine, all);
+    // A ring sends P-1 blocks; handle exchange and barriers are not payload.
+    return gpu.bytes_sent() == 3 * 100 * 8 ? "" : "bytes_sent " + std::to_string(gpu.bytes_sent());
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: a size mismatch is size_mismatch and poisons", "[nvlink][errors]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = run_nvlink(m, 2, tiny, [](gpu_comm& gpu) -> std::string {
+    gpu.set_timeout(std::chrono::seconds(1));
+    // Both send 100 bytes; rank 0 expects only 50.
+    std::vector<std::byte> out(100), in(gpu.rank() == 0 ? 50 : 100);
+    const int peer = 1 - gpu.rank();
+    std::vector<gpu_comm::request> r{gpu.irecv(peer, in, 3), gpu.isend(peer, out, 3)};
+    if (gpu.rank() == 1) {
+      // Rank 0 stops at the mismatch, perhaps before its send is complete.
+      try {
+        gpu.wait_all(r);
+      } catch (const plait::error& e) {
+        if (e.code() != plait::errc::timeout) return e.what();
+      }
+      return {};
+    }
+    try {
+      gpu.wait_all(r);
+      return "no error";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch || e.peer() != 1) return e.what();
+      if (std::string(e.what()).find("peer sent 100 bytes where this rank expects 50") == std::string::npos) {
+        return e.what();
+      }
+    }
+    try {
+      gpu.synchronize();
+      return "not poisoned";
+    } catch (const plait::error& e) {
+      if (std::string(e.what()).find("unusable after an earlier failure") == std::string::npos) return e.what();
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: a receive nobody sends times out from the error word", "[nvlink][errors][timeout]") {
+  const auto verdicts = run_nvlink(mode::threads, 2, tiny, [](gpu_comm& gpu) -> std::string {
+    gpu.set_timeout(std::chrono::milliseconds(200));
+    std::string verdict;
+    if (gpu.rank() == 0) {
+      std::vector<std::byte> in(10);
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        gpu.recv(1, in, 4);
+        verdict = "no timeout";
+      } catch (const plait::error& e) {
+        if (e.code() != plait::errc::timeout) verdict = e.what();
+        if (std::string(e.what()).find("waiting to receive 10 bytes") == std::string::npos) verdict = e.what();
+        if (e.peer() != 1) verdict = "wrong peer: " + std::string(e.what());
+      }
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) verdict = "timeout took too long";
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: messages of different calls do not match", "[nvlink][errors][tags]") {
+  const auto verdicts = run_nvlink(mode::threads, 2, tiny, [](gpu_comm& gpu) -> std::string {
+    gpu.set_timeout(std::chrono::seconds(2));
+    std::vector<std::byte> buffer(16);
+    try {
+      if (gpu.rank() == 0) {
+        gpu.send(1, buffer, 1);
+      } else {
+        gpu.recv(0, buffer, 2);
+        return "tag 1 matched a receive for tag 2";
+      }
+    } catch (const plait::error& e) {
+      if (gpu.rank() == 1 && std::string(e.what()).find("tag 1 arrived where tag 2") == std::string::npos) return e.what();
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: bad arguments and shapes are rejected", "[nvlink][errors]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& boot) -> std::string {
+    try {
+      gpu_comm bad(boot, 0, {}, {4, 100});  // not a multiple of 16
+      return "odd slot size accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) return e.what();
+    }
+    // Ranks disagreeing on the shape are told so by the handle exchange.
+    try {
+      gpu_comm mixed(boot, 0, {}, {boot.rank() == 0 ? 2u : 3u, 64});
+      return "mixed shapes accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch) return e.what();
+    }
+    gpu_comm gpu(boot, 0, {}, tiny);
+    std::vector<std::byte> b(4);
+    try {
+      (void)gpu.isend(2, b, 0);
+      return "peer 2 of 2 accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) return e.what();
+    }
+    try {
+      (void)gpu.isend(0, std::span<const std::byte>(static_cast<const std::byte*>(nullptr), 4), 0);
+      return "null buffer accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) return e.what();
+    }
+    gpu_comm null;
+    if (null) return "default communicator is not null";
+    try {
+      null.barrier();
+      return "null communicator usable";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) return e.what();
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::plait_segments().empty());
+}
