@@ -11,6 +11,8 @@
 //
 // Variants measured at each size (samples interleaved, see bench/harness.hpp):
 //   plait-shm   plait over its shared-memory transport (--transport shm)
+//   plait-shm-chunked  the same, with single copy turned off (--transport shm-chunked):
+//               every message goes through the slots, copied in and out
 //   plait-mpi   plait over MPI point-to-point (--transport mpi)
 //   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
@@ -19,6 +21,7 @@
 // The table's ratio columns divide the first variant's busbw by each other's.
 // Progress goes to stderr, the table to stdout (rank 0), files with --json/--csv.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -76,7 +79,8 @@ std::string loadavg();
                "  -e, --maxbytes SIZE      largest size (default 64M)\n"
                "  -f, --stepfactor F       size multiplier between steps (default 2)\n"
                "  --op LIST                all_gather, all_to_all or both, comma-separated (default all_gather)\n"
-               "  --transport LIST         plait's transports to measure: shm, mpi (default shm)\n"
+               "  --transport LIST         plait's transports to measure: shm, shm-chunked (single copy off), mpi\n"
+               "                           (default shm)\n"
                "  --algorithm NAME         ring, tree, pairwise, bruck, recursive_doubling, direct,\n"
                "                           neighbor_exchange or automatic (default automatic)\n"
                "  -n, --iters N            calls per timed sample (default 20)\n"
@@ -168,7 +172,7 @@ options parse(int argc, char** argv) {
     }
   }
   for (const auto& t : o.transports) {
-    if (t != "shm" && t != "mpi") {
+    if (t != "shm" && t != "shm-chunked" && t != "mpi") {
       std::fprintf(stderr, "plait-bench: unknown --transport %s\n", t.c_str());
       usage(2);
     }
@@ -225,7 +229,7 @@ struct buffers {
 /// test (null when not measured); `native` runs the MPI baseline (empty
 /// without MPI); `barrier` separates samples.
 template <class Timing, class Shm, class Mpi>
-std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Mpi* mpi,
+std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Shm* shm_chunked, Mpi* mpi,
                               const std::function<void(bool gather, buffers&)>& native_setup,
                               const std::function<void()>& native, const std::function<void()>& barrier) {
   const int rank = timing.rank();
@@ -252,6 +256,7 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Mpi* m
                                   : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, b.send, b.recv));
       };
       add_plait(shm, "plait-shm");
+      add_plait(shm_chunked, "plait-shm-chunked");
       add_plait(mpi, "plait-mpi");
       if (o.baselines && native) {
         native_setup(gather, b);
@@ -366,6 +371,11 @@ int main(int argc, char** argv) {
                                                            std::to_string(ranks) + " share this one)");
         }
       }
+      std::optional<plait::shm::communicator> shm_chunked;
+      if (wants(o.transports, "shm-chunked")) {
+        shm_chunked.emplace(plait::mpi::node_local_shm(world));
+        shm_chunked->set_single_copy_bytes(SIZE_MAX);
+      }
       plait::mpi::communicator* mpi = wants(o.transports, "mpi") ? &world : nullptr;
       MPI_Comm native_comm = world.native_handle();
       int native_count = 0;
@@ -387,7 +397,8 @@ int main(int argc, char** argv) {
       };
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.
       auto barrier = [&] { MPI_Barrier(native_comm); };
-      const auto rows = sweep(o, world, shm ? &*shm : nullptr, mpi, native_setup, native, barrier);
+      const auto rows = sweep(o, world, shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr, mpi,
+                              native_setup, native, barrier);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
       MPI_Get_library_version(library, &length);
@@ -420,7 +431,16 @@ int main(int argc, char** argv) {
   try {
     plait::shm::run_processes(o.processes, [&](plait::shm::communicator& comm) {
       auto barrier = [&] { comm.barrier(); };
-      const auto rows = sweep(o, comm, &comm, static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
+      // The chunked variant is a second group over the same ranks (split
+      // makes one), with single copy turned off.
+      std::optional<plait::shm::communicator> chunked;
+      if (wants(o.transports, "shm-chunked")) {
+        chunked.emplace(comm.split(0, comm.rank()));
+        chunked->set_single_copy_bytes(SIZE_MAX);
+      }
+      plait::shm::communicator* plain = wants(o.transports, "shm") ? &comm : nullptr;
+      const auto rows = sweep(o, comm, plain, chunked ? &*chunked : nullptr,
+                              static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
       if (comm.rank() == 0 &&
           !report(o, rows, {{"ranks", std::to_string(comm.size())}, {"launcher", "run_processes (no MPI)"}})) {
         throw plait::error(plait::errc::transport, "verification failed");

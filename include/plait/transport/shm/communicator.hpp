@@ -56,12 +56,6 @@ inline std::chrono::nanoseconds default_timeout() {
   return std::chrono::seconds(300);
 }
 
-/// How long a wait polls without yielding after the last progress.
-inline std::chrono::nanoseconds spin_window() {
-  if (const char* text = std::getenv("PLAIT_SHM_SPIN_US")) return std::chrono::microseconds(std::strtoul(text, nullptr, 10));
-  return std::chrono::microseconds(50);
-}
-
 /// Messages of at least this many bytes go by reference (single copy) unless
 /// PLAIT_SHM_SINGLE_COPY_BYTES says otherwise (0 turns single copy off; for
 /// measurements). Below it a syscall and a round trip cost more than two
@@ -210,22 +204,15 @@ class communicator {
     try {
       plait::detail::backoff wait;
       unsigned slow_checks = 0;
-      // Poll without yielding for a short while after the last progress: a
-      // peer is usually microseconds away from its next step, and a yield on a
-      // busy machine gives the core away for a whole time slice.
-      auto spin_until = clock::now() + spin_window_;
       for (;;) {
         const bool moved = progress();
         if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
-        const auto now = clock::now();
         if (moved) {
           wait.reset();
-          spin_until = now + spin_window_;
           continue;
         }
         check_group(first_waiting(requests));
-        if (now > until) throw timed_out(requests);
-        if (now < spin_until) continue;
+        if (clock::now() > until) throw timed_out(requests);
         if (wait.sleeping() && ++slow_checks % 64 == 0 && !peers_alive(requests)) {
           // A process that ended cannot write any more: whatever it sent is in
           // the channel now, so one more pass decides whether we can finish.
@@ -700,7 +687,6 @@ class communicator {
   std::uint64_t bytes_sent_ = 0;
   int tag_counter_ = 0;
   std::size_t single_copy_bytes_ = detail::default_single_copy_bytes();
-  std::chrono::nanoseconds spin_window_ = detail::spin_window();
   bool poisoned_ = false;
   bool check_mode_ = false;
   errc poisoned_code_ = errc::transport;
