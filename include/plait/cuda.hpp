@@ -1,7 +1,9 @@
 // plait's CUDA side: device packing (plait::device::pack / unpack, kernels on
-// the caller's stream) and, later, the NVLink P2P transport. CUDA code lives
-// only behind this header so that <plait/plait.hpp> stays the same for every
-// compiler (no inline function there changes with __CUDACC__).
+// the caller's stream) and the NVLink P2P transport (plait::nvlink::communicator,
+// device buffers moved between GPUs of one node through CUDA IPC or peer
+// access, ordered on a stream). CUDA code lives only behind this header so that
+// <plait/plait.hpp> stays the same for every compiler (no inline function there
+// changes with __CUDACC__).
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -10,3 +12,4 @@
 
 #include "plait/cuda/pack.cuh"
 #include "plait/layout/pack_functors.hpp"
+#include "plait/transport/nvlink/cuda_device_ops.cuh"

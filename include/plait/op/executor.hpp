@@ -55,6 +55,16 @@ struct host_engine {
 template <class Comm>
 concept has_copy_engine = requires(Comm& comm) { comm.copy_engine(); };
 
+/// The transport's engine if it has one, else `host`.
+template <class Comm>
+auto& engine_for(Comm& comm, host_engine& host) {
+  if constexpr (has_copy_engine<Comm>) {
+    return comm.copy_engine();
+  } else {
+    return host;
+  }
+}
+
 /// Blocks this rank forwards but neither starts nor ends with.
 template <class Engine>
 class transit_store {
@@ -94,13 +104,7 @@ inline std::span<std::byte> direct_span(const std::vector<region>& blocks) {
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
   detail::host_engine host;
-  auto& engine = [&]() -> auto& {
-    if constexpr (detail::has_copy_engine<Comm>) {
-      return comm.copy_engine();
-    } else {
-      return host;
-    }
-  }();
+  auto& engine = detail::engine_for(comm, host);
   using engine_type = std::remove_reference_t<decltype(engine)>;
   if constexpr (detail::has_copy_engine<Comm>) {
     auto device_copy = [&](const region& src, const region& dst) { engine.copy(src, dst); };

@@ -1,0 +1,435 @@
+// The CUDA device-operations policy of the NVLink transport: the protocol of
+// protocol.hpp on GPUs.
+//   - staging area: one cudaMalloc per rank, exported with
+//     cudaIpcGetMemHandle, opened by peers in other processes with
+//     cudaIpcOpenMemHandle; peers that are threads of the same process use
+//     its address (with peer access enabled when their device differs);
+//   - a step is one kernel on the stream, one thread block per lane; every
+//     thread of a block copies (16-byte vectors when aligned, loads through
+//     L2 so a peer's fresh writes are seen), thread 0 owns the flags through
+//     ::cuda::atomic_ref at system scope;
+//   - a wait in a lane is bounded by the step's timeout (%globaltimer); the
+//     first failing lane claims the error word (pinned, mapped host memory),
+//     every other lane stops, and the host raises it as plait::error on the
+//     next call or synchronize() without ever waiting for the stream itself;
+//   - the executor's staging and scratch come from cudaMallocAsync on the
+//     stream, packing from plait::device::pack / unpack.
+// Failed CUDA calls become plait::error(errc::transport, cudaGetErrorString).
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "<plait/transport/nvlink/cuda_device_ops.cuh> holds CUDA kernels: compile with nvcc (include <plait/cuda.hpp>)"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <cuda/atomic>
+
+#include "plait/core/error.hpp"
+#include "plait/core/region.hpp"
+#include "plait/cuda/pack.cuh"
+#include "plait/transport/nvlink/communicator.hpp"
+#include "plait/transport/nvlink/protocol.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace nvlink {
+namespace detail {
+
+/// Throws plait::error(errc::transport, "<what>: <CUDA's error string>") unless `status` is success.
+inline void check_cuda(cudaError_t status, std::string_view what) {
+  if (status == cudaSuccess) return;
+  (void)cudaGetLastError();  // clear a non-sticky error so later calls report their own
+  throw error(errc::transport, std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+/// Makes `device` current for one host call and restores the caller's device.
+class device_guard {
+ public:
+  explicit device_guard(int device) {
+    check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+  ~device_guard() { (void)cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+inline constexpr unsigned lane_threads = 512;
+
+/// The protocol's memory operations for one lane = one thread block. Every
+/// thread calls each function; values come from thread 0 through shared
+/// memory, so all threads take the same branches.
+struct block_ops {
+  std::uint64_t* word;      // __shared__
+  unsigned char* scratch;   // __shared__, 64 bytes, 16-aligned
+
+  __device__ std::uint64_t load(const std::uint64_t* flag) const {
+    if (threadIdx.x == 0) {
+      ::cuda::atomic_ref<std::uint64_t, ::cuda::thread_scope_system> f(*const_cast<std::uint64_t*>(flag));
+      *word = f.load(::cuda::memory_order_acquire);
+    }
+    __syncthreads();
+    const std::uint64_t v = *word;
+    __syncthreads();
+    return v;
+  }
+  __device__ void store(std::uint64_t* flag, std::uint64_t value) const {
+    __syncthreads();  // every thread's part of the copy is issued before thread 0 publishes
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      ::cuda::atomic_ref<std::uint64_t, ::cuda::thread_scope_system> f(*flag);
+      f.store(value, ::cuda::memory_order_release);
+    }
+  }
+  template <class T>
+  __device__ T read(const T* p) const {
+    static_assert(sizeof(T) <= 64);
+    if (threadIdx.x == 0) {
+      const volatile unsigned char* from = reinterpret_cast<const volatile unsigned char*>(p);
+      for (unsigned i = 0; i < sizeof(T); ++i) scratch[i] = from[i];
+    }
+    __syncthreads();
+    T v;
+    memcpy(&v, scratch, sizeof(T));
+    __syncthreads();
+    return v;
+  }
+  template <class T>
+  __device__ void write(T* p, const T& value) const {
+    if (threadIdx.x == 0) *p = value;  // published by the next store()
+  }
+  template <class Word>
+  __device__ static void copy_words(std::byte* dst, const std::byte* src, std::uint64_t n) {
+    auto* to = reinterpret_cast<Word*>(dst);
+    const auto* from = reinterpret_cast<const Word*>(src);
+    for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = __ldcg(from + i);
+  }
+  __device__ void copy(std::byte* dst, const std::byte* src, std::uint64_t bytes) const {
+    const auto bits = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
+    std::uint64_t head = 0;
+    if ((bits & 15) == 0) {
+      head = bytes / 16 * 16;
+      copy_words<uint4>(dst, src, bytes / 16);
+    } else if ((bits & 7) == 0) {
+      head = bytes / 8 * 8;
+      copy_words<unsigned long long>(dst, src, bytes / 8);
+    } else if ((bits & 3) == 0) {
+      head = bytes / 4 * 4;
+      copy_words<unsigned int>(dst, src, bytes / 4);
+    }
+    copy_words<unsigned char>(dst + head, src + head, bytes - head);
+  }
+
+  /// Nanoseconds from the GPU's global timer, the same for every thread.
+  __device__ std::uint64_t now() const {
+    if (threadIdx.x == 0) {
+      std::uint64_t t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      *word = t;
+    }
+    __syncthreads();
+    const std::uint64_t v = *word;
+    __syncthreads();
+    return v;
+  }
+  /// True once some lane of this communicator has claimed the error word.
+  __device__ bool stopped(const unsigned* claim) const {
+    if (threadIdx.x == 0) *word = *reinterpret_cast<const volatile unsigned*>(claim);
+    __syncthreads();
+    const bool v = *word != 0;
+    __syncthreads();
+    return v;
+  }
+};
+
+/// Thread 0 of the first failing lane writes the fault to the host-visible word.
+__device__ inline void report(const fault& f, fault* host_word, unsigned* claim) {
+  if (threadIdx.x != 0) return;
+  if (atomicCAS(claim, 0u, 1u) != 0u) return;
+  volatile fault* out = host_word;
+  out->peer = f.peer;
+  out->is_send = f.is_send;
+  out->expected = f.expected;
+  out->found = f.found;
+  out->done = f.done;
+  out->bytes = f.bytes;
+  __threadfence_system();
+  out->code = f.code;  // last: the host reads the code first
+  __threadfence_system();
+}
+
+/// One step: block b drives lane b until it finishes, fails, times out, or
+/// another lane has failed.
+__global__ void __launch_bounds__(lane_threads) step_kernel(const __grid_constant__ step_args a, fault* host_word,
+                                                             unsigned* claim) {
+  __shared__ std::uint64_t word;
+  __shared__ alignas(16) unsigned char scratch[64];
+  block_ops ops{&word, scratch};
+  const lane& l = a.lanes[blockIdx.x];
+  cursor c;
+  start_lane(ops, a, l, c);
+  const std::uint64_t start = ops.now();
+  unsigned idle = 0;
+  for (;;) {
+    fault f{};
+    const progress p = advance(ops, a, l, c, f);
+    if (p == progress::finished) return;
+    if (p == progress::failed) {
+      report(f, host_word, claim);
+      return;
+    }
+    if (p == progress::moved) {
+      idle = 0;
+      continue;
+    }
+    if (ops.stopped(claim)) return;
+    if (ops.now() - start > a.timeout_ns) {
+      set_fault(f, fault_code::timeout, l, 0, 0, c, a.messages[l.first + c.index]);
+      report(f, host_word, claim);
+      return;
+    }
+    // Back off a little while the peer catches up (it may share this GPU).
+    if (idle < 64) ++idle;
+    __nanosleep(32 * idle);
+  }
+}
+
+}  // namespace detail
+
+/// The CUDA policy: see the top of this file.
+class cuda_device_ops {
+ public:
+  using stream_type = cudaStream_t;
+
+  /// 8 chunks of 512 KiB in flight per peer: deep enough to keep NVLink busy,
+  /// small enough that 8 ranks need 32 MiB of staging each.
+  static constexpr std::uint32_t default_slots = 8;
+  static constexpr std::uint64_t default_slot_bytes = 512 << 10;
+
+  /// The executor's memory on the device, ordered on the communicator's stream.
+  class engine {
+   public:
+    /// Device bytes freed in stream order (cudaFreeAsync) when dropped.
+    class buffer {
+     public:
+      buffer() = default;
+      buffer(std::byte* data, std::size_t bytes, cudaStream_t stream) : data_(data), size_(bytes), stream_(stream) {}
+      buffer(buffer&& other) noexcept { *this = std::move(other); }
+      buffer& operator=(buffer&& other) noexcept {
+        if (this != &other) {
+          release();
+          data_ = std::exchange(other.data_, nullptr);
+          size_ = std::exchange(other.size_, 0);
+          stream_ = other.stream_;
+        }
+        return *this;
+      }
+      buffer(const buffer&) = delete;
+      buffer& operator=(const buffer&) = delete;
+      ~buffer() { release(); }
+      [[nodiscard]] std::byte* data() const noexcept { return data_; }
+      [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+     private:
+      void release() noexcept {
+        if (data_ != nullptr) (void)cudaFreeAsync(data_, stream_);
+        data_ = nullptr;
+        size_ = 0;
+      }
+      std::byte* data_ = nullptr;
+      std::size_t size_ = 0;
+      cudaStream_t stream_ = nullptr;
+    };
+
+    engine(cuda_device_ops& ops, const cudaStream_t* stream) : ops_(&ops), stream_(stream) {}
+
+    buffer allocate(std::size_t bytes) {
+      if (bytes == 0) return {};
+      detail::device_guard on(ops_->device_);
+      void* p = nullptr;
+      detail::check_cuda(cudaMallocAsync(&p, bytes, *stream_), "cudaMallocAsync");
+      return {static_cast<std::byte*>(p), bytes, *stream_};
+    }
+    void pack(const region& src, std::byte* dst) {
+      detail::device_guard on(ops_->device_);
+      detail::check_cuda(device::pack(src, dst, *stream_), "device pack");
+    }
+    void unpack(const std::byte* src, const region& dst) {
+      detail::device_guard on(ops_->device_);
+      detail::check_cuda(device::unpack(src, dst, *stream_), "device unpack");
+    }
+    void copy(const region& src, const region& dst) {
+      if (src.bytes() == 0) return;
+      if (src.is_contiguous() && dst.is_contiguous()) {
+        detail::device_guard on(ops_->device_);
+        detail::check_cuda(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, *stream_),
+                           "cudaMemcpyAsync");
+      } else if (src.is_contiguous()) {
+        unpack(src.data, dst);
+      } else if (dst.is_contiguous()) {
+        pack(src, dst.data);
+      } else {
+        buffer bounce = allocate(src.bytes());
+        pack(src, bounce.data());
+        unpack(bounce.data(), dst);
+      }
+    }
+
+   private:
+    cuda_device_ops* ops_;
+    const cudaStream_t* stream_;
+  };
+
+  explicit cuda_device_ops(int device) : device_(device) {
+    detail::device_guard on(device_);
+    void* word = nullptr;
+    detail::check_cuda(cudaHostAlloc(&word, sizeof(detail::fault), cudaHostAllocMapped), "cudaHostAlloc (error word)");
+    word_ = static_cast<detail::fault*>(word);
+    std::memset(static_cast<void*>(word_), 0, sizeof(detail::fault));
+    void* device_word = nullptr;
+    if (const cudaError_t e = cudaHostGetDevicePointer(&device_word, word, 0); e != cudaSuccess) {
+      (void)cudaFreeHost(word_);
+      detail::check_cuda(e, "cudaHostGetDevicePointer (error word)");
+    }
+    word_on_device_ = static_cast<detail::fault*>(device_word);
+    void* claim = nullptr;
+    if (const cudaError_t e = cudaMalloc(&claim, sizeof(unsigned)); e != cudaSuccess) {
+      (void)cudaFreeHost(word_);
+      detail::check_cuda(e, "cudaMalloc (error claim)");
+    }
+    claim_ = static_cast<unsigned*>(claim);
+    (void)cudaMemset(claim_, 0, sizeof(unsigned));
+  }
+  cuda_device_ops(const cuda_device_ops&) = delete;
+  cuda_device_ops& operator=(const cuda_device_ops&) = delete;
+  ~cuda_device_ops() {
+    (void)cudaSetDevice(device_);
+    (void)cudaFree(claim_);
+    (void)cudaFreeHost(word_);
+  }
+
+  std::byte* allocate_area(std::size_t bytes) {
+    detail::device_guard on(device_);
+    void* p = nullptr;
+    detail::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc (staging area)");
+    if (const cudaError_t e = cudaMemset(p, 0, bytes); e != cudaSuccess) {
+      (void)cudaFree(p);
+      detail::check_cuda(e, "cudaMemset (staging area)");
+    }
+    return static_cast<std::byte*>(p);
+  }
+  void write_area(std::byte* area, const void* src, std::size_t bytes) {
+    detail::device_guard on(device_);
+    detail::check_cuda(cudaMemcpy(area, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (area header)");
+  }
+  void read_area(void* dst, const std::byte* area, std::size_t bytes) {
+    detail::device_guard on(device_);
+    detail::check_cuda(cudaMemcpy(dst, area, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (peer area header)");
+  }
+
+  std::array<std::byte, 64> export_area(std::byte* area, std::size_t /*bytes*/) {
+    static_assert(sizeof(cudaIpcMemHandle_t) <= 64);
+    detail::device_guard on(device_);
+    cudaIpcMemHandle_t handle{};
+    detail::check_cuda(cudaIpcGetMemHandle(&handle, area), "cudaIpcGetMemHandle");
+    std::array<std::byte, 64> out{};
+    std::memcpy(out.data(), &handle, sizeof handle);
+    return out;
+  }
+  void unexport_area() noexcept {}
+
+  std::byte* import_area(const std::array<std::byte, 64>& handle, std::size_t /*bytes*/, bool same_process,
+                         std::byte* address, int owner_device) {
+    detail::device_guard on(device_);
+    if (same_process) {
+      // Threads of this process: the address is ours too; another GPU needs peer access.
+      if (owner_device != device_) {
+        int can = 0;
+        detail::check_cuda(cudaDeviceCanAccessPeer(&can, device_, owner_device), "cudaDeviceCanAccessPeer");
+        if (can == 0) {
+          throw error(errc::unsupported, "device " + std::to_string(device_) + " cannot access device " +
+                                             std::to_string(owner_device) + " (no peer access between them)");
+        }
+        const cudaError_t e = cudaDeviceEnablePeerAccess(owner_device, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();
+        } else {
+          detail::check_cuda(e, "cudaDeviceEnablePeerAccess");
+        }
+      }
+      return address;
+    }
+    cudaIpcMemHandle_t h{};
+    std::memcpy(&h, handle.data(), sizeof h);
+    void* p = nullptr;
+    detail::check_cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+    return static_cast<std::byte*>(p);
+  }
+  void release_import(std::byte* area, std::size_t /*bytes*/, bool mapped) noexcept {
+    if (!mapped) return;
+    (void)cudaSetDevice(device_);
+    (void)cudaIpcCloseMemHandle(area);
+  }
+  void release_area(std::byte* area, std::size_t /*bytes*/) noexcept {
+    (void)cudaSetDevice(device_);
+    (void)cudaFree(area);
+  }
+
+  /// Enqueues the step as one kernel on `stream` and returns at once.
+  void run_step(const detail::step_args& a, cudaStream_t stream) {
+    if (a.lane_count == 0) return;
+    detail::device_guard on(device_);
+    detail::step_kernel<<<a.lane_count, detail::lane_threads, 0, stream>>>(a, word_on_device_, claim_);
+    detail::check_cuda(cudaGetLastError(), "launching the NVLink step kernel");
+  }
+
+  /// The first failure any step has reported (code none if none yet). Reads
+  /// mapped host memory: no synchronisation with the stream.
+  [[nodiscard]] detail::fault error_word() const noexcept {
+    detail::fault f{};
+    f.code = std::atomic_ref<std::uint32_t>(word_->code).load(std::memory_order_acquire);
+    if (f.code == 0) return f;
+    const volatile detail::fault* w = word_;
+    f.peer = w->peer;
+    f.is_send = w->is_send;
+    f.expected = w->expected;
+    f.found = w->found;
+    f.done = w->done;
+    f.bytes = w->bytes;
+    return f;
+  }
+
+  void synchronize(cudaStream_t stream) {
+    detail::device_guard on(device_);
+    detail::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+ private:
+  int device_;
+  detail::fault* word_ = nullptr;
+  detail::fault* word_on_device_ = nullptr;
+  unsigned* claim_ = nullptr;
+};
+
+/// The NVLink P2P transport on CUDA devices:
+///   plait::nvlink::communicator gpu(bootstrap, device, stream);
+using communicator = basic_communicator<cuda_device_ops>;
+
+}  // namespace nvlink
+}  // namespace v0
+}  // namespace plait
