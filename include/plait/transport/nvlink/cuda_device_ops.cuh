@@ -68,6 +68,8 @@ class device_guard {
 };
 
 inline constexpr unsigned lane_threads = 512;
+// Steps travel as kernel parameters, which are limited to 4 KiB.
+static_assert(sizeof(step_args) <= 4096, "plait: nvlink step_args outgrew the kernel parameter space");
 
 /// The protocol's memory operations for one lane = one thread block. Every
 /// thread calls each function; values come from thread 0 through shared
@@ -325,7 +327,11 @@ class cuda_device_ops {
     detail::device_guard on(device_);
     void* p = nullptr;
     detail::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc (staging area)");
-    if (const cudaError_t e = cudaMemset(p, 0, bytes); e != cudaSuccess) {
+    // Zero flags must be in memory before any peer maps the area: wait here
+    // (setup, not the hot path; cudaMemset alone may return early).
+    cudaError_t e = cudaMemsetAsync(p, 0, bytes, nullptr);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+    if (e != cudaSuccess) {
       (void)cudaFree(p);
       detail::check_cuda(e, "cudaMemset (staging area)");
     }
@@ -333,7 +339,9 @@ class cuda_device_ops {
   }
   void write_area(std::byte* area, const void* src, std::size_t bytes) {
     detail::device_guard on(device_);
-    detail::check_cuda(cudaMemcpy(area, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (area header)");
+    // Synchronised: a pageable copy may return before it lands, and peers read it next.
+    detail::check_cuda(cudaMemcpyAsync(area, src, bytes, cudaMemcpyHostToDevice, nullptr), "cudaMemcpy (area header)");
+    detail::check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize (area header)");
   }
   void read_area(void* dst, const std::byte* area, std::size_t bytes) {
     detail::device_guard on(device_);
