@@ -254,6 +254,21 @@ TEST_CASE("nvlink emulation: bytes_sent counts exactly the ring's payload", "[nv
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+TEST_CASE("nvlink emulation: a per-call stream applies inside its guard only", "[nvlink][stream]") {
+  const auto verdicts = run_nvlink(mode::threads, 2, tiny, [](gpu_comm& gpu) -> std::string {
+    if (gpu.stream().id != 0) return "default stream is not the one passed";
+    std::string verdict;
+    {
+      auto on = gpu.use_stream({7});
+      if (gpu.stream().id != 7) return "use_stream did not switch";
+      verdict += gather_and_check<std::uint32_t, plait::ring>(gpu, 10);
+    }
+    if (gpu.stream().id != 0) return "stream not restored";
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("nvlink emulation: a size mismatch is size_mismatch and poisons", "[nvlink][errors]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   CAPTURE(plait_test::to_string(m));

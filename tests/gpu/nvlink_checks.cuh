@@ -35,29 +35,37 @@
 namespace nvlink_checks {
 
 /// Device memory holding a copy of a host vector; copied back on request.
+/// Stream-ordered (cudaMallocAsync / cudaFreeAsync on the rank's stream):
+/// cudaFree would wait for the whole device, including a thread-rank's step
+/// kernel that waits for this rank's next launch.
 template <class T>
 class device_vector {
  public:
-  explicit device_vector(const std::vector<T>& host) : size_(host.size()) {
-    if (cudaMalloc(&data_, std::max<std::size_t>(size_, 1) * sizeof(T)) != cudaSuccess) {
-      throw std::runtime_error("cudaMalloc failed");
+  device_vector(const std::vector<T>& host, cudaStream_t stream) : size_(host.size()), stream_(stream) {
+    void* p = nullptr;
+    if (cudaMallocAsync(&p, std::max<std::size_t>(size_, 1) * sizeof(T), stream_) != cudaSuccess) {
+      throw std::runtime_error("cudaMallocAsync failed");
     }
-    if (size_ != 0) cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice);
+    data_ = static_cast<T*>(p);
+    if (size_ != 0) cudaMemcpyAsync(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice, stream_);
+    cudaStreamSynchronize(stream_);  // the host vector may go away
   }
   device_vector(const device_vector&) = delete;
   device_vector& operator=(const device_vector&) = delete;
-  ~device_vector() { cudaFree(data_); }
+  ~device_vector() { cudaFreeAsync(data_, stream_); }
   [[nodiscard]] std::span<T> span() const { return {data_, size_}; }
   [[nodiscard]] T* data() const { return data_; }
   [[nodiscard]] std::vector<T> host() const {
     std::vector<T> out(size_);
-    if (size_ != 0) cudaMemcpy(out.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost);
+    if (size_ != 0) cudaMemcpyAsync(out.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost, stream_);
+    cudaStreamSynchronize(stream_);
     return out;
   }
 
  private:
   T* data_ = nullptr;
   std::size_t size_;
+  cudaStream_t stream_;
 };
 
 inline int device_for(int rank) {
@@ -92,8 +100,8 @@ template <class T, class Algorithm>
 std::string gather(plait::nvlink::communicator& gpu, std::size_t n) {
   std::vector<T> mine(n);
   for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<T>(gpu.rank(), i);
-  device_vector<T> send(mine);
-  device_vector<T> recv(std::vector<T>(n * static_cast<std::size_t>(gpu.size())));
+  device_vector<T> send(mine, gpu.stream());
+  device_vector<T> recv(std::vector<T>(n * static_cast<std::size_t>(gpu.size())), gpu.stream());
   plait::all_gather<Algorithm>(gpu, std::span<const T>(send.span()), recv.span());
   gpu.synchronize();
   std::vector<T> want;
@@ -108,8 +116,8 @@ std::string exchange(plait::nvlink::communicator& gpu, std::size_t n) {
   const auto p = static_cast<std::size_t>(gpu.size());
   std::vector<T> out(n * p);
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = plait_test::make_value<T>(gpu.rank(), i);
-  device_vector<T> send(out);
-  device_vector<T> recv(std::vector<T>(n * p));
+  device_vector<T> send(out, gpu.stream());
+  device_vector<T> recv(std::vector<T>(n * p), gpu.stream());
   plait::all_to_all<Algorithm>(gpu, std::span<const T>(send.span()), recv.span());
   gpu.synchronize();
   std::vector<T> want;
@@ -127,8 +135,8 @@ std::string gather_along_1(plait::nvlink::communicator& gpu, std::size_t s, std:
   const auto p = static_cast<std::size_t>(gpu.size());
   std::vector<float> mine(2 * s * h);
   for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<float>(gpu.rank() * 100000 + static_cast<int>(i));
-  device_vector<float> send(mine);
-  device_vector<float> recv(std::vector<float>(2 * s * p * h, -1.0f));
+  device_vector<float> send(mine, gpu.stream());
+  device_vector<float> recv(std::vector<float>(2 * s * p * h, -1.0f), gpu.stream());
   plait::tensor_view<const float, 3> x(send.data(), {2, s, h});
   plait::tensor_view<float, 3> y(recv.data(), {2, s * p, h});
   plait::all_gather<Algorithm, plait::along<1>>(gpu, x, y);
@@ -172,7 +180,7 @@ std::string exchange_all_sizes(plait::nvlink::communicator& gpu) {
 inline std::string device_timeout(plait::nvlink::communicator& gpu) {
   if (gpu.rank() != 0 || gpu.size() < 2) return {};
   gpu.set_timeout(std::chrono::milliseconds(300));
-  device_vector<std::byte> in(std::vector<std::byte>(64));
+  device_vector<std::byte> in(std::vector<std::byte>(64), gpu.stream());
   try {
     gpu.recv(1, in.span(), 77);  // enqueued: returns at once
     gpu.synchronize();
@@ -192,8 +200,8 @@ inline std::string device_timeout(plait::nvlink::communicator& gpu) {
 inline std::string device_size_mismatch(plait::nvlink::communicator& gpu) {
   if (gpu.size() != 2) return {};
   gpu.set_timeout(std::chrono::seconds(2));
-  device_vector<std::byte> out(std::vector<std::byte>(100));
-  device_vector<std::byte> in(std::vector<std::byte>(gpu.rank() == 0 ? 50 : 100));
+  device_vector<std::byte> out(std::vector<std::byte>(100), gpu.stream());
+  device_vector<std::byte> in(std::vector<std::byte>(gpu.rank() == 0 ? 50 : 100), gpu.stream());
   const int peer = 1 - gpu.rank();
   std::vector<plait::nvlink::communicator::request> r{gpu.irecv(peer, in.span(), 3),
                                                       gpu.isend(peer, std::span<const std::byte>(out.span()), 3)};

@@ -13,7 +13,10 @@
 //     every other lane stops, and the host raises it as plait::error on the
 //     next call or synchronize() without ever waiting for the stream itself;
 //   - the executor's staging and scratch come from cudaMallocAsync on the
-//     stream, packing from plait::device::pack / unpack.
+//     stream, packing and local copies from plait::device::pack / unpack;
+//     nothing on the hot path is a call that synchronises implicitly
+//     (cudaMalloc, cudaFree, cudaMemset, same-device cudaMemcpy), which
+//     matters when thread-ranks share a GPU and spin waiting for each other.
 // Failed CUDA calls become plait::error(errc::transport, cudaGetErrorString).
 #pragma once
 
@@ -209,6 +212,35 @@ __global__ void __launch_bounds__(lane_threads) step_kernel(const __grid_constan
   }
 }
 
+/// Loads a kernel now. With lazy loading (the default since CUDA 12.2) a
+/// first launch may wait for the whole context, and a thread-rank sharing
+/// this GPU may be spinning in a step kernel that waits for our launch.
+template <class Kernel>
+void preload(Kernel kernel) {
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes (preloading a kernel)");
+}
+
+template <class Chunk>
+void preload_packing() {
+  namespace packing = ::plait::detail;
+  preload(::plait::device::detail::for_each_kernel<packing::copy_functor<Chunk>>);
+  preload(::plait::device::detail::for_each_kernel<packing::pack_functor<Chunk, std::uint32_t>>);
+  preload(::plait::device::detail::for_each_kernel<packing::pack_functor<Chunk, std::uint64_t>>);
+  preload(::plait::device::detail::for_each_kernel<packing::unpack_functor<Chunk, std::uint32_t>>);
+  preload(::plait::device::detail::for_each_kernel<packing::unpack_functor<Chunk, std::uint64_t>>);
+}
+
+/// Every kernel the transport launches: the step kernel and each packing kernel.
+inline void preload_kernels() {
+  preload(step_kernel);
+  preload_packing<std::uint8_t>();
+  preload_packing<std::uint16_t>();
+  preload_packing<std::uint32_t>();
+  preload_packing<std::uint64_t>();
+  preload_packing<::plait::detail::chunk16>();
+}
+
 }  // namespace detail
 
 /// The CUDA policy: see the top of this file.
@@ -273,13 +305,13 @@ class cuda_device_ops {
       detail::device_guard on(ops_->device_);
       detail::check_cuda(device::unpack(src, dst, *stream_), "device unpack");
     }
+    /// Local copies are kernels too, never cudaMemcpy device-to-device: a
+    /// same-device copy may keep other streams' kernels from running
+    /// concurrently, and a thread-rank sharing this GPU may be spinning in
+    /// one, waiting for this rank's next step.
     void copy(const region& src, const region& dst) {
       if (src.bytes() == 0) return;
-      if (src.is_contiguous() && dst.is_contiguous()) {
-        detail::device_guard on(ops_->device_);
-        detail::check_cuda(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, *stream_),
-                           "cudaMemcpyAsync");
-      } else if (src.is_contiguous()) {
+      if (src.is_contiguous()) {
         unpack(src.data, dst);
       } else if (dst.is_contiguous()) {
         pack(src, dst.data);
@@ -297,6 +329,7 @@ class cuda_device_ops {
 
   explicit cuda_device_ops(int device) : device_(device) {
     detail::device_guard on(device_);
+    detail::preload_kernels();
     void* word = nullptr;
     detail::check_cuda(cudaHostAlloc(&word, sizeof(detail::fault), cudaHostAllocMapped), "cudaHostAlloc (error word)");
     word_ = static_cast<detail::fault*>(word);
