@@ -216,6 +216,18 @@ inline std::string device_size_mismatch(plait::nvlink::communicator& gpu) {
   return {};
 }
 
+/// Host (pageable) memory is refused before anything is enqueued.
+inline std::string host_memory_refused(plait::nvlink::communicator& gpu) {
+  std::vector<std::byte> host(16);
+  try {
+    (void)gpu.isend((gpu.rank() + 1) % gpu.size(), host, 1);
+    return "pageable host memory accepted";
+  } catch (const plait::error& e) {
+    if (e.code() != plait::errc::invalid_argument) return std::string("not invalid_argument: ") + e.what();
+  }
+  return {};
+}
+
 /// Every check, by name.
 inline std::vector<std::pair<std::string, std::function<std::string()>>> all() {
   using plait_test::mode;
@@ -245,6 +257,8 @@ inline std::vector<std::pair<std::string, std::function<std::string()>>> all() {
           m, 3, [](plait::nvlink::communicator& gpu) { return gather<std::uint32_t, plait::ring>(gpu, 100003); },
           plait::nvlink::options{2, 4096});
     });
+    out.emplace_back(std::string("host memory refused, ") + plait_test::to_string(m),
+                     [m] { return run_group(m, 2, host_memory_refused); });
     out.emplace_back(std::string("device-side timeout, ") + plait_test::to_string(m),
                      [m] { return run_group(m, 2, device_timeout); });
     out.emplace_back(std::string("device-side size mismatch, ") + plait_test::to_string(m),

@@ -529,6 +529,11 @@ class basic_communicator {
     if (data == nullptr && bytes != 0) {
       throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes", {s.rank, operation, -1, peer});
     }
+    if (bytes != 0) {
+      if (const char* problem = s.ops.check_buffer(data)) {
+        throw error(errc::invalid_argument, problem, {s.rank, operation, -1, peer});
+      }
+    }
     s.pending.push_back({peer, is_send, {data, bytes, static_cast<std::uint32_t>(tag), 0}});
   }
 

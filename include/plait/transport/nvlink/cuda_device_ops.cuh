@@ -429,6 +429,25 @@ class cuda_device_ops {
     (void)cudaFree(area);
   }
 
+  /// Null if a kernel on this device can use `data`, else why not: pageable
+  /// host memory would fault inside the step kernel and break the context.
+  /// (cudaPointerGetAttributes asks the driver; it does not synchronise.)
+  const char* check_buffer(const std::byte* data) const noexcept {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "the buffer is not memory CUDA knows (pass device memory)";
+    }
+    if (attributes.type == cudaMemoryTypeUnregistered) {
+      return "the buffer is pageable host memory; the NVLink transport moves device memory "
+             "(check mode, PLAIT_CHECK, is not supported on it)";
+    }
+    if (attributes.type == cudaMemoryTypeHost && attributes.devicePointer == nullptr) {
+      return "the buffer is pinned host memory not mapped into the device";
+    }
+    return nullptr;
+  }
+
   /// Enqueues the step as one kernel on `stream` and returns at once.
   void run_step(const detail::step_args& a, cudaStream_t stream) {
     if (a.lane_count == 0) return;
