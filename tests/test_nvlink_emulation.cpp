@@ -90,11 +90,13 @@ std::string exchange_and_check(gpu_comm& comm, std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("nvlink emulation: point-to-point across chunk and slot boundaries", "[nvlink][p2p]") {
+TEST_CASE("nvlink emulation: point-to-point across chunk, slot and channel boundaries", "[nvlink][p2p]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(1, 2, 3, 4);
-  CAPTURE(plait_test::to_string(m), ranks);
-  const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) -> std::string {
+  const std::uint32_t channels = GENERATE(1u, 2u, 5u);
+  CAPTURE(plait_test::to_string(m), ranks, channels);
+  const auto verdicts = run_nvlink(m, ranks, {2, 64, channels}, [channels](gpu_comm& gpu) -> std::string {
+    if (gpu.shape().channels != channels) return "channels not as asked";
     const int p = gpu.size();
     const int right = (gpu.rank() + 1) % p;
     const int left = (gpu.rank() + p - 1) % p;
@@ -112,7 +114,7 @@ TEST_CASE("nvlink emulation: point-to-point across chunk and slot boundaries", "
         }
       }
     }
-    // Several messages to one peer in one step keep their order.
+    // Several messages to one peer in one step keep their order (each split across the channels).
     std::vector<std::uint32_t> a(100, static_cast<std::uint32_t>(gpu.rank())), b(7, 77), c(100), d(7);
     std::vector<gpu_comm::request> r;
     r.push_back(gpu.isend(right, std::as_bytes(std::span(a)), 9));
@@ -362,6 +364,12 @@ TEST_CASE("nvlink emulation: bad arguments and shapes are rejected", "[nvlink][e
       return "mixed shapes accepted";
     } catch (const plait::error& e) {
       if (e.code() != plait::errc::size_mismatch) return e.what();
+    }
+    try {
+      gpu_comm many(boot, 0, {}, {2, 64, 17});
+      return "17 channels accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) return e.what();
     }
     gpu_comm gpu(boot, 0, {}, tiny);
     std::vector<std::byte> b(4);

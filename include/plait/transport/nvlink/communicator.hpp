@@ -45,8 +45,12 @@ namespace nvlink {
 /// Shape of the staging area (per rank: size() inbound channels of `slots`
 /// chunks of `slot_bytes`). Every rank of a group must pass the same values.
 struct options {
-  std::uint32_t slots = 0;       ///< chunks in flight per peer; 0: the policy's default
+  std::uint32_t slots = 0;       ///< chunks in flight per peer and channel; 0: the policy's default
   std::uint64_t slot_bytes = 0;  ///< bytes per chunk (a multiple of 16); 0: the policy's default
+  /// Parallel channels per pair (a message is split across them: several
+  /// thread blocks per transfer on a GPU); 0: the policy's default. At most
+  /// 16, and at most 128 / size(): more is reduced to that, the same way on every rank.
+  std::uint32_t channels = 0;
 };
 
 namespace detail {
@@ -146,6 +150,8 @@ struct area_record {
   std::uint32_t ranks;
   std::uint32_t slots;
   std::uint64_t slot_bytes;
+  std::uint32_t channels;
+  std::uint32_t reserved;
   std::uint64_t area_bytes;
   std::uint64_t address;  ///< valid in the owner's process (peers that are its threads use it)
   std::array<std::byte, 64> handle;
@@ -214,7 +220,7 @@ class basic_communicator {
   [[nodiscard]] stream_type stream() const noexcept { return s_ ? s_->stream : stream_type{}; }
   /// The staging area's shape (every rank's).
   [[nodiscard]] options shape() const noexcept {
-    return s_ ? options{s_->layout.shape.slots, s_->layout.shape.slot_bytes} : options{};
+    return s_ ? options{s_->layout.shape.slots, s_->layout.shape.slot_bytes, s_->layout.shape.channels} : options{};
   }
 
   void set_timeout(std::chrono::nanoseconds timeout) { usable("set_timeout").timeout = timeout; }
@@ -408,20 +414,25 @@ class basic_communicator {
                                          " ranks, not " + std::to_string(size), at);
     }
     detail::geometry g{static_cast<std::uint32_t>(size), shape.slots != 0 ? shape.slots : Ops::default_slots,
-                       shape.slot_bytes != 0 ? shape.slot_bytes : Ops::default_slot_bytes};
-    if (g.slots > 1024 || g.slot_bytes % 16 != 0 || g.slot_bytes > (std::uint64_t{1} << 30)) {
+                       shape.slot_bytes != 0 ? shape.slot_bytes : Ops::default_slot_bytes,
+                       shape.channels != 0 ? shape.channels : Ops::default_channels};
+    if (g.slots > 1024 || g.slot_bytes % 16 != 0 || g.slot_bytes > (std::uint64_t{1} << 30) ||
+        g.channels > detail::max_channels) {
       throw error(errc::invalid_argument,
-                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) +
-                      " bytes: slots must be 1..1024 and slot_bytes a multiple of 16 up to 1 GiB",
+                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) + " bytes, " +
+                      std::to_string(g.channels) + " channels: slots must be 1..1024, slot_bytes a multiple of 16 " +
+                      "up to 1 GiB, channels 1..16",
                   at);
     }
+    // Every lane of a step must fit one launch: fewer channels for large groups.
+    g.channels = std::min<std::uint32_t>(g.channels, static_cast<std::uint32_t>(detail::max_lanes / (2 * size)));
     auto s = std::make_unique<state>(std::move(boot), device, stream);
     s->rank = rank;
     s->size = size;
     s->layout = detail::area_layout::of(g);
     s->area = s->ops.allocate_area(s->layout.total);
-    const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots, 0,
-                                     g.slot_bytes};
+    const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots,
+                                     g.channels, g.slot_bytes};
     s->ops.write_area(s->area, &header, sizeof header);
 
     detail::area_record mine{};
@@ -434,6 +445,7 @@ class basic_communicator {
     mine.ranks = g.ranks;
     mine.slots = g.slots;
     mine.slot_bytes = g.slot_bytes;
+    mine.channels = g.channels;
     mine.area_bytes = s->layout.total;
     mine.address = reinterpret_cast<std::uintptr_t>(s->area);
     mine.handle = s->ops.export_area(s->area, s->layout.total);
@@ -459,7 +471,8 @@ class basic_communicator {
       detail::area_header theirs{};
       s->ops.read_area(&theirs, s->peer_areas[p], sizeof theirs);
       if (theirs.magic != detail::area_magic || theirs.version != detail::protocol_version || theirs.rank != peer ||
-          theirs.ranks != g.ranks || theirs.slots != g.slots || theirs.slot_bytes != g.slot_bytes) {
+          theirs.ranks != g.ranks || theirs.slots != g.slots || theirs.slot_bytes != g.slot_bytes ||
+          theirs.channels != g.channels) {
         throw error(errc::transport, "the staging area mapped from rank " + std::to_string(peer) +
                                          " does not carry that rank's header (stale or foreign handle)",
                     {rank, "nvlink::communicator", -1, peer});
@@ -481,14 +494,16 @@ class basic_communicator {
     if (r.version != detail::protocol_version) throw bad("protocol version " + std::to_string(r.version));
     if (r.rank != peer) throw bad("it names rank " + std::to_string(r.rank));
     if (r.ranks != mine.ranks) throw bad("group of " + std::to_string(r.ranks) + " ranks");
-    if (r.slots != mine.slots || r.slot_bytes != mine.slot_bytes) {
+    if (r.slots != mine.slots || r.slot_bytes != mine.slot_bytes || r.channels != mine.channels) {
       throw error(errc::size_mismatch,
                   "rank " + std::to_string(peer) + " uses " + std::to_string(r.slots) + " slots of " +
-                      std::to_string(r.slot_bytes) + " bytes, this rank " + std::to_string(mine.slots) + " of " +
-                      std::to_string(mine.slot_bytes) + " (pass the same nvlink::options everywhere)",
+                      std::to_string(r.slot_bytes) + " bytes in " + std::to_string(r.channels) + " channels, this rank " +
+                      std::to_string(mine.slots) + " of " + std::to_string(mine.slot_bytes) + " in " +
+                      std::to_string(mine.channels) + " (pass the same nvlink::options everywhere)",
                   from);
     }
-    if (r.area_bytes != detail::area_layout::of({r.ranks, r.slots, r.slot_bytes}).total) {
+    if (r.channels == 0 || r.channels > detail::max_channels ||
+        r.area_bytes != detail::area_layout::of({r.ranks, r.slots, r.slot_bytes, r.channels}).total) {
       throw bad("area of " + std::to_string(r.area_bytes) + " bytes");
     }
     if (r.pid <= 0) throw bad("pid " + std::to_string(r.pid));
@@ -548,18 +563,22 @@ class basic_communicator {
     args->timeout_ns = left.count() > 0
                            ? static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count())
                            : 0;
-    // Lanes in first-posting order; each lane's messages keep posting order.
+    // Lanes in first-posting order, one per channel; each lane's messages keep posting order.
     std::uint32_t next = 0;
     std::vector<bool> taken(s.pending.size(), false);
     for (std::size_t i = 0; i < s.pending.size(); ++i) {
       if (taken[i]) continue;
-      detail::lane& l = args->lanes[args->lane_count++];
-      l = {s.pending[i].peer, s.pending[i].is_send ? 1u : 0u, next, 0};
+      detail::lane l{static_cast<std::int16_t>(s.pending[i].peer), static_cast<std::uint8_t>(s.pending[i].is_send),
+                     0, static_cast<std::uint8_t>(next), 0, 0};
       for (std::size_t j = i; j < s.pending.size(); ++j) {
         if (taken[j] || s.pending[j].peer != l.peer || s.pending[j].is_send != (l.is_send != 0)) continue;
         taken[j] = true;
         args->messages[next++] = s.pending[j].what;
         ++l.count;
+      }
+      for (std::uint32_t channel = 0; channel < s.layout.shape.channels; ++channel) {
+        l.channel = static_cast<std::uint8_t>(channel);
+        args->lanes[args->lane_count++] = l;
       }
     }
     s.pending.clear();

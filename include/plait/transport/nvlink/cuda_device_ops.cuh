@@ -248,10 +248,11 @@ class cuda_device_ops {
  public:
   using stream_type = cudaStream_t;
 
-  /// 8 chunks of 512 KiB in flight per peer: deep enough to keep NVLink busy,
-  /// small enough that 8 ranks need 32 MiB of staging each.
-  static constexpr std::uint32_t default_slots = 8;
-  static constexpr std::uint64_t default_slot_bytes = 512 << 10;
+  /// 4 channels (thread blocks) per pair, each with 4 chunks of 256 KiB in
+  /// flight: 4 MiB per peer, 32 MiB of staging per rank for 8 ranks.
+  static constexpr std::uint32_t default_slots = 4;
+  static constexpr std::uint64_t default_slot_bytes = 256 << 10;
+  static constexpr std::uint32_t default_channels = 4;
 
   /// The executor's memory on the device, ordered on the communicator's stream.
   class engine {

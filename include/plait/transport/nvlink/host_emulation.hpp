@@ -55,6 +55,8 @@ class host_emulation {
   /// Small by default: areas live in /dev/shm, one per rank.
   static constexpr std::uint32_t default_slots = 4;
   static constexpr std::uint64_t default_slot_bytes = 16 << 10;
+  /// Two, so that every test splits messages across channels as a GPU does.
+  static constexpr std::uint32_t default_channels = 2;
 
   /// What the executor allocates, packs and copies with. It counts its work
   /// so tests can see that device transports go through it.

@@ -3,7 +3,9 @@
 // Each rank owns one registered staging area (device memory on a GPU, shared
 // memory in the host emulation). Peers map it: by CUDA IPC (or the shm name in
 // the emulation) when they are other processes, by its raw address when they
-// are threads of the same process. The area holds, for every peer p:
+// are threads of the same process. The area holds, for every peer p and each
+// of `channels` channels (parallel streams of one pair, so that a message
+// moves through several thread blocks at once on a GPU):
 //   - an inbound channel of `slots` chunks of `slot_bytes`, written by p only;
 //   - flags on their own cache lines: `head` (chunks p has written into our
 //     inbound channel, written by p), `credit` (chunks of ours that p has
@@ -16,8 +18,10 @@
 // slot back with a release store of `credit` into the sender's area. So a
 // message of any size streams through a fixed area, `slots` chunks in flight.
 //
+// Channel k of a message carries its part k: bytes [lo, hi) of part_of().
 // Every transfer of one wait_all forms a "step": one lane per (peer,
-// direction), each lane the peer's messages in posting order. advance() moves
+// direction, channel), each lane its part of the peer's messages in posting
+// order. advance() moves
 // one lane by at most one chunk and never blocks; the policies drive it: the
 // host emulation round-robins all lanes on the calling thread, the CUDA
 // policy runs each lane in its own thread block. Both report failures through
@@ -41,8 +45,11 @@ inline constexpr std::uint32_t area_magic = 0x564e4c50;  // "PLNV"
 inline constexpr std::uint32_t protocol_version = 1;
 /// Ranks in one NVLink group: a node's GPUs, several ranks per GPU allowed.
 inline constexpr int max_ranks = 32;
-/// Lanes of one step: a send and a receive lane per peer (self included) at most.
-inline constexpr int max_lanes = 2 * max_ranks;
+/// Lanes of one step: a send and a receive lane per peer (self included) and
+/// channel at most; a group uses at most max_lanes / (2 * ranks) channels.
+inline constexpr int max_lanes = 256;
+/// Channels per pair at most.
+inline constexpr std::uint32_t max_channels = 16;
 /// Messages flushed by one wait_all (kernel parameters are bounded).
 inline constexpr int max_messages = 64;
 /// Alignment of everything in an area: flags do not share cache lines, and
@@ -54,6 +61,7 @@ struct geometry {
   std::uint32_t ranks = 0;
   std::uint32_t slots = 0;
   std::uint64_t slot_bytes = 0;
+  std::uint32_t channels = 1;
 };
 
 /// Flags of one peer inside a rank's area, each on its own line so that the
@@ -68,7 +76,7 @@ struct alignas(area_alignment) peer_flags {
 /// Written by the sender with each chunk; checked by the receiver before use.
 struct slot_header {
   std::uint32_t tag;
-  std::uint32_t reserved;
+  std::uint32_t channel;
   std::uint64_t message_bytes;
   std::uint64_t offset;
   std::uint64_t chunk_bytes;
@@ -81,7 +89,7 @@ struct area_header {
   std::int32_t rank;
   std::uint32_t ranks;
   std::uint32_t slots;
-  std::uint32_t reserved;
+  std::uint32_t channels;
   std::uint64_t slot_bytes;
 };
 
@@ -100,21 +108,27 @@ struct area_layout {
   static area_layout of(const geometry& g) noexcept {
     area_layout l;
     l.shape = g;
+    const std::size_t channels = std::size_t{g.ranks} * g.channels;  // (peer, channel) pairs
     l.flags_offset = align_up(sizeof(area_header));
-    l.headers_offset = l.flags_offset + std::size_t{g.ranks} * sizeof(peer_flags);
-    l.payload_offset = align_up(l.headers_offset + std::size_t{g.ranks} * g.slots * sizeof(slot_header));
-    l.total = l.payload_offset + std::size_t{g.ranks} * g.slots * static_cast<std::size_t>(g.slot_bytes);
+    l.headers_offset = l.flags_offset + channels * sizeof(peer_flags);
+    l.payload_offset = align_up(l.headers_offset + channels * g.slots * sizeof(slot_header));
+    l.total = l.payload_offset + channels * g.slots * static_cast<std::size_t>(g.slot_bytes);
     return l;
   }
 
-  PLAIT_HOST_DEVICE peer_flags* flags(std::byte* area, int peer) const noexcept {
-    return reinterpret_cast<peer_flags*>(area + flags_offset) + peer;
+  PLAIT_HOST_DEVICE std::size_t channel_index(int peer, std::uint32_t channel) const noexcept {
+    return static_cast<std::size_t>(peer) * shape.channels + channel;
   }
-  PLAIT_HOST_DEVICE slot_header* header(std::byte* area, int peer, std::uint64_t slot) const noexcept {
-    return reinterpret_cast<slot_header*>(area + headers_offset) + static_cast<std::size_t>(peer) * shape.slots + slot;
+  PLAIT_HOST_DEVICE peer_flags* flags(std::byte* area, int peer, std::uint32_t channel) const noexcept {
+    return reinterpret_cast<peer_flags*>(area + flags_offset) + channel_index(peer, channel);
   }
-  PLAIT_HOST_DEVICE std::byte* payload(std::byte* area, int peer, std::uint64_t slot) const noexcept {
-    return area + payload_offset + (static_cast<std::size_t>(peer) * shape.slots + slot) * shape.slot_bytes;
+  PLAIT_HOST_DEVICE slot_header* header(std::byte* area, int peer, std::uint32_t channel,
+                                        std::uint64_t slot) const noexcept {
+    return reinterpret_cast<slot_header*>(area + headers_offset) + channel_index(peer, channel) * shape.slots + slot;
+  }
+  PLAIT_HOST_DEVICE std::byte* payload(std::byte* area, int peer, std::uint32_t channel,
+                                       std::uint64_t slot) const noexcept {
+    return area + payload_offset + (channel_index(peer, channel) * shape.slots + slot) * shape.slot_bytes;
   }
 };
 
@@ -126,13 +140,17 @@ struct message {
   std::uint32_t reserved;
 };
 
-/// The messages to or from one peer, in posting order: messages[first, first + count).
+/// One channel of the messages to or from one peer, in posting order:
+/// messages[first, first + count). Small: up to max_lanes travel as kernel parameters.
 struct lane {
-  std::int32_t peer;
-  std::uint32_t is_send;
-  std::uint32_t first;
-  std::uint32_t count;
+  std::int16_t peer;
+  std::uint8_t is_send;
+  std::uint8_t channel;
+  std::uint8_t first;
+  std::uint8_t count;
+  std::uint16_t reserved;
 };
+static_assert(max_messages <= 255, "lane counts messages in 8 bits");
 
 /// Everything one step needs, passed by value (kernel parameters on a GPU).
 struct step_args {
@@ -171,8 +189,21 @@ struct cursor {
 
 enum class progress : std::uint32_t { moved, blocked, finished, failed };
 
-PLAIT_HOST_DEVICE inline std::uint64_t chunk_of(const area_layout& l, const message& m, std::uint64_t done) noexcept {
-  const std::uint64_t left = m.bytes - done;
+/// Part of a message that one channel carries: [lo, hi), 16-byte aligned
+/// boundaries so that every channel copies whole vectors where it can.
+struct part {
+  std::uint64_t lo;
+  std::uint64_t hi;
+};
+PLAIT_HOST_DEVICE inline part part_of(std::uint64_t bytes, std::uint32_t channel, std::uint32_t channels) noexcept {
+  const std::uint64_t share = ((bytes + channels - 1) / channels + 15) / 16 * 16;  // share * channels >= bytes
+  const std::uint64_t lo = share * channel < bytes ? share * channel : bytes;
+  const std::uint64_t hi = bytes - lo < share ? bytes : lo + share;
+  return {lo, hi};
+}
+
+PLAIT_HOST_DEVICE inline std::uint64_t chunk_of(const area_layout& l, const part& p, std::uint64_t done) noexcept {
+  const std::uint64_t left = p.hi - p.lo - done;
   return left < l.shape.slot_bytes ? left : l.shape.slot_bytes;
 }
 
@@ -191,7 +222,7 @@ PLAIT_HOST_DEVICE inline void set_fault(fault& f, fault_code code, const lane& l
 /// Loads the lane's running count from this rank's own flags: before its first advance().
 template <class Ops>
 PLAIT_HOST_DEVICE void start_lane(Ops& ops, const step_args& a, const lane& l, cursor& c) {
-  peer_flags* own = a.layout.flags(a.self, l.peer);
+  peer_flags* own = a.layout.flags(a.self, l.peer, l.channel);
   c.index = 0;
   c.done = 0;
   c.count = ops.read(l.is_send != 0 ? &own->sent : &own->taken);
@@ -213,8 +244,10 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
   const std::uint64_t slots = layout.shape.slots;
   const message& m = a.messages[l.first + c.index];
   std::byte* peer = a.peer_area[l.peer];
-  peer_flags* own = layout.flags(a.self, l.peer);
-  const std::uint64_t chunk = chunk_of(layout, m, c.done);
+  peer_flags* own = layout.flags(a.self, l.peer, l.channel);
+  const part mine = part_of(m.bytes, l.channel, layout.shape.channels);
+  const std::uint64_t chunk = chunk_of(layout, mine, c.done);
+  const std::uint64_t offset = mine.lo + c.done;  // within the message
 
   if (l.is_send != 0) {
     const std::uint64_t credit = ops.load(&own->credit);
@@ -225,10 +258,10 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
     }
     if (in_flight == slots) return progress::blocked;
     const std::uint64_t slot = c.count % slots;
-    ops.write(layout.header(peer, a.rank, slot), slot_header{m.tag, 0, m.bytes, c.done, chunk});
-    ops.copy(layout.payload(peer, a.rank, slot), m.data + c.done, chunk);
+    ops.write(layout.header(peer, a.rank, l.channel, slot), slot_header{m.tag, l.channel, m.bytes, offset, chunk});
+    ops.copy(layout.payload(peer, a.rank, l.channel, slot), m.data + offset, chunk);
     ++c.count;
-    ops.store(&layout.flags(peer, a.rank)->head, c.count);
+    ops.store(&layout.flags(peer, a.rank, l.channel)->head, c.count);
   } else {
     const std::uint64_t head = ops.load(&own->head);
     const std::uint64_t ready = head - c.count;
@@ -238,7 +271,7 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
     }
     if (ready == 0) return progress::blocked;
     const std::uint64_t slot = c.count % slots;
-    const slot_header h = ops.read(layout.header(a.self, l.peer, slot));
+    const slot_header h = ops.read(layout.header(a.self, l.peer, l.channel, slot));
     if (h.tag != m.tag) {
       set_fault(f, fault_code::tag_mismatch, l, m.tag, h.tag, c, m);
       return progress::failed;
@@ -247,17 +280,17 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
       set_fault(f, fault_code::size_mismatch, l, m.bytes, h.message_bytes, c, m);
       return progress::failed;
     }
-    if (h.offset != c.done || h.chunk_bytes != chunk) {
+    if (h.channel != l.channel || h.offset != offset || h.chunk_bytes != chunk) {
       set_fault(f, fault_code::corrupt, l, chunk, h.chunk_bytes, c, m);
       return progress::failed;
     }
-    ops.copy(m.data + c.done, layout.payload(a.self, l.peer, slot), chunk);
+    ops.copy(m.data + offset, layout.payload(a.self, l.peer, l.channel, slot), chunk);
     ++c.count;
-    ops.store(&layout.flags(peer, a.rank)->credit, c.count);
+    ops.store(&layout.flags(peer, a.rank, l.channel)->credit, c.count);
   }
 
   c.done += chunk;
-  if (c.done == m.bytes) {
+  if (c.done == mine.hi - mine.lo) {
     c.done = 0;
     if (++c.index == l.count) {
       ops.write(l.is_send != 0 ? &own->sent : &own->taken, c.count);
