@@ -6,10 +6,11 @@
 //
 // Ranks are processes bootstrapped over shm (plait::shm::run_processes); rank
 // r uses GPU r % device_count, so one GPU runs it too (its ranks share the
-// device through CUDA IPC). Under MPI the bootstrap is an MPI communicator
+// device through CUDA IPC). Under MPI the bootstrap is the node's group
 // instead (docs/nvlink.md):
 //   plait::mpi::communicator world{MPI_COMM_WORLD};
-//   plait::nvlink::communicator gpu(world, local_rank % device_count, stream);
+//   auto node = plait::mpi::node_local_shm(world);
+//   plait::nvlink::communicator gpu(node, node.rank() % device_count, stream);
 //
 // Usage: nvlink_all_gather [ranks]   (default: the number of GPUs, at least 2)
 // Every rank checks its result against the serial reference; the program exits
