@@ -41,8 +41,9 @@ inline constexpr int user_tag = 0;
 ///   timeout()                               how long one wait may take
 ///   bytes_sent()                            payload bytes this rank has sent
 ///   barrier()
-// clang-format off: clang-format 14 lays out requires-expressions badly
-// (it unindents their bodies and splits every static_assert below).
+// clang-format 14 lays out requires-expressions badly (it unindents their
+// bodies and splits every static_assert below): keep it off them.
+// clang-format off
 template <class C>
 concept transport = std::same_as<typename C::transport_concept, transport_tag> &&
                     requires(C& comm, const C& const_comm, int peer, int tag, std::span<const std::byte> out,
