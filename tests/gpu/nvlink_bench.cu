@@ -34,7 +34,9 @@ struct result {
 };
 
 int iterations_for(std::size_t bytes) {
-  return static_cast<int>(std::clamp<std::size_t>((std::size_t{4} << 30) / std::max<std::size_t>(bytes, 1), 5, 50));
+  // Enough to average out launch jitter, few enough that ranks sharing one
+  // GPU (time-sliced between processes) finish the sweep in seconds.
+  return static_cast<int>(std::clamp<std::size_t>((std::size_t{512} << 20) / std::max<std::size_t>(bytes, 1), 3, 20));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // as processes sharing the GPUs through CUDA IPC, then as threads of one
 // process) and prints `N passed, N failed`. Exits 0 when all pass; with no GPU
 // it says so and exits 0 with nothing run.
+#include <chrono>
 #include <cstdio>
 
 #include "nvlink_checks.cuh"
@@ -17,12 +18,14 @@ int main() {
   int failed = 0;
   for (const auto& [name, check] : nvlink_checks::all()) {
     std::string verdict;
+    const auto start = std::chrono::steady_clock::now();
     try {
       verdict = check();
     } catch (const std::exception& e) {
       verdict = std::string("threw: ") + e.what();
     }
-    std::printf("%s: %s%s\n", verdict.empty() ? "PASS" : "FAIL", name.c_str(),
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s: %s (%.1f s)%s\n", verdict.empty() ? "PASS" : "FAIL", name.c_str(), seconds,
                 verdict.empty() ? "" : (" -- " + verdict).c_str());
     std::fflush(stdout);
     (verdict.empty() ? passed : failed) += 1;

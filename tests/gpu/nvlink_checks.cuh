@@ -86,6 +86,8 @@ std::string run_group(plait_test::mode m, int ranks, Fn&& body, plait::nvlink::o
     std::string verdict;
     try {
       plait::nvlink::communicator gpu(boot, device, stream, shape);
+      // A hang becomes a timeout naming rank and peer well inside gpu-check's limit.
+      gpu.set_timeout(std::chrono::seconds(60));
       verdict = body(gpu);
     } catch (const std::exception& e) {
       verdict = e.what();
@@ -232,8 +234,12 @@ inline std::string host_memory_refused(plait::nvlink::communicator& gpu) {
 inline std::vector<std::pair<std::string, std::function<std::string()>>> all() {
   using plait_test::mode;
   std::vector<std::pair<std::string, std::function<std::string()>>> out;
+  // Processes first: the parent must not have touched CUDA when it forks
+  // them, and thread-ranks initialise CUDA in the parent.
   for (mode m : {mode::processes, mode::threads}) {
-    for (int p : {2, 3, 4}) {
+    // Processes sharing a GPU progress one time slice at a time: fewer groups.
+    const std::vector<int> sizes = m == mode::processes ? std::vector<int>{2, 4} : std::vector<int>{2, 3, 4};
+    for (int p : sizes) {
       const std::string where = std::string(plait_test::to_string(m)) + " P=" + std::to_string(p);
       out.emplace_back("all_gather ring/pairwise/bruck/direct/tree/recursive_doubling/automatic, " + where, [m, p] {
         return run_group(m, p, [](plait::nvlink::communicator& gpu) {
