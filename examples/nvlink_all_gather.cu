@@ -26,8 +26,8 @@
 #include <vector>
 
 #include <plait/algorithm/ring.hpp>
-#include <plait/plait.hpp>
 #include <plait/cuda.hpp>
+#include <plait/plait.hpp>
 
 namespace {
 
@@ -89,7 +89,7 @@ void rank_main(plait::shm::communicator& boot, int devices) {
     plait::tensor_view<const float, 3> mine(x, {batch, seq, local});
     plait::tensor_view<float, 3> full(y, {batch, seq, hidden});
     plait::all_gather<plait::ring, plait::along<2>>(gpu, mine, full);  // enqueued on `stream`
-    gpu.synchronize();  // waits, and raises anything the device found
+    gpu.synchronize();                                                 // waits, and raises anything the device found
   }
 
   std::vector<float> got(batch * seq * hidden);

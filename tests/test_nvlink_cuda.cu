@@ -18,7 +18,8 @@ static_assert(plait::transport<plait::nvlink::communicator>);
 static_assert(std::is_same_v<plait::nvlink::communicator::memory_space, plait::device_memory>);
 static_assert(!std::is_constructible_v<plait::nvlink::communicator, plait::shm::communicator&&, int, cudaStream_t>);
 
-TEST_CASE("NVLink transport on GPUs: algorithms, layouts, IPC and same-process paths, device errors", "[nvlink][cuda]") {
+TEST_CASE("NVLink transport on GPUs: algorithms, layouts, IPC and same-process paths, device errors",
+          "[nvlink][cuda]") {
   if (!gpu_checks::gpu_present()) {
     WARN("no CUDA device visible: NVLink GPU checks skipped (scripts/gpu-check runs them on a GPU machine)");
     return;

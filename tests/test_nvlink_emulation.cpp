@@ -14,8 +14,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -142,7 +142,8 @@ TEST_CASE("nvlink emulation: point-to-point across chunk, slot and channel bound
     r.push_back(gpu.irecv(left, std::as_writable_bytes(std::span(c)), 9));
     r.push_back(gpu.irecv(left, std::as_writable_bytes(std::span(d)), 9));
     gpu.wait_all(r);
-    if (c != std::vector<std::uint32_t>(100, static_cast<std::uint32_t>(left)) || d != std::vector<std::uint32_t>(7, 77)) {
+    if (c != std::vector<std::uint32_t>(100, static_cast<std::uint32_t>(left)) ||
+        d != std::vector<std::uint32_t>(7, 77)) {
       return "two messages to one peer arrived out of order";
     }
     if (gpu.bytes_sent() != 4099 + 1000 + 128 + 65 + 64 + 63 + 1 + 400 + 28) return "bytes_sent is wrong";
@@ -156,9 +157,13 @@ TEST_CASE("nvlink emulation: point-to-point across chunk, slot and channel bound
 TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "[nvlink][all_gather]", plait::ring,
                    plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
                    plait::neighbor_exchange, plait::automatic) {
-  const auto [m, ranks] = GENERATE(table<mode, int>(
-      {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::threads, 5}, {mode::threads, 8},
-       {mode::processes, 4}, {mode::processes, 6}}));
+  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
+                                                     {mode::threads, 2},
+                                                     {mode::threads, 3},
+                                                     {mode::threads, 5},
+                                                     {mode::threads, 8},
+                                                     {mode::processes, 4},
+                                                     {mode::processes, 6}}));
   if (!runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
@@ -174,9 +179,12 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "
 
 TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "[nvlink][all_to_all]", plait::ring,
                    plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
-  const auto [m, ranks] = GENERATE(table<mode, int>(
-      {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::threads, 7}, {mode::processes, 4},
-       {mode::processes, 5}}));
+  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
+                                                     {mode::threads, 2},
+                                                     {mode::threads, 3},
+                                                     {mode::threads, 7},
+                                                     {mode::processes, 4},
+                                                     {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
     std::string verdict;
@@ -190,19 +198,20 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "
 }
 
 namespace {
-const layout_sweep::plan strided_plan{{{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
-                                      {{layout_sweep::arrangement::dense, layout_sweep::arrangement::dense},
-                                       {layout_sweep::arrangement::padded, layout_sweep::arrangement::interleaved},
-                                       {layout_sweep::arrangement::column_major, layout_sweep::arrangement::dense},
-                                       {layout_sweep::arrangement::interleaved, layout_sweep::arrangement::column_major}},
-                                      true};
+const layout_sweep::plan strided_plan{
+    {{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
+    {{layout_sweep::arrangement::dense, layout_sweep::arrangement::dense},
+     {layout_sweep::arrangement::padded, layout_sweep::arrangement::interleaved},
+     {layout_sweep::arrangement::column_major, layout_sweep::arrangement::dense},
+     {layout_sweep::arrangement::interleaved, layout_sweep::arrangement::column_major}},
+    true};
 }  // namespace
 
 TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> on strided views",
                    "[nvlink][layout][along]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
                    plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
-  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4},
-                                                     {mode::processes, 2}, {mode::processes, 5}}));
+  const auto [m, ranks] = GENERATE(table<mode, int>(
+      {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   if (!runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
@@ -214,8 +223,8 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> o
 TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm with redistribute<S, C> on strided views",
                    "[nvlink][layout][redistribute]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
                    plait::automatic) {
-  const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4},
-                                                     {mode::processes, 2}, {mode::processes, 5}}));
+  const auto [m, ranks] = GENERATE(table<mode, int>(
+      {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
     return layout_sweep::exchange_sweep<TestType, plait_test::triple>(gpu, strided_plan);
@@ -232,7 +241,8 @@ TEST_CASE("nvlink emulation: the executor packs, copies and stages through the t
     layout_sweep::strided_buffer<int> recv({2, 12, 4}, layout_sweep::arrangement::padded, -7);
     plait::all_gather<plait::ring, plait::along<1>>(gpu, send.const_view(), recv.view());
     if (engine.copies != 1) return "own shard not copied by the engine (" + std::to_string(engine.copies) + ")";
-    if (engine.packs == 0 || engine.unpacks == 0 || engine.allocations == 0) return "strided blocks bypassed the engine";
+    if (engine.packs == 0 || engine.unpacks == 0 || engine.allocations == 0)
+      return "strided blocks bypassed the engine";
     // Bruck all-to-all on 4 ranks forwards blocks (offset 3 goes in two hops)
     // it neither starts nor ends with: scratch from the engine.
     const auto before = engine.allocations;
@@ -363,7 +373,8 @@ TEST_CASE("nvlink emulation: messages of different calls do not match", "[nvlink
         return "tag 1 matched a receive for tag 2";
       }
     } catch (const plait::error& e) {
-      if (gpu.rank() == 1 && std::string(e.what()).find("tag 1 arrived where tag 2") == std::string::npos) return e.what();
+      if (gpu.rank() == 1 && std::string(e.what()).find("tag 1 arrived where tag 2") == std::string::npos)
+        return e.what();
     }
     return {};
   });

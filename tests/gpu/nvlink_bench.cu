@@ -19,8 +19,8 @@
 #include <vector>
 
 #include <plait/algorithm/ring.hpp>
-#include <plait/plait.hpp>
 #include <plait/cuda.hpp>
+#include <plait/plait.hpp>
 
 #include "../support/harness.hpp"
 #include "pack_checks.cuh"  // gpu_checks::gpu_present

@@ -27,8 +27,8 @@
 #include <plait/algorithm/recursive_doubling.hpp>
 #include <plait/algorithm/ring.hpp>
 #include <plait/algorithm/tree.hpp>
-#include <plait/plait.hpp>
 #include <plait/cuda.hpp>
+#include <plait/plait.hpp>
 
 #include "../support/harness.hpp"
 
@@ -148,8 +148,10 @@ std::string gather_along_1(plait::nvlink::communicator& gpu, std::size_t s, std:
     for (std::size_t j = 0; j < s * p; ++j) {
       for (std::size_t k = 0; k < h; ++k) {
         const std::size_t from = j / s;
-        const float want = static_cast<float>(static_cast<int>(from) * 100000 + static_cast<int>((b * s + j % s) * h + k));
-        if (got[(b * s * p + j) * h + k] != want) return "along<1> wrong at (" + std::to_string(b) + "," + std::to_string(j) + "," + std::to_string(k) + ")";
+        const float want =
+            static_cast<float>(static_cast<int>(from) * 100000 + static_cast<int>((b * s + j % s) * h + k));
+        if (got[(b * s * p + j) * h + k] != want)
+          return "along<1> wrong at (" + std::to_string(b) + "," + std::to_string(j) + "," + std::to_string(k) + ")";
       }
     }
   }

@@ -113,8 +113,8 @@ T guard_value() {
 
 /// One all-gather along<D> on this rank; "" when recv is right and guards hold.
 template <class Algorithm, std::size_t D, class T, class Comm>
-std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout,
-                        arrangement recv_layout, bool in_place) {
+std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout, arrangement recv_layout,
+                        bool in_place) {
   const int p = comm.size();
   const int me = comm.rank();
   shape full = shard;
@@ -156,8 +156,7 @@ std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout,
 
 /// One all-to-all redistribute<S, C> on this rank; `block` is the block shape.
 template <class Algorithm, std::size_t S, std::size_t C, class T, class Comm>
-std::string exchange_once(Comm& comm, const shape& block, arrangement send_layout,
-                          arrangement recv_layout) {
+std::string exchange_once(Comm& comm, const shape& block, arrangement send_layout, arrangement recv_layout) {
   const auto p = static_cast<std::size_t>(comm.size());
   const int me = comm.rank();
   shape out = block;

@@ -53,7 +53,9 @@ struct host_engine {
 };
 
 template <class Comm>
-concept has_copy_engine = requires(Comm& comm) { comm.copy_engine(); };
+concept has_copy_engine = requires(Comm& comm) {
+  comm.copy_engine();
+};
 
 /// The transport's engine if it has one, else `host`.
 template <class Comm>
@@ -108,8 +110,9 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
   using engine_type = std::remove_reference_t<decltype(engine)>;
   if constexpr (detail::has_copy_engine<Comm>) {
     auto device_copy = [&](const region& src, const region& dst) { engine.copy(src, dst); };
-    static_assert(requires { plan.prepare(device_copy); },
-                  "plait: this transport's memory is not host memory: the block plan needs prepare(copy)");
+    static_assert(
+        requires { plan.prepare(device_copy); },
+        "plait: this transport's memory is not host memory: the block plan needs prepare(copy)");
     plan.prepare(device_copy);
   } else {
     plan.prepare();

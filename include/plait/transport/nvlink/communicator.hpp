@@ -24,11 +24,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -399,7 +401,8 @@ class basic_communicator {
         }
       }
       for (std::size_t p = 0; p < peer_areas.size(); ++p) {
-        if (peer_areas[p] != nullptr && peer_areas[p] != area) ops.release_import(peer_areas[p], layout.total, mapped[p]);
+        if (peer_areas[p] != nullptr && peer_areas[p] != area)
+          ops.release_import(peer_areas[p], layout.total, mapped[p]);
       }
       if (area != nullptr) ops.release_area(area, layout.total);
     }
@@ -410,8 +413,10 @@ class basic_communicator {
     const int size = boot->size();
     const error_context at{rank, "nvlink::communicator"};
     if (size > detail::max_ranks) {
-      throw error(errc::unsupported, "an NVLink group holds at most " + std::to_string(detail::max_ranks) +
-                                         " ranks, not " + std::to_string(size), at);
+      throw error(
+          errc::unsupported,
+          "an NVLink group holds at most " + std::to_string(detail::max_ranks) + " ranks, not " + std::to_string(size),
+          at);
     }
     detail::geometry g{static_cast<std::uint32_t>(size), shape.slots != 0 ? shape.slots : Ops::default_slots,
                        shape.slot_bytes != 0 ? shape.slot_bytes : Ops::default_slot_bytes,
@@ -419,9 +424,9 @@ class basic_communicator {
     if (g.slots > 1024 || g.slot_bytes % 16 != 0 || g.slot_bytes > (std::uint64_t{1} << 30) ||
         g.channels > detail::max_channels) {
       throw error(errc::invalid_argument,
-                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) + " bytes, " +
-                      std::to_string(g.channels) + " channels: slots must be 1..1024, slot_bytes a multiple of 16 " +
-                      "up to 1 GiB, channels 1..16",
+                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) +
+                      " bytes, " + std::to_string(g.channels) +
+                      " channels: slots must be 1..1024, slot_bytes a multiple of 16 " + "up to 1 GiB, channels 1..16",
                   at);
     }
     // Every lane of a step must fit one launch: fewer channels for large groups.
@@ -431,8 +436,8 @@ class basic_communicator {
     s->size = size;
     s->layout = detail::area_layout::of(g);
     s->area = s->ops.allocate_area(s->layout.total);
-    const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots,
-                                     g.channels, g.slot_bytes};
+    const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots, g.channels,
+                                     g.slot_bytes};
     s->ops.write_area(s->area, &header, sizeof header);
 
     detail::area_record mine{};
@@ -464,17 +469,18 @@ class basic_communicator {
       const detail::area_record& r = all[p];
       check_record(r, mine, peer, at);
       const bool same_process = r.pid == mine.pid;
-      s->peer_areas[p] = s->ops.import_area(r.handle, r.area_bytes, same_process,
-                                            reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)),
-                                            r.device);
+      s->peer_areas[p] =
+          s->ops.import_area(r.handle, r.area_bytes, same_process,
+                             reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)), r.device);
       s->mapped[p] = !same_process;
       detail::area_header theirs{};
       s->ops.read_area(&theirs, s->peer_areas[p], sizeof theirs);
       if (theirs.magic != detail::area_magic || theirs.version != detail::protocol_version || theirs.rank != peer ||
           theirs.ranks != g.ranks || theirs.slots != g.slots || theirs.slot_bytes != g.slot_bytes ||
           theirs.channels != g.channels) {
-        throw error(errc::transport, "the staging area mapped from rank " + std::to_string(peer) +
-                                         " does not carry that rank's header (stale or foreign handle)",
+        throw error(errc::transport,
+                    "the staging area mapped from rank " + std::to_string(peer) +
+                        " does not carry that rank's header (stale or foreign handle)",
                     {rank, "nvlink::communicator", -1, peer});
       }
     }
@@ -497,9 +503,9 @@ class basic_communicator {
     if (r.slots != mine.slots || r.slot_bytes != mine.slot_bytes || r.channels != mine.channels) {
       throw error(errc::size_mismatch,
                   "rank " + std::to_string(peer) + " uses " + std::to_string(r.slots) + " slots of " +
-                      std::to_string(r.slot_bytes) + " bytes in " + std::to_string(r.channels) + " channels, this rank " +
-                      std::to_string(mine.slots) + " of " + std::to_string(mine.slot_bytes) + " in " +
-                      std::to_string(mine.channels) + " (pass the same nvlink::options everywhere)",
+                      std::to_string(r.slot_bytes) + " bytes in " + std::to_string(r.channels) +
+                      " channels, this rank " + std::to_string(mine.slots) + " of " + std::to_string(mine.slot_bytes) +
+                      " in " + std::to_string(mine.channels) + " (pass the same nvlink::options everywhere)",
                   from);
     }
     if (r.channels == 0 || r.channels > detail::max_channels ||
@@ -509,14 +515,16 @@ class basic_communicator {
     if (r.pid <= 0) throw bad("pid " + std::to_string(r.pid));
     if (r.host != mine.host) {
       throw error(errc::unsupported,
-                  "rank " + std::to_string(peer) + " runs on another node; NVLink groups stay inside one node "
-                  "(split the bootstrap by node first)",
+                  "rank " + std::to_string(peer) +
+                      " runs on another node; NVLink groups stay inside one node "
+                      "(split the bootstrap by node first)",
                   from);
     }
   }
 
   state& usable(std::string_view operation) const {
-    if (!s_) throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
+    if (!s_)
+      throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
     if (s_->poisoned) {
       throw error(s_->poisoned_code, "communicator is unusable after an earlier failure: " + s_->poison_reason,
                   {s_->rank, operation});
@@ -528,7 +536,8 @@ class basic_communicator {
 
   static void check_peer(const state& s, int peer, std::string_view operation) {
     if (peer < 0 || peer >= s.size) {
-      throw error(errc::invalid_argument, "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(s.size) + ")",
+      throw error(errc::invalid_argument,
+                  "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(s.size) + ")",
                   {s.rank, operation, -1, peer});
     }
   }
@@ -542,7 +551,8 @@ class basic_communicator {
                   {s.rank, operation, -1, peer});
     }
     if (data == nullptr && bytes != 0) {
-      throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes", {s.rank, operation, -1, peer});
+      throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes",
+                  {s.rank, operation, -1, peer});
     }
     if (bytes != 0) {
       if (const char* problem = s.ops.check_buffer(data)) {
@@ -560,16 +570,21 @@ class basic_communicator {
     for (int p = 0; p < s.size; ++p) args->peer_area[p] = s.peer_areas[static_cast<std::size_t>(p)];
     args->rank = s.rank;
     const auto left = until - clock::now();
-    args->timeout_ns = left.count() > 0
-                           ? static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count())
-                           : 0;
+    args->timeout_ns =
+        left.count() > 0
+            ? static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count())
+            : 0;
     // Lanes in first-posting order, one per channel; each lane's messages keep posting order.
     std::uint32_t next = 0;
     std::vector<bool> taken(s.pending.size(), false);
     for (std::size_t i = 0; i < s.pending.size(); ++i) {
       if (taken[i]) continue;
-      detail::lane l{static_cast<std::int16_t>(s.pending[i].peer), static_cast<std::uint8_t>(s.pending[i].is_send),
-                     0, static_cast<std::uint8_t>(next), 0, 0};
+      detail::lane l{static_cast<std::int16_t>(s.pending[i].peer),
+                     static_cast<std::uint8_t>(s.pending[i].is_send),
+                     0,
+                     static_cast<std::uint8_t>(next),
+                     0,
+                     0};
       for (std::size_t j = i; j < s.pending.size(); ++j) {
         if (taken[j] || s.pending[j].peer != l.peer || s.pending[j].is_send != (l.is_send != 0)) continue;
         taken[j] = true;
@@ -605,10 +620,12 @@ class basic_communicator {
     const std::string message = direction + std::to_string(f.bytes) + " bytes (" + std::to_string(f.done) + " done)";
     switch (static_cast<detail::fault_code>(f.code)) {
       case detail::fault_code::timeout:
-        return error(errc::timeout, "timed out after " + detail::seconds_text(s.timeout) + " waiting to " + message, at);
+        return error(errc::timeout, "timed out after " + detail::seconds_text(s.timeout) + " waiting to " + message,
+                     at);
       case detail::fault_code::tag_mismatch:
         return error(errc::transport,
-                     "message with tag " + std::to_string(f.found) + " arrived where tag " + std::to_string(f.expected) +
+                     "message with tag " + std::to_string(f.found) + " arrived where tag " +
+                         std::to_string(f.expected) +
                          " was expected: the ranks called different operations or in a different order",
                      at);
       case detail::fault_code::size_mismatch:

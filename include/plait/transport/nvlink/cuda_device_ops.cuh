@@ -78,8 +78,8 @@ static_assert(sizeof(step_args) <= 4096, "plait: nvlink step_args outgrew the ke
 /// thread calls each function; values come from thread 0 through shared
 /// memory, so all threads take the same branches.
 struct block_ops {
-  std::uint64_t* word;      // __shared__
-  unsigned char* scratch;   // __shared__, 64 bytes, 16-aligned
+  std::uint64_t* word;     // __shared__
+  unsigned char* scratch;  // __shared__, 64 bytes, 16-aligned
 
   __device__ std::uint64_t load(const std::uint64_t* flag) const {
     if (threadIdx.x == 0) {
@@ -178,8 +178,8 @@ __device__ inline void report(const fault& f, fault* host_word, unsigned* claim)
 
 /// One step: block b drives lane b until it finishes, fails, times out, or
 /// another lane has failed.
-__global__ void __launch_bounds__(lane_threads) step_kernel(const __grid_constant__ step_args a, fault* host_word,
-                                                             unsigned* claim) {
+__global__ void __launch_bounds__(lane_threads)
+    step_kernel(const __grid_constant__ step_args a, fault* host_word, unsigned* claim) {
   __shared__ std::uint64_t word;
   __shared__ alignas(16) unsigned char scratch[64];
   block_ops ops{&word, scratch};

@@ -17,6 +17,7 @@
 //   });
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>

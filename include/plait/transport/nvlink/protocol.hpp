@@ -155,8 +155,8 @@ static_assert(max_messages <= 255, "lane counts messages in 8 bits");
 /// Everything one step needs, passed by value (kernel parameters on a GPU).
 struct step_args {
   area_layout layout;
-  std::byte* self;                   ///< this rank's area
-  std::byte* peer_area[max_ranks];   ///< each peer's area as mapped here (self at our own rank)
+  std::byte* self;                  ///< this rank's area
+  std::byte* peer_area[max_ranks];  ///< each peer's area as mapped here (self at our own rank)
   std::int32_t rank;
   std::uint32_t lane_count;
   std::uint64_t timeout_ns;
