@@ -13,11 +13,17 @@ namespace detail {
 
 class backoff {
  public:
+  backoff() = default;
+  /// `yield_polls`: how many polls yield before the waiter starts sleeping.
+  /// Transports whose progress happens only inside the poll (MPI) keep
+  /// yielding much longer: a sleeping poller stalls the transfer itself.
+  explicit backoff(unsigned yield_polls) noexcept : yield_polls_(yield_polls) {}
+
   /// Call once per unsuccessful poll.
   void pause() noexcept {
     ++polls_;
     if (polls_ < spin_polls) return;
-    if (polls_ < spin_polls + yield_polls) {
+    if (polls_ < spin_polls + yield_polls_) {
       sched_yield();
       return;
     }
@@ -32,13 +38,14 @@ class backoff {
   }
   /// True once the waiter has fallen back to sleeping: the slow checks
   /// (is a peer process still alive?) are cheap enough then.
-  [[nodiscard]] bool sleeping() const noexcept { return polls_ >= spin_polls + yield_polls; }
+  [[nodiscard]] bool sleeping() const noexcept { return polls_ >= spin_polls + yield_polls_; }
 
  private:
   static constexpr unsigned spin_polls = 64;
-  static constexpr unsigned yield_polls = 2000;
+  static constexpr unsigned default_yield_polls = 2000;
   static constexpr std::chrono::microseconds min_sleep{20};
   static constexpr std::chrono::microseconds max_sleep{1000};
+  unsigned yield_polls_ = default_yield_polls;
   unsigned polls_ = 0;
   std::chrono::microseconds sleep_ = min_sleep;
 };

@@ -211,7 +211,10 @@ class communicator {
     statuses_.resize(handles_.size());
 
     const auto started = clock::now();
-    plait::detail::backoff waiting;
+    // MPI moves large messages only while someone calls into it (rendezvous
+    // handshakes, pipelined fragments): keep polling, yielding the core, for
+    // about a second before falling back to sleeps.
+    plait::detail::backoff waiting(200000);
     for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
