@@ -75,9 +75,9 @@ struct size_sweep {
 
 /// How long to measure each variant at each size.
 struct timing {
-  int warmup = 5;        ///< untimed calls before the first sample
-  int iterations = 20;   ///< calls per sample
-  int repetitions = 5;   ///< samples; the median is reported
+  int warmup = 5;       ///< untimed calls before the first sample
+  int iterations = 20;  ///< calls per sample
+  int repetitions = 5;  ///< samples; the median is reported
 };
 
 /// busbw / algbw for P ranks: (P-1)/P (0 for one rank, which moves no bytes).
@@ -194,9 +194,12 @@ inline std::size_t parse_size(std::string_view text) {
   if (text.empty()) throw error(errc::invalid_argument, "empty size");
   std::size_t multiplier = 1;
   switch (text.back()) {
-    case 'k': case 'K': multiplier = std::size_t{1} << 10; break;
-    case 'm': case 'M': multiplier = std::size_t{1} << 20; break;
-    case 'g': case 'G': multiplier = std::size_t{1} << 30; break;
+    case 'k':
+    case 'K': multiplier = std::size_t{1} << 10; break;
+    case 'm':
+    case 'M': multiplier = std::size_t{1} << 20; break;
+    case 'g':
+    case 'G': multiplier = std::size_t{1} << 30; break;
     default: break;
   }
   if (multiplier != 1) text.remove_suffix(1);
@@ -243,8 +246,10 @@ inline void print_table(std::ostream& out, const std::vector<row>& rows) {
       }
       out << " | " << std::setw(12) << std::setprecision(1) << it->second->seconds * 1e6 << std::setw(10)
           << std::setprecision(2) << it->second->busbw();
-      if (it->second->check == "FAIL") check = "FAIL";
-      else if (it->second->check == "ok" && check == "-") check = "ok";
+      if (it->second->check == "FAIL")
+        check = "FAIL";
+      else if (it->second->check == "ok" && check == "-")
+        check = "ok";
     }
     for (std::size_t i = 1; i < variants.size(); ++i) {
       const auto first = line.find(variants[0]);
@@ -252,8 +257,7 @@ inline void print_table(std::ostream& out, const std::vector<row>& rows) {
       if (first == line.end() || other == line.end() || other->second->busbw() <= 0) {
         out << " | " << std::setw(14) << "-";
       } else {
-        out << " | " << std::setw(13) << std::setprecision(2) << first->second->busbw() / other->second->busbw()
-            << 'x';
+        out << " | " << std::setw(13) << std::setprecision(2) << first->second->busbw() / other->second->busbw() << 'x';
       }
     }
     out << "  " << check << '\n';

@@ -133,12 +133,18 @@ options parse(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
-      if (arg == "-h" || arg == "--help") usage(0);
-      else if (arg == "-b" || arg == "--minbytes") o.sweep.min_bytes = bench::parse_size(value(i));
-      else if (arg == "-e" || arg == "--maxbytes") o.sweep.max_bytes = bench::parse_size(value(i));
-      else if (arg == "-f" || arg == "--stepfactor") o.sweep.factor = std::strtod(std::string(value(i)).c_str(), nullptr);
-      else if (arg == "--op") o.ops = split_list(value(i));
-      else if (arg == "--transport") o.transports = split_list(value(i));
+      if (arg == "-h" || arg == "--help")
+        usage(0);
+      else if (arg == "-b" || arg == "--minbytes")
+        o.sweep.min_bytes = bench::parse_size(value(i));
+      else if (arg == "-e" || arg == "--maxbytes")
+        o.sweep.max_bytes = bench::parse_size(value(i));
+      else if (arg == "-f" || arg == "--stepfactor")
+        o.sweep.factor = std::strtod(std::string(value(i)).c_str(), nullptr);
+      else if (arg == "--op")
+        o.ops = split_list(value(i));
+      else if (arg == "--transport")
+        o.transports = split_list(value(i));
       else if (arg == "--algorithm") {
         const std::string_view name = value(i);
         if (name != "automatic") {
@@ -148,14 +154,22 @@ options parse(int argc, char** argv) {
             usage(2);
           }
         }
-      } else if (arg == "-n" || arg == "--iters") o.how.iterations = integer(i);
-      else if (arg == "-w" || arg == "--warmup_iters") o.how.warmup = integer(i);
-      else if (arg == "-r" || arg == "--repetitions") o.how.repetitions = integer(i);
-      else if (arg == "-c" || arg == "--check") o.verify = integer(i) != 0;
-      else if (arg == "--no-baselines") o.baselines = false;
-      else if (arg == "-p" || arg == "--processes") o.processes = integer(i);
-      else if (arg == "--json") o.json = value(i);
-      else if (arg == "--csv") o.csv = value(i);
+      } else if (arg == "-n" || arg == "--iters")
+        o.how.iterations = integer(i);
+      else if (arg == "-w" || arg == "--warmup_iters")
+        o.how.warmup = integer(i);
+      else if (arg == "-r" || arg == "--repetitions")
+        o.how.repetitions = integer(i);
+      else if (arg == "-c" || arg == "--check")
+        o.verify = integer(i) != 0;
+      else if (arg == "--no-baselines")
+        o.baselines = false;
+      else if (arg == "-p" || arg == "--processes")
+        o.processes = integer(i);
+      else if (arg == "--json")
+        o.json = value(i);
+      else if (arg == "--csv")
+        o.csv = value(i);
       else {
         std::fprintf(stderr, "plait-bench: unknown option %s\n", argv[i]);
         usage(2);
@@ -278,7 +292,8 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Shm* s
           variants[v]();
           const std::string wrong =
               gather ? bench::check_all_gather(ranks, b.recv) : bench::check_all_to_all(rank, ranks, b.recv);
-          if (!wrong.empty()) std::fprintf(stderr, "plait-bench: rank %d: %s: %s\n", rank, names[v].c_str(), wrong.c_str());
+          if (!wrong.empty())
+            std::fprintf(stderr, "plait-bench: rank %d: %s: %s\n", rank, names[v].c_str(), wrong.c_str());
           checks[v] = bench::any_rank(timing, !wrong.empty()) ? "FAIL" : "ok";
         }
       }
@@ -317,7 +332,8 @@ std::string first_line_of(const char* path, std::string_view key) {
 }
 
 /// Table on stdout, files on request; returns false when any check failed.
-bool report(const options& o, const std::vector<bench::row>& rows, std::vector<std::pair<std::string, std::string>> meta) {
+bool report(const options& o, const std::vector<bench::row>& rows,
+            std::vector<std::pair<std::string, std::string>> meta) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::time_t now = std::time(nullptr);
@@ -389,16 +405,16 @@ int main(int argc, char** argv) {
         native_recv = b.recv.data();
       };
       auto native = [&] {
-        const int code = native_gather ? MPI_Allgather(native_send, native_count, MPI_BYTE, native_recv, native_count,
-                                                       MPI_BYTE, native_comm)
-                                       : MPI_Alltoall(native_send, native_count, MPI_BYTE, native_recv, native_count,
-                                                      MPI_BYTE, native_comm);
+        const int code =
+            native_gather
+                ? MPI_Allgather(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm)
+                : MPI_Alltoall(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm);
         if (code != MPI_SUCCESS) throw plait::error(plait::errc::transport, "native MPI collective failed");
       };
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.
       auto barrier = [&] { MPI_Barrier(native_comm); };
-      const auto rows = sweep(o, world, shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr, mpi,
-                              native_setup, native, barrier);
+      const auto rows = sweep(o, world, shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr, mpi, native_setup,
+                              native, barrier);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
       MPI_Get_library_version(library, &length);

@@ -48,9 +48,9 @@ inline std::string check_all_to_all(int rank, int ranks, std::span<const std::by
   const std::size_t block = recv.size() / static_cast<std::size_t>(ranks);
   for (int from = 0; from < ranks; ++from) {
     for (std::size_t i = 0; i < block; ++i) {
-      if (recv[static_cast<std::size_t>(from) * block + i] != pattern(from, static_cast<std::size_t>(rank) * block + i)) {
-        return "all_to_all: byte " + std::to_string(i) + " of the block from rank " + std::to_string(from) +
-               " differs";
+      if (recv[static_cast<std::size_t>(from) * block + i] !=
+          pattern(from, static_cast<std::size_t>(rank) * block + i)) {
+        return "all_to_all: byte " + std::to_string(i) + " of the block from rank " + std::to_string(from) + " differs";
       }
     }
   }

@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
     const int stage = world.rank() / t;
     const int position = world.rank() % t;
     plait::shm::communicator node = plait::mpi::node_local_shm(world);
-    auto intra = node.split(stage, position);          // the t ranks of this stage
-    auto inter = world.split(position, stage);         // sender j (rank 0) and receiver j (rank 1)
+    auto intra = node.split(stage, position);   // the t ranks of this stage
+    auto inter = world.split(position, stage);  // sender j (rank 0) and receiver j (rank 1)
 
     // The activation: [tokens, hidden], with tokens not a multiple of t on purpose.
     const std::size_t tokens = 1000 * static_cast<std::size_t>(t) + 1;

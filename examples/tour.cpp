@@ -53,7 +53,8 @@ void all_gather_demo(plait::shm::communicator& comm) {
       }
     }
   }
-  report(comm, wrong, "all_gather<ring>: 4 shards of 1000 ints each -> 4000 ints in rank order on every rank: verified");
+  report(comm, wrong,
+         "all_gather<ring>: 4 shards of 1000 ints each -> 4000 ints in rank order on every rank: verified");
 }
 
 void all_to_all_demo(plait::shm::communicator& comm) {

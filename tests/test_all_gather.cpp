@@ -35,8 +35,8 @@ TEMPLATE_TEST_CASE("ring all-gather matches the serial reference on shm", "[all_
   const int ranks = GENERATE(range(1, 9));
   const std::size_t n = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{37});
   CAPTURE(plait_test::to_string(m), ranks, n);
-  const auto verdicts =
-      plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) { return gather_and_check<TestType, plait::ring>(comm, n); });
+  const auto verdicts = plait_test::run_ranks(
+      m, ranks, [&](plait::shm::communicator& comm) { return gather_and_check<TestType, plait::ring>(comm, n); });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
@@ -46,8 +46,8 @@ TEMPLATE_TEST_CASE("ring all-gather moves at least 8 MiB in total", "[all_gather
   const int ranks = GENERATE(1, 2, 3, 5, 8);
   const std::size_t n = (std::size_t{8} << 20) / (sizeof(TestType) * static_cast<std::size_t>(ranks)) + 3;
   CAPTURE(plait_test::to_string(m), ranks, n);
-  const auto verdicts =
-      plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) { return gather_and_check<TestType, plait::ring>(comm, n); });
+  const auto verdicts = plait_test::run_ranks(
+      m, ranks, [&](plait::shm::communicator& comm) { return gather_and_check<TestType, plait::ring>(comm, n); });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
@@ -59,7 +59,8 @@ TEST_CASE("in-place ring all-gather keeps the own shard and fills the others", "
   const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
     const auto total = n * static_cast<std::size_t>(comm.size());
     std::vector<std::uint64_t> all(total, 0xdeadbeef);
-    for (std::size_t i = 0; i < n; ++i) all[static_cast<std::size_t>(comm.rank()) * n + i] = plait_test::make_value<std::uint64_t>(comm.rank(), i);
+    for (std::size_t i = 0; i < n; ++i)
+      all[static_cast<std::size_t>(comm.rank()) * n + i] = plait_test::make_value<std::uint64_t>(comm.rank(), i);
     plait::all_gather<plait::ring>(comm, plait::in_place, all);
     std::vector<std::uint64_t> want;
     for (int r = 0; r < comm.size(); ++r) {
@@ -107,7 +108,8 @@ TEST_CASE("bytes_sent counts exactly the ring all-gather's payload", "[all_gathe
     std::vector<std::uint64_t> mine(100), all(100 * static_cast<std::size_t>(comm.size()));
     plait::all_gather<plait::ring>(comm, mine, all);
     const std::uint64_t want = 800u * static_cast<std::uint64_t>(comm.size() - 1);
-    if (comm.bytes_sent() != want) return "bytes_sent " + std::to_string(comm.bytes_sent()) + " != " + std::to_string(want);
+    if (comm.bytes_sent() != want)
+      return "bytes_sent " + std::to_string(comm.bytes_sent()) + " != " + std::to_string(want);
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");

@@ -68,7 +68,8 @@ TEST_CASE("bytes_sent counts exactly the pairwise all-to-all's payload", "[all_t
     std::vector<std::uint32_t> send(10 * p), recv(10 * p);
     plait::all_to_all<plait::pairwise>(comm, send, recv);
     const std::uint64_t want = 40u * (p - 1);
-    if (comm.bytes_sent() != want) return "bytes_sent " + std::to_string(comm.bytes_sent()) + " != " + std::to_string(want);
+    if (comm.bytes_sent() != want)
+      return "bytes_sent " + std::to_string(comm.bytes_sent()) + " != " + std::to_string(want);
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");

@@ -47,12 +47,14 @@ TEST_CASE("all-gather rejects a recv buffer of the wrong size", "[bad_input][all
   CAPTURE(ranks, shard);
   auto short_recv = [&](plait::shm::communicator& comm, std::vector<int>& recv) {
     std::vector<int> mine(shard, 1);
-    plait::all_gather<plait::ring>(comm, mine, std::span(recv).first(shard * static_cast<std::size_t>(comm.size()) - 1));
+    plait::all_gather<plait::ring>(comm, mine,
+                                   std::span(recv).first(shard * static_cast<std::size_t>(comm.size()) - 1));
   };
   REQUIRE(expect_rejected(ranks, plait::errc::size_mismatch, "recv holds", short_recv) == "");
   auto long_recv = [&](plait::shm::communicator& comm, std::vector<int>& recv) {
     std::vector<int> mine(shard, 1);
-    plait::all_gather<plait::ring>(comm, mine, std::span(recv).first(shard * static_cast<std::size_t>(comm.size()) + 1));
+    plait::all_gather<plait::ring>(comm, mine,
+                                   std::span(recv).first(shard * static_cast<std::size_t>(comm.size()) + 1));
   };
   REQUIRE(expect_rejected(ranks, plait::errc::size_mismatch, "recv holds", long_recv) == "");
 }
@@ -80,8 +82,9 @@ TEST_CASE("null data with a nonzero size is rejected", "[bad_input]") {
   REQUIRE(expect_rejected(2, plait::errc::invalid_argument, "send buffer is null", null_source) == "");
   auto null_dest = [](plait::shm::communicator& comm, std::vector<int>&) {
     std::vector<int> mine(2, 1);
-    plait::all_to_all<plait::pairwise>(comm, std::span(mine).first(static_cast<std::size_t>(comm.size())),
-                                      std::span<int>(static_cast<int*>(nullptr), static_cast<std::size_t>(comm.size())));
+    plait::all_to_all<plait::pairwise>(
+        comm, std::span(mine).first(static_cast<std::size_t>(comm.size())),
+        std::span<int>(static_cast<int*>(nullptr), static_cast<std::size_t>(comm.size())));
   };
   REQUIRE(expect_rejected(2, plait::errc::invalid_argument, "recv buffer is null", null_dest) == "");
 }
@@ -90,7 +93,8 @@ TEST_CASE("send and recv that overlap outside in-place use are rejected", "[bad_
   auto overlapping = [](plait::shm::communicator& comm, std::vector<int>& recv) {
     // The shard aliases the recv buffer: a silent in-place misuse.
     std::vector<int> copy = recv;
-    plait::all_gather<plait::ring>(comm, std::span(recv).subspan(1, 2), std::span(recv).first(2 * static_cast<std::size_t>(comm.size())));
+    plait::all_gather<plait::ring>(comm, std::span(recv).subspan(1, 2),
+                                   std::span(recv).first(2 * static_cast<std::size_t>(comm.size())));
     (void)copy;
   };
   REQUIRE(expect_rejected(3, plait::errc::invalid_argument, "overlap", overlapping) == "");

@@ -38,9 +38,9 @@ TEST_CASE("check mode reports ranks that disagree on the shard size, on every ra
     comm.set_check_mode(true);
     const std::size_t n = comm.rank() == 2 ? 3 : 2;  // rank 2 believes in bigger shards
     std::vector<int> mine(n), all(3 * n);
-    return expect_disagreement(
-        comm, [&] { plait::all_gather<plait::ring>(comm, mine, all); },
-        {"rank 0 calls all_gather<ring> with blocks of 8 8 8 bytes", "rank 2 calls all_gather<ring> with blocks of 12 12 12 bytes"});
+    return expect_disagreement(comm, [&] { plait::all_gather<plait::ring>(comm, mine, all); },
+                               {"rank 0 calls all_gather<ring> with blocks of 8 8 8 bytes",
+                                "rank 2 calls all_gather<ring> with blocks of 12 12 12 bytes"});
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
@@ -49,16 +49,16 @@ TEST_CASE("check mode reports ranks that call different algorithms or operations
   const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) {
     comm.set_check_mode(true);
     std::vector<int> mine(2), all(4);
-    return expect_disagreement(
-        comm,
-        [&] {
-          if (comm.rank() == 0) {
-            plait::all_gather<plait::ring>(comm, mine, all);
-          } else {
-            plait::all_to_all<plait::pairwise>(comm, std::span(all).first(2), std::span(all).last(2));
-          }
-        },
-        {"all_gather<ring>", "all_to_all<pairwise>"});
+    return expect_disagreement(comm,
+                               [&] {
+                                 if (comm.rank() == 0) {
+                                   plait::all_gather<plait::ring>(comm, mine, all);
+                                 } else {
+                                   plait::all_to_all<plait::pairwise>(comm, std::span(all).first(2),
+                                                                      std::span(all).last(2));
+                                 }
+                               },
+                               {"all_gather<ring>", "all_to_all<pairwise>"});
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

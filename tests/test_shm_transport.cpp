@@ -20,7 +20,8 @@ using plait_test::mode;
 namespace {
 std::vector<std::byte> pattern(std::size_t n, int seed) {
   std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed) * 7) & 0xFF);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed) * 7) & 0xFF);
   return v;
 }
 std::string unique_name(std::string_view what) {
@@ -129,16 +130,17 @@ TEST_CASE("split forms groups by color ordered by key, and no_group gives a null
 
 TEST_CASE("join builds a group from independently started ranks and removes its segment", "[shm][join]") {
   const std::string name = unique_name("join");
-  const auto verdicts = plait_test::run_ranks(mode::processes, 4, [&](plait::shm::communicator& launcher) -> std::string {
-    auto comm = plait::shm::communicator::join(name, 3 - launcher.rank(), 4);
-    if (comm.size() != 4 || comm.rank() != 3 - launcher.rank()) return "wrong rank or size";
-    std::vector<int> mine{comm.rank()}, all(4);
-    plait::all_gather<plait::ring>(comm, mine, all);
-    if (all != std::vector<int>{0, 1, 2, 3}) return "all_gather on joined group wrong";
-    // Rank 0 removes the name once all are attached, before it sends its shard.
-    if (segment_exists(name)) return "segment still named after every rank joined";
-    return {};
-  });
+  const auto verdicts =
+      plait_test::run_ranks(mode::processes, 4, [&](plait::shm::communicator& launcher) -> std::string {
+        auto comm = plait::shm::communicator::join(name, 3 - launcher.rank(), 4);
+        if (comm.size() != 4 || comm.rank() != 3 - launcher.rank()) return "wrong rank or size";
+        std::vector<int> mine{comm.rank()}, all(4);
+        plait::all_gather<plait::ring>(comm, mine, all);
+        if (all != std::vector<int>{0, 1, 2, 3}) return "all_gather on joined group wrong";
+        // Rank 0 removes the name once all are attached, before it sends its shard.
+        if (segment_exists(name)) return "segment still named after every rank joined";
+        return {};
+      });
   REQUIRE(plait_test::failures(verdicts) == "");
   REQUIRE_FALSE(segment_exists(name));
 }
@@ -154,12 +156,14 @@ TEST_CASE("join with an absent rank ends in a timeout and leaves no segment", "[
   }
   REQUIRE_FALSE(segment_exists(name));
   // A rank > 0 whose rank 0 never comes times out too.
-  REQUIRE_THROWS_MATCHES(plait::shm::communicator::join(name, 1, 2, 100ms), plait::error,
-                         Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::timeout; }));
+  REQUIRE_THROWS_MATCHES(
+      plait::shm::communicator::join(name, 1, 2, 100ms), plait::error,
+      Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::timeout; }));
 }
 
 TEST_CASE("join rejects bad names, ranks and sizes before touching shared memory", "[shm][join][bad_input]") {
-  auto is_invalid = Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::invalid_argument; });
+  auto is_invalid =
+      Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::invalid_argument; });
   REQUIRE_THROWS_MATCHES(plait::shm::communicator::join("a/b", 0, 2), plait::error, is_invalid);
   REQUIRE_THROWS_MATCHES(plait::shm::communicator::join("", 0, 2), plait::error, is_invalid);
   REQUIRE_THROWS_MATCHES(plait::shm::communicator::join("ok", 2, 2), plait::error, is_invalid);

@@ -100,16 +100,17 @@ TEST_CASE("naive mode sends the whole tensor from every sender", "[split_all_gat
 }
 
 TEST_CASE("a boundary rejects peers outside the inter communicator before sending", "[split_all_gather][bad_input]") {
-  const auto verdicts = plait_test::run_ranks(plait_test::mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
-    auto boundary = plait::split_all_gather<plait::ring>(comm, comm);
-    std::vector<int> x(4);
-    try {
-      boundary.send(2, x);
-      return "peer 2 accepted";
-    } catch (const plait::error& e) {
-      if (e.code() != plait::errc::invalid_argument) return "wrong code";
-    }
-    return {};
-  });
+  const auto verdicts =
+      plait_test::run_ranks(plait_test::mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+        auto boundary = plait::split_all_gather<plait::ring>(comm, comm);
+        std::vector<int> x(4);
+        try {
+          boundary.send(2, x);
+          return "peer 2 accepted";
+        } catch (const plait::error& e) {
+          if (e.code() != plait::errc::invalid_argument) return "wrong code";
+        }
+        return {};
+      });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

@@ -36,8 +36,8 @@ std::uint32_t value(int r, std::size_t i, std::size_t call) {
 struct trial {
   bool gather = true;
   plait::algorithm_id algorithm = plait::algorithm_id::ring;
-  int layout = 0;  // 0: 1-D contiguous; 1..3: along<0..2>; 4: redistribute<1,0>; 5: <0,1>; 6: <2,2>
-  extents3 shape{};  // per-rank send shape for along; block shape pieces for redistribute
+  int layout = 0;     // 0: 1-D contiguous; 1..3: along<0..2>; 4: redistribute<1,0>; 5: <0,1>; 6: <2,2>
+  extents3 shape{};   // per-rank send shape for along; block shape pieces for redistribute
   std::size_t n = 0;  // 1-D elements per block
   std::string describe() const {
     return std::string(gather ? "all_gather<" : "all_to_all<") + std::string(plait::to_string(algorithm)) +
@@ -172,9 +172,8 @@ TEST_CASE("random collectives agree with a serial reference", "[stress][shm]") {
       std::mt19937_64 rng(batch_seed);  // the same draws on every rank
       for (std::size_t k = 0; k < calls; ++k) {
         const trial t = draw(rng, comm.size());
-        const std::string verdict = plait::visit_algorithm(t.algorithm, [&](auto tag) -> std::string {
-          return run_trial<typename decltype(tag)::type>(comm, t, k);
-        });
+        const std::string verdict = plait::visit_algorithm(
+            t.algorithm, [&](auto tag) -> std::string { return run_trial<typename decltype(tag)::type>(comm, t, k); });
         if (!verdict.empty()) return "call " + std::to_string(k) + ": " + verdict;
       }
       return std::string{};

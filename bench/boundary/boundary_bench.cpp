@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
     auto inter = world.split(position, stage);
 
     const std::size_t hidden = 1024;
-    const std::size_t tokens = std::max<std::size_t>(
-        1, static_cast<std::size_t>(mib * (1 << 20)) / (hidden * sizeof(float)));
+    const std::size_t tokens =
+        std::max<std::size_t>(1, static_cast<std::size_t>(mib * (1 << 20)) / (hidden * sizeof(float)));
     std::vector<float> x(tokens * hidden, 1.0f);
     plait::tensor_view<float, 2> view(x.data(), {tokens, hidden});
 
@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
         world.barrier();  // done when the last receiver holds the whole tensor
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (stage == 1) {
-          for (std::size_t i = 0; i < x.size(); i += 997) correct = correct && x[i] == static_cast<float>(r * 7 + i % 13);
+          for (std::size_t i = 0; i < x.size(); i += 997)
+            correct = correct && x[i] == static_cast<float>(r * 7 + i % 13);
         }
         std::uint64_t mine = inter.bytes_sent() - before;
         std::uint64_t total = 0;
@@ -84,11 +85,12 @@ int main(int argc, char** argv) {
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     if (world.rank() == 0) {
       const double tensor = static_cast<double>(x.size() * sizeof(float));
-      std::printf("boundary t=%d activation=%.1fMiB naive_s=%.4f split_s=%.4f speedup=%.2f target=%.2f "
-                  "naive_bytes=%llu split_bytes=%llu tensor_bytes=%.0f correct=%s\n",
-                  t, tensor / (1 << 20), seconds[0], seconds[1], seconds[0] / seconds[1], 0.8 * t,
-                  static_cast<unsigned long long>(link_bytes[0]), static_cast<unsigned long long>(link_bytes[1]),
-                  tensor, all_ok ? "yes" : "NO");
+      std::printf(
+          "boundary t=%d activation=%.1fMiB naive_s=%.4f split_s=%.4f speedup=%.2f target=%.2f "
+          "naive_bytes=%llu split_bytes=%llu tensor_bytes=%.0f correct=%s\n",
+          t, tensor / (1 << 20), seconds[0], seconds[1], seconds[0] / seconds[1], 0.8 * t,
+          static_cast<unsigned long long>(link_bytes[0]), static_cast<unsigned long long>(link_bytes[1]), tensor,
+          all_ok ? "yes" : "NO");
     }
     status = all_ok ? 0 : 1;
   }

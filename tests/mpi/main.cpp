@@ -33,8 +33,8 @@ class rank_combiner : public Catch::TestEventListenerBase {
       for (int r = 0; r < size; ++r) {
         if (failed_on[static_cast<std::size_t>(r)] == '1') ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
       }
-      std::fprintf(stderr, "plait-mpi: test case \"%s\" failed on rank(s) %s of %d\n",
-                   stats.testInfo.name.c_str(), ranks.c_str(), size);
+      std::fprintf(stderr, "plait-mpi: test case \"%s\" failed on rank(s) %s of %d\n", stats.testInfo.name.c_str(),
+                   ranks.c_str(), size);
     }
   }
 };

@@ -63,9 +63,9 @@ inline long long first_mismatch(std::span<const std::byte> got, int source, int 
 
 /// REQUIRE that holds only if `condition` holds on every rank, so every rank
 /// leaves the test case together. Evaluates `condition` once.
-#define PLAIT_REQUIRE_ALL(condition)                                   \
-  do {                                                                 \
-    const bool plait_local_ok = static_cast<bool>(condition);          \
-    CHECK(plait_local_ok);                                             \
-    REQUIRE(::plait_test::on_all_ranks(plait_local_ok));               \
+#define PLAIT_REQUIRE_ALL(condition)                          \
+  do {                                                        \
+    const bool plait_local_ok = static_cast<bool>(condition); \
+    CHECK(plait_local_ok);                                    \
+    REQUIRE(::plait_test::on_all_ranks(plait_local_ok));      \
   } while (false)

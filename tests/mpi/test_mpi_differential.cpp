@@ -189,10 +189,9 @@ TEST_CASE("mpi all_gather<neighbor_exchange> equals MPI_Allgather for even P and
     std::vector<double> send(4);
     std::vector<double> recv(4 * static_cast<std::size_t>(comm.size()));
     const auto sent_before = comm.bytes_sent();
-    CHECK_THROWS_MATCHES(plait::all_gather<plait::neighbor_exchange>(comm, send, recv), plait::error,
-                         Catch::Predicate<plait::error>([](const plait::error& e) {
-                           return e.code() == plait::errc::unsupported;
-                         }));
+    CHECK_THROWS_MATCHES(
+        plait::all_gather<plait::neighbor_exchange>(comm, send, recv), plait::error,
+        Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::unsupported; }));
     CHECK(comm.bytes_sent() == sent_before);  // refused before any byte moved
   }
   PLAIT_REQUIRE_ALL(!comm.poisoned());

@@ -33,7 +33,9 @@ struct padded {
     const std::size_t row = shape[2] + pad;
     return {storage.data(), shape, {shape[1] * row, row, 1}};
   }
-  std::uint32_t& at(std::size_t a, std::size_t b, std::size_t c) { return storage[(a * shape[1] + b) * (shape[2] + pad) + c]; }
+  std::uint32_t& at(std::size_t a, std::size_t b, std::size_t c) {
+    return storage[(a * shape[1] + b) * (shape[2] + pad) + c];
+  }
   [[nodiscard]] bool guards_intact() const {
     const std::size_t row = shape[2] + pad;
     for (std::size_t r = 0; r < shape[0] * shape[1]; ++r)

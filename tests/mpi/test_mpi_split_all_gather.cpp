@@ -79,7 +79,8 @@ void check_all(bool shm_inside) {
         // Traffic proof: each sender sent exactly its shard (or the tensor, naively).
         const std::size_t slice = shape[0] * shape[1] * shape[2] / extent * sizeof(std::uint32_t);
         if (in && stage == 0) {
-          const auto shard = plait::detail::part(extent, static_cast<std::size_t>(t), static_cast<std::size_t>(position));
+          const auto shard =
+              plait::detail::part(extent, static_cast<std::size_t>(t), static_cast<std::size_t>(position));
           const std::uint64_t want = mode == plait::boundary_mode::split ? shard.count * slice : extent * slice;
           ok = ok && sent == want;
         }

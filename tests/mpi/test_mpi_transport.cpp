@@ -102,8 +102,7 @@ TEST_CASE("mpi messages above the chunk size go as several messages and arrive i
   comm.wait_all(requests);
   PLAIT_REQUIRE_ALL(first_mismatch(in1, left_of(comm), 5) < 0 && first_mismatch(in2, left_of(comm), 6) < 0);
   CHECK(comm.bytes_sent() == 10'007 + 3'000 + 2'500 + 1'500);
-  CHECK_THROWS_MATCHES(comm.set_chunk_bytes(0), plait::error,
-                       Catch::Predicate<plait::error>([](const plait::error& e) {
+  CHECK_THROWS_MATCHES(comm.set_chunk_bytes(0), plait::error, Catch::Predicate<plait::error>([](const plait::error& e) {
                          return e.code() == plait::errc::invalid_argument;
                        }));
 }
@@ -311,8 +310,7 @@ TEST_CASE("mpi peers outside the group are rejected before anything moves", "[mp
   PLAIT_REQUIRE_ALL(ring_exchange(comm, 8, 13));
 }
 
-TEST_CASE("mpi message length that differs from its receive is a size mismatch with MPI's words",
-          "[mpi][transport]") {
+TEST_CASE("mpi message length that differs from its receive is a size mismatch with MPI's words", "[mpi][transport]") {
   plait::mpi::communicator comm{MPI_COMM_WORLD};
   auto mismatch = [](const plait::error& e) { return e.code() == plait::errc::size_mismatch; };
 
@@ -373,10 +371,9 @@ TEST_CASE("mpi null, moved-from and moved-to communicators", "[mpi][transport]")
   plait::mpi::communicator null_comm{MPI_COMM_NULL};
   CHECK_FALSE(static_cast<bool>(null_comm));
   std::vector<std::byte> bytes(1);
-  CHECK_THROWS_MATCHES((void)null_comm.isend(0, bytes), plait::error,
-                       Catch::Predicate<plait::error>([](const plait::error& e) {
-                         return e.code() == plait::errc::invalid_argument;
-                       }));
+  CHECK_THROWS_MATCHES(
+      (void)null_comm.isend(0, bytes), plait::error,
+      Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::invalid_argument; }));
 
   plait::mpi::communicator first{MPI_COMM_WORLD};
   plait::mpi::communicator second = std::move(first);

@@ -28,9 +28,7 @@ struct ring {
     const int right = (rank + 1) % size;
     const int left = (rank + size - 1) % size;
     for (int k = 0; k + 1 < size; ++k) {
-      s.next_step()
-          .send(right, {(rank - k + size) % size})
-          .recv(left, {(rank - k - 1 + 2 * size) % size});
+      s.next_step().send(right, {(rank - k + size) % size}).recv(left, {(rank - k - 1 + 2 * size) % size});
     }
     return s;
   }

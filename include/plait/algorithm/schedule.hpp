@@ -66,7 +66,9 @@ concept schedules = algorithm<A> && operation<Op> && requires(int r) {
 /// size for neighbor_exchange) say so with `static constexpr bool accepts(Op, int size)`.
 template <class A, class Op>
 constexpr bool accepts(int size) {
-  if constexpr (requires { { A::accepts(Op{}, size) } -> std::convertible_to<bool>; }) {
+  if constexpr (requires {
+                  { A::accepts(Op{}, size) } -> std::convertible_to<bool>;
+                }) {
     return A::accepts(Op{}, size);
   } else {
     return size >= 1;
@@ -76,7 +78,9 @@ constexpr bool accepts(int size) {
 /// The algorithm's display name: `A::name` if it has one.
 template <class A>
 constexpr std::string_view algorithm_name() {
-  if constexpr (requires { { A::name } -> std::convertible_to<std::string_view>; }) {
+  if constexpr (requires {
+                  { A::name } -> std::convertible_to<std::string_view>;
+                }) {
     return A::name;
   } else {
     return "user algorithm";

@@ -50,10 +50,10 @@ inline std::error_code make_error_code(errc e) noexcept { return {static_cast<in
 /// Where an error happened. Unknown fields stay at their "none" values and are
 /// left out of the message.
 struct error_context {
-  int rank = -1;                ///< the rank that reports
-  std::string_view operation;   ///< "all_gather<ring>", "barrier", "isend", ...
-  int step = -1;                ///< schedule step, -1 outside a schedule
-  int peer = -1;                ///< the peer involved, -1 if none
+  int rank = -1;               ///< the rank that reports
+  std::string_view operation;  ///< "all_gather<ring>", "barrier", "isend", ...
+  int step = -1;               ///< schedule step, -1 outside a schedule
+  int peer = -1;               ///< the peer involved, -1 if none
 
   constexpr error_context() = default;
   constexpr error_context(int rank_, std::string_view operation_ = {}, int step_ = -1, int peer_ = -1) noexcept

@@ -16,11 +16,11 @@ inline namespace v0 {
 struct region {
   static constexpr int max_dims = 6;
 
-  std::byte* data = nullptr;    ///< the first byte of the first run
-  std::size_t run_bytes = 0;    ///< bytes in each contiguous run
-  int dims = 0;                 ///< outer dimensions; 0 means one run
-  std::array<std::size_t, max_dims> extent{};      ///< runs along each outer dimension (outermost first)
-  std::array<std::ptrdiff_t, max_dims> stride{};   ///< bytes between runs along each outer dimension
+  std::byte* data = nullptr;                      ///< the first byte of the first run
+  std::size_t run_bytes = 0;                      ///< bytes in each contiguous run
+  int dims = 0;                                   ///< outer dimensions; 0 means one run
+  std::array<std::size_t, max_dims> extent{};     ///< runs along each outer dimension (outermost first)
+  std::array<std::ptrdiff_t, max_dims> stride{};  ///< bytes between runs along each outer dimension
 
   /// One contiguous run.
   static constexpr region contiguous(std::byte* data, std::size_t bytes) noexcept { return region{data, bytes}; }

@@ -21,7 +21,7 @@ inline constexpr in_place_t in_place{};
 /// std::array, std::span, C arrays; const or not).
 template <class R>
 concept send_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                     std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
+    std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
 
 /// A send_range whose elements can be written.
 template <class R>

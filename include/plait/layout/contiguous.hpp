@@ -38,8 +38,8 @@ struct call_site {
 
 inline void check_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
   if (data == nullptr && count != 0) {
-    throw at.fail(errc::invalid_argument, std::string(which) + " buffer is null but holds " + std::to_string(count) +
-                                              " elements");
+    throw at.fail(errc::invalid_argument,
+                  std::string(which) + " buffer is null but holds " + std::to_string(count) + " elements");
   }
 }
 

@@ -8,7 +8,8 @@ namespace plait {
 inline namespace v0 {
 
 /// Opt-in tag (plus `template <class Op> static constexpr bool serves`, true for
-/// the operations the layout has a meaning for): a type is a layout when it says `using layout_concept = plait::layout_tag;`.
+/// the operations the layout has a meaning for): a type is a layout when it says `using layout_concept =
+/// plait::layout_tag;`.
 struct layout_tag {};
 
 template <class L>

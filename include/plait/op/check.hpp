@@ -35,7 +35,9 @@ inline bool check_mode_from_environment() {
 
 template <class Comm>
 bool check_mode(const Comm& comm) {
-  if constexpr (requires { { comm.check_mode() } -> std::convertible_to<bool>; }) {
+  if constexpr (requires {
+                  { comm.check_mode() } -> std::convertible_to<bool>;
+                }) {
     if (comm.check_mode()) return true;
   }
   return check_mode_from_environment();
@@ -73,7 +75,9 @@ struct call_signature {
 /// The plan's own description of its shape if it has one, else its block sizes.
 template <class Plan>
 std::string describe_shape(const Plan& plan, int blocks) {
-  if constexpr (requires { { plan.describe() } -> std::convertible_to<std::string>; }) {
+  if constexpr (requires {
+                  { plan.describe() } -> std::convertible_to<std::string>;
+                }) {
     return plan.describe();
   } else {
     std::string text = "blocks of";

@@ -24,9 +24,10 @@ struct collective {
   static_assert(operation<Op>, "plait: Op must be plait::op::all_gather or plait::op::all_to_all");
   static_assert(detail::check_transport<Transport>());
   static_assert(detail::check_algorithm<Algorithm, Op>());
-  static_assert(layout<Layout>, "plait: the Layout argument is not a layout: it lacks "
-                                "`using layout_concept = plait::layout_tag;` (use plait::contiguous, "
-                                "plait::along<D> or plait::redistribute<S, C>)");
+  static_assert(layout<Layout>,
+                "plait: the Layout argument is not a layout: it lacks "
+                "`using layout_concept = plait::layout_tag;` (use plait::contiguous, "
+                "plait::along<D> or plait::redistribute<S, C>)");
   static_assert(Layout::template serves<Op>,
                 "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
                 "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");

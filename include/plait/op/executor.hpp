@@ -165,8 +165,8 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
     requests.clear();
     try {
       for (message& m : recvs) {
-        std::span<std::byte> into = is_staged(m) ? std::span<std::byte>(staging.data() + m.staging_offset, m.bytes)
-                                                 : m.direct;
+        std::span<std::byte> into =
+            is_staged(m) ? std::span<std::byte>(staging.data() + m.staging_offset, m.bytes) : m.direct;
         requests.push_back(comm.irecv(m.what->peer, into, tag));
       }
       for (message& m : sends) {

@@ -59,8 +59,9 @@ constexpr std::size_t boundary_dimension() {
   if constexpr (std::is_same_v<Layout, contiguous>) {
     return 0;
   } else {
-    static_assert(requires { Layout::dimension; },
-                  "plait: split_all_gather takes plait::contiguous or plait::along<D> as its layout");
+    static_assert(
+        requires { Layout::dimension; },
+        "plait: split_all_gather takes plait::contiguous or plait::along<D> as its layout");
     return Layout::dimension;
   }
 }
@@ -112,8 +113,8 @@ class boundary {
     std::vector<typename Inter::request> requests;
     for (std::size_t k = 0; k < pieces.size(); ++k) {
       const region& r = pieces[k];
-      std::span<const std::byte> bytes = r.is_contiguous() ? std::span<const std::byte>(r.data, r.bytes())
-                                                           : std::span<const std::byte>{};
+      std::span<const std::byte> bytes =
+          r.is_contiguous() ? std::span<const std::byte>(r.data, r.bytes()) : std::span<const std::byte>{};
       if (!r.is_contiguous()) {
         staging[k].resize(r.bytes());
         pack(r, staging[k].data());
@@ -165,7 +166,8 @@ class boundary {
       }
       const detail::region_gather_plan plan(std::move(blocks));
       const int rank = intra_.rank();
-      auto planned = detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
+      auto planned =
+          detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
       const std::string name = "split_all_gather.all_gather<" + std::string(planned.algorithm) + ">";
       execute(intra_, planned.steps, plan, name, intra_.next_tag());
     }
@@ -176,9 +178,8 @@ class boundary {
  private:
   void check_peer(const detail::call_site& at, int peer) const {
     if (peer < 0 || peer >= inter_.size()) {
-      throw at.fail(errc::invalid_argument,
-                    "peer " + std::to_string(peer) + " is outside the inter communicator [0, " +
-                        std::to_string(inter_.size()) + ")");
+      throw at.fail(errc::invalid_argument, "peer " + std::to_string(peer) + " is outside the inter communicator [0, " +
+                                                std::to_string(inter_.size()) + ")");
     }
   }
 

@@ -493,10 +493,10 @@ class communicator {
         received += count < 0 ? 0 : static_cast<std::size_t>(count);
       }
       if (r.receive_ && received != r.bytes_) {
-        throw error(errc::size_mismatch,
-                    "received " + std::to_string(received) + " bytes where " + std::to_string(r.bytes_) +
-                        " were expected",
-                    where("wait_all", r.peer_));
+        throw error(
+            errc::size_mismatch,
+            "received " + std::to_string(received) + " bytes where " + std::to_string(r.bytes_) + " were expected",
+            where("wait_all", r.peer_));
       }
     }
   }

@@ -123,15 +123,17 @@ class communicator {
                            std::chrono::nanoseconds timeout = detail::default_timeout()) {
     const error_context at{rank, "join", -1, -1};
     if (size < 1 || size > detail::max_ranks) {
-      throw error(errc::invalid_argument, "group size " + std::to_string(size) + " is outside [1, " +
-                                              std::to_string(detail::max_ranks) + "]", at);
-    }
-    if (rank < 0 || rank >= size) {
-      throw error(errc::invalid_argument, "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")",
+      throw error(errc::invalid_argument,
+                  "group size " + std::to_string(size) + " is outside [1, " + std::to_string(detail::max_ranks) + "]",
                   at);
     }
-    if (name.empty() || name.size() > 200 || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                     "0123456789._-") != std::string_view::npos) {
+    if (rank < 0 || rank >= size) {
+      throw error(errc::invalid_argument,
+                  "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")", at);
+    }
+    if (name.empty() || name.size() > 200 ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789._-") != std::string_view::npos) {
       throw error(errc::invalid_argument,
                   "group name \"" + std::string(name) + "\" must be 1-200 characters of letters, digits, '.', '_', '-'",
                   at);
@@ -282,7 +284,8 @@ class communicator {
       const auto mine = std::as_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(rank_), 2));
       for (int peer = 0; peer < size_; ++peer) {
         if (peer == rank_) continue;
-        requests.push_back(irecv(peer, std::as_writable_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(peer), 2)), tag));
+        requests.push_back(
+            irecv(peer, std::as_writable_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(peer), 2)), tag));
         requests.push_back(isend(peer, mine, tag));
       }
       wait_all(requests);
@@ -306,7 +309,8 @@ class communicator {
       seg = detail::segment::create(detail::random_name(), shape, at);
       std::memcpy(name.data(), seg->name().data(), std::min(seg->name().size(), name.size() - 1));
       std::vector<request> requests;
-      for (std::size_t i = 1; i < members.size(); ++i) requests.push_back(isend(members[i], std::as_bytes(std::span(name)), tag));
+      for (std::size_t i = 1; i < members.size(); ++i)
+        requests.push_back(isend(members[i], std::as_bytes(std::span(name)), tag));
       wait_all(requests);
       discount_control_bytes(name.size() * (members.size() - 1));
     } else {
@@ -339,13 +343,14 @@ class communicator {
     std::uint64_t sends_done = 0;
     std::uint64_t recvs_posted = 0;
     std::uint64_t recvs_done = 0;
-    std::uint64_t head = 0;  // slots this rank has written to the peer (it is the only writer)
-    std::uint64_t tail = 0;  // slots this rank has consumed from the peer (likewise)
+    std::uint64_t head = 0;            // slots this rank has written to the peer (it is the only writer)
+    std::uint64_t tail = 0;            // slots this rank has consumed from the peer (likewise)
     bool single_copy_refused = false;  // the peer cannot read this process's memory: chunks only
   };
 
   void check_usable(std::string_view operation) const {
-    if (!segment_) throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
+    if (!segment_)
+      throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
     if (poisoned_) {
       throw error(poisoned_code_, "communicator is unusable after an earlier failure: " + poison_reason_,
                   {rank_, operation});
@@ -353,7 +358,8 @@ class communicator {
   }
   void check_peer(int peer, std::string_view operation) const {
     if (peer < 0 || peer >= size_) {
-      throw error(errc::invalid_argument, "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")",
+      throw error(errc::invalid_argument,
+                  "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")",
                   {rank_, operation, -1, peer});
     }
   }
@@ -398,8 +404,9 @@ class communicator {
     while (!p.sends.empty()) {
       const std::uint64_t tail = detail::atomic(channel.tail).load(std::memory_order_acquire);
       if (detail::pending_slots(p.head, tail, slots) < 0) {
-        throw error(errc::transport, "corrupt channel: peer reports " + std::to_string(tail) + " slots consumed of " +
-                                         std::to_string(p.head) + " written",
+        throw error(errc::transport,
+                    "corrupt channel: peer reports " + std::to_string(tail) + " slots consumed of " +
+                        std::to_string(p.head) + " written",
                     {rank_, "isend", -1, peer});
       }
       pending& m = p.sends.front();
@@ -417,8 +424,9 @@ class communicator {
           continue;
         }
         if (state != detail::reference_state::refused) {
-          throw error(errc::transport, "corrupt channel: peer released a single-copy slot in state " +
-                                           std::to_string(static_cast<std::uint32_t>(state)),
+          throw error(errc::transport,
+                      "corrupt channel: peer released a single-copy slot in state " +
+                          std::to_string(static_cast<std::uint32_t>(state)),
                       {rank_, "isend", -1, peer});
         }
         p.single_copy_refused = true;  // send this message (and later ones) in chunks
@@ -457,8 +465,9 @@ class communicator {
     while (!p.recvs.empty()) {
       const std::uint64_t head = detail::atomic(channel.head).load(std::memory_order_acquire);
       if (detail::pending_slots(head, p.tail, slots) < 0) {
-        throw error(errc::transport, "corrupt channel: peer reports " + std::to_string(head) + " slots written, " +
-                                         std::to_string(p.tail) + " consumed",
+        throw error(errc::transport,
+                    "corrupt channel: peer reports " + std::to_string(head) + " slots written, " +
+                        std::to_string(p.tail) + " consumed",
                     {rank_, "irecv", -1, peer});
       }
       if (head == p.tail) break;  // nothing new yet
@@ -466,7 +475,8 @@ class communicator {
       // Copy the header out first: the peer could change it while we check it.
       const detail::slot_header header = segment_->slot(peer, rank_, p.tail);
       if (header.kind == static_cast<std::uint32_t>(detail::slot_kind::reference)) {
-        check_header(peer, m, header, detail::check_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done));
+        check_header(peer, m, header,
+                     detail::check_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done));
         if (copy_reference(peer, m)) {
           m.done = m.bytes;
           p.recvs.pop_front();
@@ -481,8 +491,10 @@ class communicator {
         throw error(errc::transport, "corrupt message slot (kind " + std::to_string(header.kind) + ")",
                     {rank_, "irecv", -1, peer});
       }
-      check_header(peer, m, header, detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
-      if (header.chunk_bytes != 0) std::memcpy(m.in + m.done, segment_->payload(peer, rank_, p.tail), header.chunk_bytes);
+      check_header(peer, m, header,
+                   detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
+      if (header.chunk_bytes != 0)
+        std::memcpy(m.in + m.done, segment_->payload(peer, rank_, p.tail), header.chunk_bytes);
       m.done += header.chunk_bytes;
       m.started = true;
       ++p.tail;
@@ -511,8 +523,9 @@ class communicator {
                         std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
                     {rank_, "irecv", -1, peer});
       case detail::slot_problem::corrupt:
-        throw error(errc::transport, "corrupt message slot (offset " + std::to_string(header.offset) + ", " +
-                                         std::to_string(header.chunk_bytes) + " bytes)",
+        throw error(errc::transport,
+                    "corrupt message slot (offset " + std::to_string(header.offset) + ", " +
+                        std::to_string(header.chunk_bytes) + " bytes)",
                     {rank_, "irecv", -1, peer});
     }
   }
@@ -523,14 +536,16 @@ class communicator {
     detail::reference_descriptor& ref = segment_->reference(rank_, peer, p.head);
     ref.address = reinterpret_cast<std::uintptr_t>(m.out);
     ref.pid = static_cast<std::int32_t>(getpid());
-    detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted), std::memory_order_relaxed);
+    detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted),
+                                    std::memory_order_relaxed);
     segment_->slot(rank_, peer, p.head) = detail::slot_header{
         static_cast<std::uint32_t>(m.tag), static_cast<std::uint32_t>(detail::slot_kind::reference), m.bytes, 0, 0};
     m.started = true;
     m.by_reference = true;
     m.reference_slot = p.head;
     ++p.head;
-    detail::atomic(segment_->channel(rank_, peer).head).store(p.head, std::memory_order_release);  // publishes all of it
+    detail::atomic(segment_->channel(rank_, peer).head)
+        .store(p.head, std::memory_order_release);  // publishes all of it
   }
 
   /// Receives `m` from the reference in the current slot of `peer`'s channel.
@@ -543,7 +558,9 @@ class communicator {
     const std::uint64_t address = shared.address;  // read once: the value used is the value checked
     const std::int32_t pid = shared.pid;
     auto state = detail::atomic(shared.state);
-    auto finish = [&](detail::reference_state s) { state.store(static_cast<std::uint32_t>(s), std::memory_order_release); };
+    auto finish = [&](detail::reference_state s) {
+      state.store(static_cast<std::uint32_t>(s), std::memory_order_release);
+    };
     auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
     if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
                                        std::memory_order_acq_rel)) {
@@ -565,7 +582,8 @@ class communicator {
     // so a corrupt descriptor fails here instead of reading our own memory.
     if (pid <= 0) {
       finish(detail::reference_state::refused);
-      throw error(errc::transport, "corrupt single-copy slot (pid " + std::to_string(pid) + ")", {rank_, "irecv", -1, peer});
+      throw error(errc::transport, "corrupt single-copy slot (pid " + std::to_string(pid) + ")",
+                  {rank_, "irecv", -1, peer});
     }
     std::size_t copied = 0;
     while (copied < m.bytes) {
@@ -620,8 +638,8 @@ class communicator {
   void check_group(int peer) const {
     const int failed = segment_->failed_rank();
     if (failed >= 0) {
-      throw error(errc::peer_lost, "rank " + std::to_string(failed) + " of the group failed", {rank_, {}, -1,
-                                                                                                   peer >= 0 ? peer : failed});
+      throw error(errc::peer_lost, "rank " + std::to_string(failed) + " of the group failed",
+                  {rank_, {}, -1, peer >= 0 ? peer : failed});
     }
   }
   [[nodiscard]] static bool process_gone(std::int32_t pid) noexcept {

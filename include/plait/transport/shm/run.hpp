@@ -168,15 +168,15 @@ void run_processes(int ranks, Fn&& fn) {
       --remaining;
       reaped = true;
       const bool clean = result > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      const bool reported = result > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
-                            seg->record(static_cast<int>(rank)).code != 0;
+      const bool reported =
+          result > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1 && seg->record(static_cast<int>(rank)).code != 0;
       if (!clean && !reported) {
-        deaths[rank] = result > 0 && WIFSIGNALED(status)
-                           ? "process was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-                                 strsignal(WTERMSIG(status)) + ")"
-                       : result > 0 && WIFEXITED(status)
-                           ? "process exited with status " + std::to_string(WEXITSTATUS(status)) + " without an exception"
-                           : "process ended abnormally";
+        deaths[rank] =
+            result > 0 && WIFSIGNALED(status) ? "process was killed by signal " + std::to_string(WTERMSIG(status)) +
+                                                    " (" + strsignal(WTERMSIG(status)) + ")"
+            : result > 0 && WIFEXITED(status)
+                ? "process exited with status " + std::to_string(WEXITSTATUS(status)) + " without an exception"
+                : "process ended abnormally";
         seg->mark_failed(static_cast<int>(rank));
       }
     }

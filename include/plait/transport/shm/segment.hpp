@@ -38,7 +38,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 2;  // 2: single-copy references in slots
+inline constexpr std::uint32_t segment_version = 2;                    // 2: single-copy references in slots
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -57,8 +57,8 @@ struct alignas(cache_line) segment_header {
   std::uint32_t slots;
   std::uint32_t slot_bytes;
   std::uint64_t total_bytes;
-  alignas(cache_line) std::uint32_t attached;     // ranks attached so far
-  std::uint32_t failed_rank;                      // 0, or 1 + the first rank that failed
+  alignas(cache_line) std::uint32_t attached;  // ranks attached so far
+  std::uint32_t failed_rank;                   // 0, or 1 + the first rank that failed
   alignas(cache_line) std::uint32_t barrier_count;
   alignas(cache_line) std::uint32_t barrier_generation;
 };
@@ -74,7 +74,7 @@ struct alignas(cache_line) rank_record {
 };
 
 struct alignas(cache_line) channel_header {
-  std::uint64_t head;  // slots written so far (by the sender)
+  std::uint64_t head;                      // slots written so far (by the sender)
   alignas(cache_line) std::uint64_t tail;  // slots consumed so far (by the receiver)
 };
 
@@ -121,9 +121,7 @@ struct geometry {
   [[nodiscard]] constexpr std::size_t channel_bytes() const {
     return round_up(sizeof(channel_header), cache_line) + slots * slot_stride();
   }
-  [[nodiscard]] constexpr std::size_t records_offset() const {
-    return round_up(sizeof(segment_header), cache_line);
-  }
+  [[nodiscard]] constexpr std::size_t records_offset() const { return round_up(sizeof(segment_header), cache_line); }
   [[nodiscard]] constexpr std::size_t channels_offset() const {
     return round_up(records_offset() + ranks * sizeof(rank_record), 4096);
   }
@@ -139,10 +137,13 @@ inline constexpr int max_ranks = 1024;
 /// What a segment header must say for this rank to use it; "" when it agrees.
 /// The header is written by another process: nothing in it is trusted.
 inline std::string check_segment_header(const segment_header& h, const geometry& expected) {
-  if (h.version != segment_version) return "version " + std::to_string(h.version) + " (expected " + std::to_string(segment_version) + ")";
-  if (h.ranks != expected.ranks) return "ranks " + std::to_string(h.ranks) + " (expected " + std::to_string(expected.ranks) + ")";
+  if (h.version != segment_version)
+    return "version " + std::to_string(h.version) + " (expected " + std::to_string(segment_version) + ")";
+  if (h.ranks != expected.ranks)
+    return "ranks " + std::to_string(h.ranks) + " (expected " + std::to_string(expected.ranks) + ")";
   if (h.slots != expected.slots || h.slot_bytes != expected.slot_bytes) return "a different slot geometry";
-  if (h.total_bytes != expected.total_bytes()) return "size " + std::to_string(h.total_bytes) + " (expected " + std::to_string(expected.total_bytes()) + ")";
+  if (h.total_bytes != expected.total_bytes())
+    return "size " + std::to_string(h.total_bytes) + " (expected " + std::to_string(expected.total_bytes()) + ")";
   return {};
 }
 
@@ -157,8 +158,8 @@ inline slot_problem check_slot(const slot_header& h, std::uint32_t expected_tag,
                                std::uint64_t done, std::uint64_t slot_bytes) noexcept {
   if (h.tag != expected_tag) return slot_problem::tag_mismatch;
   if (h.message_bytes != expected_bytes) return slot_problem::size_mismatch;
-  if (done > expected_bytes || h.offset != done || h.chunk_bytes > slot_bytes || h.chunk_bytes > expected_bytes - done ||
-      (h.chunk_bytes == 0 && expected_bytes != 0)) {
+  if (done > expected_bytes || h.offset != done || h.chunk_bytes > slot_bytes ||
+      h.chunk_bytes > expected_bytes - done || (h.chunk_bytes == 0 && expected_bytes != 0)) {
     return slot_problem::corrupt;
   }
   return slot_problem::none;
@@ -217,8 +218,10 @@ class segment {
     if (fd < 0) {
       if (errno == EEXIST) {
         throw error(errc::invalid_argument,
-                    "shared-memory segment " + name + " already exists: another group uses this name, or a crashed "
-                        "one left it behind (remove /dev/shm" + name + ")",
+                    "shared-memory segment " + name +
+                        " already exists: another group uses this name, or a crashed "
+                        "one left it behind (remove /dev/shm" +
+                        name + ")",
                     at);
       }
       throw error(errc::transport, system_message("cannot create shared-memory segment", name), at);
@@ -258,7 +261,8 @@ class segment {
     for (;;) {
       const int fd = shm_open(name.c_str(), O_RDWR, 0);
       if (fd < 0) {
-        if (errno != ENOENT) throw error(errc::transport, system_message("cannot open shared-memory segment", name), at);
+        if (errno != ENOENT)
+          throw error(errc::transport, system_message("cannot open shared-memory segment", name), at);
         if (clock::now() > until) {
           throw error(errc::timeout, "shared-memory segment " + name + " was not created in time (is rank 0 running?)",
                       at);
@@ -295,13 +299,14 @@ class segment {
       s->set_shape(shape);
       auto& h = s->header();
       while (atomic(h.magic).load(std::memory_order_acquire) != segment_magic) {
-        if (clock::now() > until) throw error(errc::timeout, "shared-memory segment " + name + " was never initialised", at);
+        if (clock::now() > until)
+          throw error(errc::timeout, "shared-memory segment " + name + " was never initialised", at);
         wait.pause();
       }
       const segment_header copy = h;  // check a snapshot, not memory a peer may still change
       if (const std::string problem = check_segment_header(copy, shape); !problem.empty()) {
-        throw error(errc::invalid_argument, "shared-memory segment " + name + " describes a different group: " + problem,
-                    at);
+        throw error(errc::invalid_argument,
+                    "shared-memory segment " + name + " describes a different group: " + problem, at);
       }
       return s;
     }
