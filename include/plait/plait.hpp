@@ -9,6 +9,7 @@
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/tensor_view.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 

@@ -23,6 +23,7 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/mpi/error.hpp"
 
@@ -32,31 +33,9 @@ namespace mpi {
 
 namespace detail {
 
-/// PLAIT_TIMEOUT in seconds (fractions allowed) if set to a positive number,
-/// else 300 s: no wait may block forever, but a slow job must not fail either.
-inline clock::duration default_timeout() {
-  if (const char* text = std::getenv("PLAIT_TIMEOUT")) {
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (end != text && std::isfinite(seconds) && seconds > 0 && seconds < 1e9) {
-      return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
-    }
-  }
-  return std::chrono::seconds(300);
-}
-
-/// `now + timeout` without overflowing when the timeout is huge.
-inline deadline after(clock::duration timeout) {
-  const auto now = clock::now();
-  if (timeout >= clock::time_point::max() - now) return clock::time_point::max();
-  return now + timeout;
-}
-
-inline std::string seconds_text(clock::duration d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g s", std::chrono::duration<double>(d).count());
-  return text;
-}
+using plait::detail::after;  // timeouts are shared by every transport: core/timeout.hpp
+using plait::detail::default_timeout;
+using plait::detail::seconds_text;
 
 /// The largest single MPI message plait posts by default: MPI counts are int,
 /// so longer messages go as several chunks with the same tag (MPI's

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "plait/core/error.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
 
@@ -57,24 +58,8 @@ struct options {
 
 namespace detail {
 
-/// PLAIT_TIMEOUT (seconds, may be fractional) or 300 s, as for every transport.
-inline std::chrono::nanoseconds default_timeout() {
-  if (const char* text = std::getenv("PLAIT_TIMEOUT")) {
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (end != text && seconds > 0) {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
-    }
-  }
-  return std::chrono::seconds(300);
-}
-
-inline std::string seconds_text(std::chrono::nanoseconds d) {
-  std::string text = std::to_string(std::chrono::duration<double>(d).count());
-  text.erase(text.find_last_not_of('0') + 1);
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  return text + " s";
-}
+using plait::detail::default_timeout;  // PLAIT_TIMEOUT, shared by every transport
+using plait::detail::seconds_text;
 
 /// The bootstrap communicator behind a type-erased face: the NVLink
 /// communicator only exchanges small host records over it, barriers and splits.

@@ -36,6 +36,7 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/shm/segment.hpp"
 
@@ -44,17 +45,8 @@ inline namespace v0 {
 namespace shm {
 
 namespace detail {
-/// PLAIT_TIMEOUT (seconds, may be fractional) or 300 s.
-inline std::chrono::nanoseconds default_timeout() {
-  if (const char* text = std::getenv("PLAIT_TIMEOUT")) {
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (end != text && seconds > 0) {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
-    }
-  }
-  return std::chrono::seconds(300);
-}
+using plait::detail::default_timeout;  // PLAIT_TIMEOUT, shared by every transport
+using plait::detail::seconds_text;
 
 /// Messages of at least this many bytes go by reference (single copy) unless
 /// PLAIT_SHM_SINGLE_COPY_BYTES says otherwise (0 turns single copy off; for
@@ -69,13 +61,6 @@ inline std::size_t default_single_copy_bytes() {
   return std::size_t{64} << 10;
 }
 
-inline std::string seconds_text(std::chrono::nanoseconds d) {
-  const double s = std::chrono::duration<double>(d).count();
-  std::string text = std::to_string(s);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  return text + " s";
-}
 }  // namespace detail
 
 class communicator {
