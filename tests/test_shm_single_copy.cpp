@@ -24,15 +24,9 @@
 
 using namespace std::chrono_literals;
 using plait_test::mode;
+using plait_test::pattern;
 
 namespace {
-
-std::vector<std::byte> pattern(std::size_t n, int seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i)
-    v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed) * 7) & 0xFF);
-  return v;
-}
 
 /// Makes process_vm_readv fail with `error` in this process from now on, as a
 /// kernel without cross-memory attach (ENOSYS) or one that forbids it (EPERM)

@@ -16,14 +16,9 @@
 
 using namespace std::chrono_literals;
 using plait_test::mode;
+using plait_test::pattern;
 
 namespace {
-std::vector<std::byte> pattern(std::size_t n, int seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i)
-    v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed) * 7) & 0xFF);
-  return v;
-}
 std::string unique_name(std::string_view what) {
   return "test-" + std::string(what) + "-" + std::to_string(getpid()) + "-" +
          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());

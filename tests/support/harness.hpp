@@ -108,6 +108,14 @@ T make_value(int rank, std::size_t index, int salt = 0) {
   }
 }
 
+/// n bytes of a pattern that differs per seed: for point-to-point tests.
+inline std::vector<std::byte> pattern(std::size_t n, int seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed) * 7) & 0xFF);
+  return v;
+}
+
 /// First mismatch between got and want, described; "" when equal.
 template <class T>
 std::string compare(const std::vector<T>& got, const std::vector<T>& want, std::string_view what) {
