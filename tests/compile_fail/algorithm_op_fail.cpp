@@ -1,6 +1,9 @@
 // Combinations with no schedule are compile errors whose message names the
 // combination and lists what works (algorithm/select.hpp, check_algorithm).
 // With no case selected the fixture compiles: the valid calls below.
+// The expect-error lines are regexes matched one line each, so clang-format
+// must not reflow them.
+// clang-format off
 #include <cstdint>
 #include <vector>
 
