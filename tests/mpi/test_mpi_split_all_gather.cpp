@@ -55,6 +55,9 @@ template <class Layout>
 void check_all(bool shm_inside) {
   plait::mpi::communicator world{MPI_COMM_WORLD};
   plait::shm::communicator node = plait::mpi::node_local_shm(world);
+  // A stage's ranks share shm only when they share a node; across the
+  // emulated hosts of two_hosts.sh the MPI-inside variant covers it.
+  if (shm_inside && !plait_test::on_all_ranks(node.size() == world.size())) return;
   constexpr std::size_t dim = Layout::dimension;
   for (int t = 1; 2 * t <= world.size(); ++t) {
     for (std::size_t extent : {std::size_t{8}, std::size_t{11}}) {
