@@ -15,11 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-
+#include "support/deny_vm_readv.hpp"
 #include "support/harness.hpp"
 
 using namespace std::chrono_literals;
@@ -27,20 +23,6 @@ using plait_test::mode;
 using plait_test::pattern;
 
 namespace {
-
-/// Makes process_vm_readv fail with `error` in this process from now on, as a
-/// kernel without cross-memory attach (ENOSYS) or one that forbids it (EPERM)
-/// would. For forked ranks only: the filter cannot be removed.
-bool deny_process_vm_readv(int error) {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<unsigned>(error) & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
-}
 
 /// Every rank sends `count` messages of each size to every other rank and
 /// checks what arrives; "" when all is right.
@@ -108,7 +90,7 @@ TEST_CASE("shm falls back to chunks when process_vm_readv is refused", "[shm][si
   const int refusal = GENERATE(EPERM, ENOSYS);
   CAPTURE(refusal);
   const auto verdicts = plait_test::run_ranks(mode::processes, 2, [refusal](plait::shm::communicator& comm) {
-    if (!deny_process_vm_readv(refusal)) return std::string("cannot install the seccomp filter");
+    if (!plait_test::deny_process_vm_readv(refusal)) return std::string("cannot install the seccomp filter");
     comm.set_single_copy_bytes(4096);
     // The first large message discovers the refusal; the later ones go in chunks directly.
     return exchange(comm, {100'000, 4096, 1 << 20}, 2);

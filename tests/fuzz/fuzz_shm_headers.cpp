@@ -1,6 +1,7 @@
 // libFuzzer target for everything plait reads from shared memory that a peer
 // could have written: the segment header, slot headers with channel counters,
-// and a failed child's record. A corrupt or hostile peer must never make plait
+// a failed child's record, and a shared buffer's announcement and the read a
+// reference into it asks for. A corrupt or hostile peer must never make plait
 // read or write out of bounds: whenever a check accepts a slot, the copy it
 // allows is performed here into buffers of exactly the expected size, so
 // AddressSanitizer catches any bound the checks get wrong.
@@ -11,6 +12,7 @@
 
 #include <plait/transport/shm/run.hpp>
 #include <plait/transport/shm/segment.hpp>
+#include <plait/transport/shm/shared_buffer.hpp>
 
 namespace shm = plait::shm::detail;
 
@@ -59,6 +61,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     done += slot.chunk_bytes;
     ++tail;
     if (done == expected_bytes) break;
+  }
+
+  // A peer's announcement of its part of a shared buffer: the name is opened
+  // only when it passes, and a reference into the part is read only within it.
+  const auto announcement = take<shm::window_announcement>(data, size);
+  if (shm::is_window_name(announcement.name, sizeof(announcement.name))) {
+    volatile std::size_t length = std::strlen(announcement.name);  // terminated, as the check promised
+    (void)length;
+  }
+  const auto part_bytes = static_cast<std::size_t>(take<std::uint16_t>(data, size) % 4096);
+  std::vector<std::byte> part(part_bytes, std::byte{0x77});
+  const auto read_offset = take<std::uint64_t>(data, size);
+  const auto read_bytes = take<std::uint64_t>(data, size);
+  if (shm::window_read_fits(read_offset, read_bytes, part.size()) && read_bytes != 0) {
+    std::vector<std::byte> into(static_cast<std::size_t>(read_bytes));
+    std::memcpy(into.data(), part.data() + read_offset, into.size());  // the copy it allows
   }
 
   // A failed child's record, rebuilt into an error by the parent.

@@ -10,7 +10,10 @@
 //     a thread of this process, process_vm_readv when it is another process)
 //     and acknowledges; the send completes once the receiver has copied. If the
 //     kernel refuses cross-process reads (EPERM, ENOSYS), the receiver says so
-//     and that pair falls back to chunks for good.
+//     and that pair falls back to chunks for good;
+//   - a buffer from allocate<T>(n) (shared_buffer.hpp) is mapped by every rank:
+//     a message from one is read in place with a memcpy, no kernel call, and
+//     takes this path from window_single_copy_bytes on.
 // Requests progress inside wait_all (all of this rank's pending transfers, not
 // only the ones waited for), so a ring of sends never deadlocks.
 #pragma once
@@ -25,9 +28,12 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <signal.h>
@@ -39,6 +45,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/shm/segment.hpp"
+#include "plait/transport/shm/shared_buffer.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -60,6 +67,10 @@ inline std::size_t default_single_copy_bytes() {
   }
   return std::size_t{64} << 10;
 }
+
+/// From a shared buffer, single copy pays off much earlier: the receiver reads
+/// with a plain memcpy, the only cost over chunks is the acknowledgement.
+inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;
 
 }  // namespace detail
 
@@ -143,6 +154,9 @@ class communicator {
   }
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
   [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
+  /// Payload bytes this rank received by reading a peer's shared buffer (from
+  /// allocate) in place: how to tell that path was taken.
+  [[nodiscard]] std::uint64_t bytes_read_in_place() const noexcept { return bytes_read_in_place_; }
 
   /// Messages of at least this many bytes are copied once, straight from the
   /// sender's buffer; smaller ones through the slots. SIZE_MAX: never.
@@ -167,7 +181,8 @@ class communicator {
     check_usable("isend");
     check_peer(peer, "isend");
     auto& state = peers_[static_cast<std::size_t>(peer)];
-    state.sends.push_back({bytes.data(), nullptr, bytes.size(), 0, tag, false, false, 0});
+    const auto [window, offset] = find_window(bytes);
+    state.sends.push_back({bytes.data(), nullptr, bytes.size(), 0, tag, false, false, 0, window, offset});
     bytes_sent_ += bytes.size();
     request r{peer, true, state.sends_posted++};
     progress_sends(peer);  // small messages leave at once
@@ -178,7 +193,7 @@ class communicator {
     check_usable("irecv");
     check_peer(peer, "irecv");
     auto& state = peers_[static_cast<std::size_t>(peer)];
-    state.recvs.push_back({nullptr, bytes.data(), bytes.size(), 0, tag, false, false, 0});
+    state.recvs.push_back({nullptr, bytes.data(), bytes.size(), 0, tag, false, false, 0, 0, 0});
     return {peer, false, state.recvs_posted++};
   }
 
@@ -264,18 +279,7 @@ class communicator {
     std::vector<std::int64_t> table(2 * static_cast<std::size_t>(size_));
     table[2 * static_cast<std::size_t>(rank_)] = color;
     table[2 * static_cast<std::size_t>(rank_) + 1] = key;
-    {
-      std::vector<request> requests;
-      const auto mine = std::as_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(rank_), 2));
-      for (int peer = 0; peer < size_; ++peer) {
-        if (peer == rank_) continue;
-        requests.push_back(
-            irecv(peer, std::as_writable_bytes(std::span(table).subspan(2 * static_cast<std::size_t>(peer), 2)), tag));
-        requests.push_back(isend(peer, mine, tag));
-      }
-      wait_all(requests);
-      discount_control_bytes(mine.size() * static_cast<std::size_t>(size_ - 1));
-    }
+    exchange_control(std::as_writable_bytes(std::span(table)), tag);
     if (color == no_group) return communicator{};
     std::vector<int> members;
     for (int r = 0; r < size_; ++r) {
@@ -308,8 +312,136 @@ class communicator {
     return child;
   }
 
+  /// A buffer of n T (zero-initialised) in shared memory that every rank of
+  /// the group maps: sent from, its bytes are read by the peers in place (one
+  /// memcpy, no kernel call). Collective: every rank calls it, in the same
+  /// order, each with its own n (0 allowed). If any rank cannot allocate, every
+  /// rank throws plait::error naming it; nothing stays in /dev/shm either way.
+  template <class T>
+  [[nodiscard]] shared_buffer<T> allocate(std::size_t n) {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                  "plait::shm::communicator::allocate<T> needs a trivially copyable, trivially destructible T: "
+                  "its bytes are shared between processes");
+    const std::size_t bytes = n <= SIZE_MAX / sizeof(T) ? n * sizeof(T) : SIZE_MAX;
+    auto w = allocate_window(bytes, n <= SIZE_MAX / sizeof(T));
+    T* data = reinterpret_cast<T*>(w->of(rank_).base);  // implicit-lifetime T in zero-filled pages
+    return shared_buffer<T>(std::move(w), data, n);
+  }
+
  private:
   static constexpr int max_tag = (1 << 30) - 1;
+
+  /// The collective part of allocate: this rank's part of `bytes`, every
+  /// peer's part mapped, names removed. `fits` false: n * sizeof(T) overflowed
+  /// (every rank still takes part, so all of them fail with the reason).
+  std::shared_ptr<detail::window> allocate_window(std::size_t bytes, bool fits) {
+    constexpr std::string_view operation = "allocate";
+    check_usable(operation);
+    const error_context at{rank_, operation};
+    const int tag = next_tag();
+    auto w = std::make_shared<detail::window>(++window_count_, size_);
+    std::vector<detail::window_announcement> table(static_cast<std::size_t>(size_));
+    detail::window_announcement& mine = table[static_cast<std::size_t>(rank_)];
+    mine = {w->id(), bytes, 1, {}};
+    std::string own_name;
+    std::optional<error> own_failure;  // why this rank fails, if it does
+    try {
+      if (!fits) throw error(errc::invalid_argument, "the element count times sizeof(T) overflows", at);
+      if (bytes != 0) own_name = w->create_part(rank_, bytes, at);
+      std::memcpy(mine.name, own_name.data(), std::min(own_name.size(), sizeof(mine.name) - 1));
+    } catch (const error& e) {
+      mine.ok = 0;
+      own_failure = e;
+    }
+    // The name goes once every rank has mapped the part, or on any failure.
+    struct unlink_at_exit {
+      const std::string& name;
+      ~unlink_at_exit() {
+        if (!name.empty()) shm_unlink(name.c_str());
+      }
+    } remove_name{own_name};
+
+    exchange_control(std::as_writable_bytes(std::span(table)), tag);
+    auto fail_if_any = [&](std::string_view what) {
+      if (own_failure) throw *own_failure;
+      for (int r = 0; r < size_; ++r) {
+        if (table[static_cast<std::size_t>(r)].ok == 0) {
+          throw error(errc::transport, "rank " + std::to_string(r) + " could not " + std::string(what),
+                      {rank_, operation, -1, r});
+        }
+      }
+    };
+    fail_if_any("allocate its part");
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      const detail::window_announcement& theirs = table[static_cast<std::size_t>(r)];
+      try {
+        if (theirs.id != w->id()) {
+          throw error(errc::invalid_argument,
+                      "rank " + std::to_string(r) + " is at its allocation " + std::to_string(theirs.id) +
+                          " where this rank is at " + std::to_string(w->id()) +
+                          " (allocate is collective: every rank calls it, in the same order)",
+                      {rank_, operation, -1, r});
+        }
+        if (theirs.bytes == 0) continue;
+        if (!detail::is_window_name(theirs.name, sizeof(theirs.name))) {
+          throw error(errc::transport, "rank " + std::to_string(r) + " announced a malformed shared-buffer name",
+                      {rank_, operation, -1, r});
+        }
+        w->open_part(r, std::string(theirs.name), static_cast<std::size_t>(theirs.bytes), {rank_, operation, -1, r});
+      } catch (const error& e) {
+        if (!own_failure) own_failure = e;
+      }
+    }
+    // Second round: everyone has mapped everything (or says why not).
+    for (auto& entry : table) entry.ok = 1;
+    mine.ok = own_failure ? 0 : 1;
+    exchange_control(std::as_writable_bytes(std::span(table)), tag);
+    fail_if_any("map every rank's part");
+    std::erase_if(windows_, [](const auto& weak) { return weak.expired(); });
+    windows_.push_back(w);
+    return w;
+  }
+
+  /// Every rank's entry of `table` (size() equal slices, this rank's filled
+  /// in) reaches every rank. Control traffic: not counted as payload.
+  void exchange_control(std::span<std::byte> table, int tag) {
+    const std::size_t entry = table.size() / static_cast<std::size_t>(size_);
+    const auto mine = table.subspan(static_cast<std::size_t>(rank_) * entry, entry);
+    std::vector<request> requests;
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      requests.push_back(irecv(peer, table.subspan(static_cast<std::size_t>(peer) * entry, entry), tag));
+      requests.push_back(isend(peer, mine, tag));
+    }
+    wait_all(requests);
+    discount_control_bytes(entry * static_cast<std::size_t>(size_ - 1));
+  }
+
+  /// The window (shared buffer) of this communicator that holds all of
+  /// `bytes` in this rank's part, as {id, offset}; {0, 0} when none does.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> find_window(std::span<const std::byte> bytes) const {
+    if (bytes.empty()) return {0, 0};
+    const auto* first = bytes.data();
+    for (const auto& weak : windows_) {
+      const auto w = weak.lock();
+      if (!w) continue;
+      const detail::window::part& part = w->of(rank_);
+      // Compared as integers: the pointers may belong to different objects.
+      const auto begin = reinterpret_cast<std::uintptr_t>(part.base);
+      const auto at = reinterpret_cast<std::uintptr_t>(first);
+      if (part.base != nullptr && at >= begin && at - begin <= part.bytes && bytes.size() <= part.bytes - (at - begin))
+        return {w->id(), at - begin};
+    }
+    return {0, 0};
+  }
+  /// The live window `id` of this communicator, or null (never allocated here, or freed).
+  [[nodiscard]] std::shared_ptr<detail::window> find_window(std::uint64_t id) const {
+    for (const auto& weak : windows_) {
+      if (auto w = weak.lock(); w && w->id() == id) return w;
+    }
+    return nullptr;
+  }
 
   struct pending {
     const std::byte* out;
@@ -320,6 +452,8 @@ class communicator {
     bool started;
     bool by_reference;             // a send published as a reference, waiting for the receiver's copy
     std::uint64_t reference_slot;  // which slot holds its reference
+    std::uint64_t window;          // a send from a shared buffer: its window id (0: none) ...
+    std::uint64_t window_offset;   // ... and where in this rank's part
   };
   struct peer_state {
     std::deque<pending> sends;
@@ -332,6 +466,15 @@ class communicator {
     std::uint64_t tail = 0;            // slots this rank has consumed from the peer (likewise)
     bool single_copy_refused = false;  // the peer cannot read this process's memory: chunks only
   };
+
+  /// Whether send `m` to a peer in state `p` goes as a reference (single copy).
+  [[nodiscard]] bool goes_by_reference(const pending& m, const peer_state& p) const noexcept {
+    if (single_copy_bytes_ == SIZE_MAX) return false;  // single copy turned off
+    // From a shared buffer the receiver reads its own mapping: no kernel
+    // permission involved, so a refused pair still may.
+    if (m.window != 0) return m.bytes >= std::min(single_copy_bytes_, detail::window_single_copy_bytes);
+    return m.bytes >= single_copy_bytes_ && !p.single_copy_refused;
+  }
 
   void check_usable(std::string_view operation) const {
     if (!segment_)
@@ -418,7 +561,7 @@ class communicator {
         continue;
       }
       if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
-      if (!m.started && m.bytes >= single_copy_bytes_ && !p.single_copy_refused) {
+      if (!m.started && goes_by_reference(m, p)) {
         post_reference(peer, m);
         moved = true;
         break;  // later messages to this peer wait until the receiver has copied this one
@@ -521,6 +664,8 @@ class communicator {
     detail::reference_descriptor& ref = segment_->reference(rank_, peer, p.head);
     ref.address = reinterpret_cast<std::uintptr_t>(m.out);
     ref.pid = static_cast<std::int32_t>(getpid());
+    ref.window = m.window;
+    ref.offset = m.window_offset;
     detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted),
                                     std::memory_order_relaxed);
     segment_->slot(rank_, peer, p.head) = detail::slot_header{
@@ -542,6 +687,8 @@ class communicator {
     detail::reference_descriptor& shared = segment_->reference(peer, rank_, p.tail);
     const std::uint64_t address = shared.address;  // read once: the value used is the value checked
     const std::int32_t pid = shared.pid;
+    const std::uint64_t window_id = shared.window;
+    const std::uint64_t offset = shared.offset;
     auto state = detail::atomic(shared.state);
     auto finish = [&](detail::reference_state s) {
       state.store(static_cast<std::uint32_t>(s), std::memory_order_release);
@@ -555,6 +702,23 @@ class communicator {
                       ? "the sender withdrew its message (it failed before this rank could copy it)"
                       : "corrupt single-copy slot (state " + std::to_string(expected) + ")",
                   {rank_, "irecv", -1, peer});
+    }
+    if (window_id != 0) {
+      if (const auto w = find_window(window_id)) {
+        const detail::window::part& part = w->of(peer);
+        if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
+          finish(detail::reference_state::refused);
+          throw error(errc::transport,
+                      "corrupt single-copy slot (" + std::to_string(m.bytes) + " bytes at offset " +
+                          std::to_string(offset) + " of a " + std::to_string(part.bytes) + "-byte shared buffer)",
+                      {rank_, "irecv", -1, peer});
+        }
+        std::memcpy(m.in, part.base + offset, m.bytes);
+        bytes_read_in_place_ += m.bytes;
+        finish(detail::reference_state::done);
+        return true;
+      }
+      // This rank has freed its handle on that buffer: read by address below.
     }
     if (segment_->is_local(peer)) {
       // A thread of this process (known here, not read from the segment): its
@@ -688,8 +852,11 @@ class communicator {
   std::chrono::nanoseconds timeout_ = detail::default_timeout();
   std::vector<peer_state> peers_;
   std::uint64_t bytes_sent_ = 0;
+  std::uint64_t bytes_read_in_place_ = 0;
   int tag_counter_ = 0;
   std::size_t single_copy_bytes_ = detail::default_single_copy_bytes();
+  std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
+  std::uint64_t window_count_ = 0;
   bool poisoned_ = false;
   bool check_mode_ = false;
   errc poisoned_code_ = errc::transport;

@@ -38,7 +38,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 2;                    // 2: single-copy references in slots
+inline constexpr std::uint32_t segment_version = 3;                    // 3: references into shared buffers
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -103,6 +103,8 @@ struct reference_descriptor {
   std::uint64_t address;  ///< the sender's buffer, in the sender's address space
   std::int32_t pid;       ///< the sender's process
   std::uint32_t state;    ///< reference_state
+  std::uint64_t window;   ///< 0, or the shared buffer (window id) the message lies in ...
+  std::uint64_t offset;   ///< ... at this offset of the sender's part: the receiver reads its own mapping
 };
 
 enum class reference_state : std::uint32_t { posted = 1, copying = 2, done = 3, refused = 4, withdrawn = 5 };

@@ -1,0 +1,196 @@
+// plait::shm::shared_buffer<T> — what communicator::allocate<T>(n) returns: an
+// owning buffer in shared memory that every rank of the group has mapped, so a
+// peer reads it in place with one memcpy (no kernel call, no staging).
+//
+// Each collective allocation is a window: every rank creates one POSIX
+// shared-memory object for its own part (O_EXCL, mode 0600, a fresh 128-bit
+// random name), the ranks exchange names and sizes, each maps every peer's part
+// and checks owner, mode and size, and once all have mapped, each removes its
+// name (so nothing is left in /dev/shm when allocate returns). A window lives
+// as long as the buffer does; the communicator only keeps weak references, so
+// a freed buffer is never found again (no address-keyed cache to go stale).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plait/core/error.hpp"
+#include "plait/transport/shm/segment.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace shm {
+
+namespace detail {
+
+/// What each rank tells the others about its part of a window (fixed size:
+/// it travels as one control message). Read from a peer: checked before use.
+struct window_announcement {
+  std::uint64_t id;     ///< the window's number in the group (same on every rank)
+  std::uint64_t bytes;  ///< the size of this rank's part
+  std::uint32_t ok;     ///< 1 when the part exists; 0 when this rank failed (see the error it throws)
+  char name[60];        ///< its shared-memory object ("" when bytes == 0)
+};
+
+/// True when `name` (at most `capacity` characters, maybe unterminated) is a
+/// name random_name() makes: "/plait-" and 32 hex digits. A peer's name is
+/// opened only when it passes, so a hostile peer cannot point us elsewhere.
+inline bool is_window_name(const char* name, std::size_t capacity) noexcept {
+  constexpr std::string_view prefix = "/plait-";
+  constexpr std::size_t length = prefix.size() + 32;
+  if (capacity <= length || name[length] != '\0') return false;
+  if (std::string_view(name, prefix.size()) != prefix) return false;
+  for (std::size_t i = prefix.size(); i < length; ++i) {
+    const char c = name[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+/// True when a read of `bytes` at `offset` (from a peer's descriptor) lies
+/// inside a part of `part_bytes`.
+inline bool window_read_fits(std::uint64_t offset, std::uint64_t bytes, std::uint64_t part_bytes) noexcept {
+  return offset <= part_bytes && bytes <= part_bytes - offset;
+}
+
+/// One collective allocation as mapped in this process: every rank's part.
+class window {
+ public:
+  struct part {
+    std::byte* base = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  window(std::uint64_t id, int size) : id_(id), parts_(static_cast<std::size_t>(size)) {}
+  window(const window&) = delete;
+  window& operator=(const window&) = delete;
+  ~window() {
+    for (const part& p : parts_) {
+      if (p.base != nullptr) munmap(p.base, p.bytes);
+    }
+  }
+
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] const part& of(int rank) const noexcept { return parts_[static_cast<std::size_t>(rank)]; }
+
+  /// Creates this rank's part under a fresh random name; returns the name.
+  std::string create_part(int rank, std::size_t bytes, const error_context& at) {
+    std::string name = random_name();
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) throw error(errc::transport, system_message("cannot create shared buffer", name), at);
+    // fchmod: the umask may have cleared bits of 0600 but never adds any.
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      const std::string message = system_message("cannot size shared buffer", name);
+      close(fd);
+      shm_unlink(name.c_str());
+      throw error(errc::transport, message + " (" + std::to_string(bytes) + " bytes; is /dev/shm large enough?)", at);
+    }
+    try {
+      map(rank, fd, bytes, name, at);
+    } catch (...) {
+      shm_unlink(name.c_str());
+      throw;
+    }
+    return name;
+  }
+
+  /// Maps `rank`'s part, named by that rank; checks owner, mode and size.
+  void open_part(int rank, const std::string& name, std::size_t bytes, const error_context& at) {
+    const int fd = shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) throw error(errc::transport, system_message("cannot open rank's shared buffer", name), at);
+    struct stat info {};
+    if (fstat(fd, &info) != 0 || info.st_uid != geteuid() || (info.st_mode & 0777) != 0600 ||
+        static_cast<std::uint64_t>(info.st_size) != bytes) {
+      close(fd);
+      throw error(errc::transport,
+                  "shared buffer " + name + " of rank " + std::to_string(rank) + " is not this user's, mode 0600 and " +
+                      std::to_string(bytes) + " bytes; refusing to use it",
+                  at);
+    }
+    map(rank, fd, bytes, name, at);
+  }
+
+ private:
+  void map(int rank, int fd, std::size_t bytes, const std::string& name, const error_context& at) {
+    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int saved = errno;
+    close(fd);
+    if (base == MAP_FAILED) {
+      errno = saved;
+      throw error(errc::transport, system_message("cannot map shared buffer", name), at);
+    }
+    parts_[static_cast<std::size_t>(rank)] = {static_cast<std::byte*>(base), bytes};
+  }
+
+  std::uint64_t id_;
+  std::vector<part> parts_;
+};
+
+}  // namespace detail
+
+/// An owning buffer of `size()` T in shared memory, from
+/// communicator::allocate<T>(n). A contiguous range (use it wherever a
+/// std::vector would do; it converts to std::span<T>); when it is the send buffer of a collective, the
+/// peers copy straight out of it. Zero-initialised. Move-only; the memory is
+/// released when this buffer (and the peers' mappings of it) go away.
+template <class T>
+class shared_buffer {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+                "plait::shm::shared_buffer<T> needs a trivially copyable, trivially destructible T: "
+                "its bytes are shared between processes");
+
+ public:
+  using value_type = T;
+  using element_type = T;
+  using size_type = std::size_t;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  shared_buffer() = default;
+  shared_buffer(shared_buffer&& other) noexcept
+      : window_(std::move(other.window_)),
+        data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)) {}
+  shared_buffer& operator=(shared_buffer&& other) noexcept {
+    window_ = std::move(other.window_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
+  shared_buffer(const shared_buffer&) = delete;
+  shared_buffer& operator=(const shared_buffer&) = delete;
+
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] T* begin() const noexcept { return data_; }
+  [[nodiscard]] T* end() const noexcept { return data_ + size_; }
+  T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] std::span<T> span() const noexcept { return {data_, size_}; }
+
+ private:
+  friend class communicator;
+  shared_buffer(std::shared_ptr<detail::window> w, T* data, std::size_t size)
+      : window_(std::move(w)), data_(data), size_(size) {}
+
+  std::shared_ptr<detail::window> window_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace shm
+}  // namespace v0
+}  // namespace plait
