@@ -13,6 +13,8 @@
 //   plait-shm   plait over its shared-memory transport (--transport shm)
 //   plait-shm-chunked  the same, with single copy turned off (--transport shm-chunked):
 //               every message goes through the slots, copied in and out
+//   plait-shm-shared  plait over shared memory from and into buffers of
+//               comm.allocate (--transport shm-shared): peers read them in place
 //   plait-mpi   plait over MPI point-to-point (--transport mpi)
 //   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
@@ -79,7 +81,8 @@ std::string loadavg();
                "  -e, --maxbytes SIZE      largest size (default 64M)\n"
                "  -f, --stepfactor F       size multiplier between steps (default 2)\n"
                "  --op LIST                all_gather, all_to_all or both, comma-separated (default all_gather)\n"
-               "  --transport LIST         plait's transports to measure: shm, shm-chunked (single copy off), mpi\n"
+               "  --transport LIST         plait's transports to measure: shm, shm-chunked (single copy off),\n"
+               "                           shm-shared (buffers from comm.allocate), mpi\n"
                "                           (default shm)\n"
                "  --algorithm NAME         ring, tree, pairwise, bruck, recursive_doubling, direct,\n"
                "                           neighbor_exchange or automatic (default automatic)\n"
@@ -186,7 +189,7 @@ options parse(int argc, char** argv) {
     }
   }
   for (const auto& t : o.transports) {
-    if (t != "shm" && t != "shm-chunked" && t != "mpi") {
+    if (t != "shm" && t != "shm-chunked" && t != "shm-shared" && t != "mpi") {
       std::fprintf(stderr, "plait-bench: unknown --transport %s\n", t.c_str());
       usage(2);
     }
@@ -236,14 +239,23 @@ struct buffers {
   std::vector<std::byte> recv;
   std::vector<std::byte> copy_from;
   std::vector<std::byte> copy_to;
+  plait::shm::shared_buffer<std::byte> shared_send;  // for plait-shm-shared
+  plait::shm::shared_buffer<std::byte> shared_recv;
+};
+
+/// plait's shared-memory communicators under test (null when not measured).
+struct shm_variants {
+  plait::shm::communicator* plain = nullptr;
+  plait::shm::communicator* chunked = nullptr;  // single copy off
+  plait::shm::communicator* shared = nullptr;   // buffers from allocate
 };
 
 /// Runs the sweep. `Timing` is the communicator used to reduce times across
 /// ranks (the world's, with MPI); `shm` and `mpi` are plait's transports under
 /// test (null when not measured); `native` runs the MPI baseline (empty
 /// without MPI); `barrier` separates samples.
-template <class Timing, class Shm, class Mpi>
-std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Shm* shm_chunked, Mpi* mpi,
+template <class Timing, class Mpi>
+std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_variants& shm, Mpi* mpi,
                               const std::function<void(bool gather, buffers&)>& native_setup,
                               const std::function<void()>& native, const std::function<void()>& barrier) {
   const int rank = timing.rank();
@@ -259,26 +271,36 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Shm* s
       b.copy_from.resize(bytes - part, std::byte{1});
       b.copy_to.resize(bytes - part);
       bench::fill_pattern(rank, b.send);
+      if (shm.shared != nullptr) {  // collective: every rank sweeps the same sizes
+        b.shared_send = shm.shared->allocate<std::byte>(b.send.size());
+        b.shared_recv = shm.shared->allocate<std::byte>(b.recv.size());
+        std::copy(b.send.begin(), b.send.end(), b.shared_send.begin());
+      }
 
       std::vector<std::string> names;
       std::vector<std::function<void()>> variants;
-      auto add_plait = [&](auto* comm, const char* name) {
+      std::vector<std::span<std::byte>> results;  // where each variant's result lands
+      auto add_plait = [&](auto* comm, const char* name, std::span<const std::byte> send, std::span<std::byte> recv) {
         if (comm == nullptr) return;
         names.emplace_back(name);
+        results.push_back(recv);
         using comm_type = std::remove_pointer_t<decltype(comm)>;
-        variants.push_back(gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, b.send, b.recv)
-                                  : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, b.send, b.recv));
+        variants.push_back(gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv)
+                                  : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv));
       };
-      add_plait(shm, "plait-shm");
-      add_plait(shm_chunked, "plait-shm-chunked");
-      add_plait(mpi, "plait-mpi");
+      add_plait(shm.plain, "plait-shm", b.send, b.recv);
+      add_plait(shm.chunked, "plait-shm-chunked", b.send, b.recv);
+      add_plait(shm.shared, "plait-shm-shared", b.shared_send.span(), b.shared_recv.span());
+      add_plait(mpi, "plait-mpi", b.send, b.recv);
       if (o.baselines && native) {
         native_setup(gather, b);
         names.emplace_back("mpi");
+        results.push_back(b.recv);
         variants.push_back(native);
       }
       if (o.baselines) {
         names.emplace_back("memcpy");
+        results.emplace_back();
         variants.push_back([&b] { std::memcpy(b.copy_to.data(), b.copy_from.data(), b.copy_from.size()); });
       }
 
@@ -287,11 +309,12 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, Shm* shm, Shm* s
       if (o.verify) {
         for (std::size_t v = 0; v < names.size(); ++v) {
           if (names[v] == "memcpy") continue;
-          std::fill(b.recv.begin(), b.recv.end(), std::byte{0});
+          const std::span<std::byte> recv = results[v];
+          std::fill(recv.begin(), recv.end(), std::byte{0});
           barrier();
           variants[v]();
           const std::string wrong =
-              gather ? bench::check_all_gather(ranks, b.recv) : bench::check_all_to_all(rank, ranks, b.recv);
+              gather ? bench::check_all_gather(ranks, recv) : bench::check_all_to_all(rank, ranks, recv);
           if (!wrong.empty())
             std::fprintf(stderr, "plait-bench: rank %d: %s: %s\n", rank, names[v].c_str(), wrong.c_str());
           checks[v] = bench::any_rank(timing, !wrong.empty()) ? "FAIL" : "ok";
@@ -392,6 +415,11 @@ int main(int argc, char** argv) {
         shm_chunked.emplace(plait::mpi::node_local_shm(world));
         shm_chunked->set_single_copy_bytes(SIZE_MAX);
       }
+      std::optional<plait::shm::communicator> shm_shared;
+      if (wants(o.transports, "shm-shared")) shm_shared.emplace(plait::mpi::node_local_shm(world));
+      if ((shm_chunked && shm_chunked->size() != ranks) || (shm_shared && shm_shared->size() != ranks)) {
+        throw plait::error(plait::errc::unsupported, "the shm transports need every rank on one node");
+      }
       plait::mpi::communicator* mpi = wants(o.transports, "mpi") ? &world : nullptr;
       MPI_Comm native_comm = world.native_handle();
       int native_count = 0;
@@ -413,8 +441,9 @@ int main(int argc, char** argv) {
       };
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.
       auto barrier = [&] { MPI_Barrier(native_comm); };
-      const auto rows = sweep(o, world, shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr, mpi, native_setup,
-                              native, barrier);
+      const shm_variants shms{shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr,
+                              shm_shared ? &*shm_shared : nullptr};
+      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
       MPI_Get_library_version(library, &length);
@@ -454,9 +483,11 @@ int main(int argc, char** argv) {
         chunked.emplace(comm.split(0, comm.rank()));
         chunked->set_single_copy_bytes(SIZE_MAX);
       }
-      plait::shm::communicator* plain = wants(o.transports, "shm") ? &comm : nullptr;
-      const auto rows = sweep(o, comm, plain, chunked ? &*chunked : nullptr,
-                              static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
+      std::optional<plait::shm::communicator> shared;
+      if (wants(o.transports, "shm-shared")) shared.emplace(comm.split(0, comm.rank()));
+      const shm_variants shms{wants(o.transports, "shm") ? &comm : nullptr, chunked ? &*chunked : nullptr,
+                              shared ? &*shared : nullptr};
+      const auto rows = sweep(o, comm, shms, static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
       if (comm.rank() == 0 &&
           !report(o, rows, {{"ranks", std::to_string(comm.size())}, {"launcher", "run_processes (no MPI)"}})) {
         throw plait::error(plait::errc::transport, "verification failed");
