@@ -65,7 +65,8 @@ struct options {
   std::optional<plait::algorithm_id> algorithm;  // nullopt: automatic
   bool verify = true;
   bool baselines = true;
-  int processes = 2;  // without MPI only
+  bool in_place = false;  // all_gather only: the shard is already in its slice of recv
+  int processes = 2;      // without MPI only
   std::string json;
   std::string csv;
   std::string command_line;
@@ -91,6 +92,8 @@ std::string loadavg();
                "  -r, --repetitions N      interleaved samples per variant; the median is reported (default 5)\n"
                "  -c, --check 0|1          verify every variant's result once per size (default 1)\n"
                "  --no-baselines           measure plait only (no native MPI, no memcpy)\n"
+               "  --in-place               all_gather in place (plait::in_place, MPI_IN_PLACE) like nccl-tests'\n"
+               "                           in-place column; all_to_all stays out of place\n"
                "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
                "  --json FILE, --csv FILE  also write the results there\n"
                "size = the gathered buffer (all_gather) or one rank's send buffer (all_to_all);\n"
@@ -167,6 +170,8 @@ options parse(int argc, char** argv) {
         o.verify = integer(i) != 0;
       else if (arg == "--no-baselines")
         o.baselines = false;
+      else if (arg == "--in-place")
+        o.in_place = true;
       else if (arg == "-p" || arg == "--processes")
         o.processes = integer(i);
       else if (arg == "--json")
@@ -206,13 +211,18 @@ bool wants(const std::vector<std::string>& list, std::string_view item) {
 }
 
 /// One plait call of Op under the run-time algorithm choice, as a callable.
+/// `in_place` (all-gather): `send` is ignored, the shard is in its slice of `recv`.
 template <class Op, class Comm>
 std::function<void()> plait_call(Comm& comm, std::optional<plait::algorithm_id> id, std::span<const std::byte> send,
-                                 std::span<std::byte> recv) {
-  auto call = [&comm, send, recv]<class A>() {
-    return std::function<void()>([&comm, send, recv] {
+                                 std::span<std::byte> recv, bool in_place) {
+  auto call = [&comm, send, recv, in_place]<class A>() {
+    return std::function<void()>([&comm, send, recv, in_place] {
       if constexpr (std::is_same_v<Op, plait::op::all_gather>) {
-        plait::all_gather<A>(comm, send, recv);
+        if (in_place) {
+          plait::all_gather<A>(comm, plait::in_place, recv);
+        } else {
+          plait::all_gather<A>(comm, send, recv);
+        }
       } else {
         plait::all_to_all<A>(comm, send, recv);
       }
@@ -263,6 +273,7 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
   std::vector<bench::row> rows;
   for (const auto& op_name : o.ops) {
     const bool gather = op_name == "all_gather";
+    const bool in_place = gather && o.in_place;
     for (const std::size_t bytes : o.sweep.sizes(static_cast<std::size_t>(ranks))) {
       const std::size_t part = bytes / static_cast<std::size_t>(ranks);
       buffers b;
@@ -285,8 +296,9 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         names.emplace_back(name);
         results.push_back(recv);
         using comm_type = std::remove_pointer_t<decltype(comm)>;
-        variants.push_back(gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv)
-                                  : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv));
+        variants.push_back(gather
+                               ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv, in_place)
+                               : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv, false));
       };
       add_plait(shm.plain, "plait-shm", b.send, b.recv);
       add_plait(shm.chunked, "plait-shm-chunked", b.send, b.recv);
@@ -303,6 +315,15 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         results.emplace_back();
         variants.push_back([&b] { std::memcpy(b.copy_to.data(), b.copy_from.data(), b.copy_from.size()); });
       }
+      // In place, every variant's result buffer starts with this rank's shard in its slice.
+      auto restore_shard = [&](std::size_t v) {
+        if (!results[v].empty())
+          std::copy(b.send.begin(), b.send.end(),
+                    results[v].begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(rank) * part));
+      };
+      if (in_place) {
+        for (std::size_t v = 0; v < names.size(); ++v) restore_shard(v);
+      }
 
       // Verify each variant that communicates once, on a cleared buffer.
       std::vector<std::string> checks(names.size(), "-");
@@ -311,6 +332,7 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           if (names[v] == "memcpy") continue;
           const std::span<std::byte> recv = results[v];
           std::fill(recv.begin(), recv.end(), std::byte{0});
+          if (in_place) restore_shard(v);
           barrier();
           variants[v]();
           const std::string wrong =
@@ -372,7 +394,8 @@ bool report(const options& o, const std::vector<bench::row>& rows,
                              {"algorithm", o.algorithm ? std::string(plait::to_string(*o.algorithm)) : "automatic"},
                              {"iterations", std::to_string(o.how.iterations)},
                              {"repetitions", std::to_string(o.how.repetitions)},
-                             {"warmup", std::to_string(o.how.warmup)}});
+                             {"warmup", std::to_string(o.how.warmup)},
+                             {"in place", o.in_place ? "all_gather in place" : "no"}});
   for (const auto& [key, value] : meta) std::cout << "# " << key << ": " << value << '\n';
   bench::print_table(std::cout, rows);
   std::cout.flush();
@@ -424,12 +447,13 @@ int main(int argc, char** argv) {
       MPI_Comm native_comm = world.native_handle();
       int native_count = 0;
       bool native_gather = true;
+      const void* const in_place_marker = MPI_IN_PLACE;
       const void* native_send = nullptr;
       void* native_recv = nullptr;
       auto native_setup = [&](bool gather, buffers& b) {
         native_gather = gather;
         native_count = static_cast<int>(b.recv.size() / static_cast<std::size_t>(ranks));
-        native_send = b.send.data();
+        native_send = gather && o.in_place ? in_place_marker : b.send.data();
         native_recv = b.recv.data();
       };
       auto native = [&] {
