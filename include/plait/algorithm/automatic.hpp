@@ -4,9 +4,10 @@
 // call would use and what it predicts.
 //
 // The model charges a schedule step by step (see cost_model). The prediction
-// is the cost of rank 0's schedule: every built-in puts rank 0 on the critical
-// path (tree's root; the ranks that stand in for the extras in
-// recursive_doubling; any rank of the symmetric ones).
+// is the larger of rank 0's and rank P-1's costs: between them they are on
+// every built-in's critical path (tree's root; the ranks that stand in for
+// the extras in recursive_doubling; the rank whose Bruck blocks wrap around,
+// so its messages are packed; any rank of the symmetric ones).
 //
 // Parameters: automatic_with<Tuning> takes Tuning::cost_model(); plain
 // automatic takes Transport::cost_model() when the transport type has that
@@ -180,7 +181,9 @@ template <class Op>
 requires operation<Op>
 constexpr choice explain(algorithm_id id, int size, std::size_t bytes_per_block,
                          const cost_model& m = default_cost_model) {
-  return {id, predicted_seconds(plan(id, Op{}, 0, size), bytes_per_block, m)};
+  const double first = predicted_seconds(plan(id, Op{}, 0, size), bytes_per_block, m);
+  const double last = size > 1 ? predicted_seconds(plan(id, Op{}, size - 1, size), bytes_per_block, m) : first;
+  return {id, std::max(first, last)};
 }
 
 namespace detail {
