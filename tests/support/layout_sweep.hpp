@@ -111,6 +111,15 @@ T guard_value() {
   }
 }
 
+/// Hook for transport tests: called with both buffers' storage before each
+/// call, its result kept alive until the call has been checked. A test's own
+/// overload (found by argument-dependent lookup on its communicator type)
+/// may register them with the transport (NVLink's zero-copy); none by default.
+template <class Comm, class Send, class Recv>
+int hold_buffers(Comm&, Send&, Recv&) {
+  return 0;
+}
+
 /// One all-gather along<D> on this rank; "" when recv is right and guards hold.
 template <class Algorithm, std::size_t D, class T, class Comm>
 std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout, arrangement recv_layout,
@@ -122,6 +131,7 @@ std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout,
   strided_buffer<T> send(shard, send_layout, guard_value<T>());
   strided_buffer<T> recv(full, recv_layout, guard_value<T>());
   send.for_each_index([&](const shape& i) { send.at(i) = plait_test::make_value<T>(me, linear(shard, i)); });
+  [[maybe_unused]] auto held = hold_buffers(comm, send.storage, recv.storage);
   if (in_place) {
     send.for_each_index([&](const shape& i) {
       shape j = i;
@@ -166,6 +176,7 @@ std::string exchange_once(Comm& comm, const shape& block, arrangement send_layou
   strided_buffer<T> send(out, send_layout, guard_value<T>());
   strided_buffer<T> recv(in, recv_layout, guard_value<T>());
   send.for_each_index([&](const shape& i) { send.at(i) = plait_test::make_value<T>(me, linear(out, i)); });
+  [[maybe_unused]] auto held = hold_buffers(comm, send.storage, recv.storage);
   plait::all_to_all<Algorithm, plait::redistribute<S, C>>(comm, send.const_view(), recv.view());
   std::string bad;
   recv.for_each_index([&](const shape& i) {

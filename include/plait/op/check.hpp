@@ -100,13 +100,18 @@ void check_call(Comm& comm, const Plan& plan, Op, std::string_view operation) {
   std::vector<call_signature> all(static_cast<std::size_t>(size));
   const auto own = std::as_bytes(std::span(&mine, 1));
   const auto everyone = std::as_writable_bytes(std::span(all));
-  std::vector<std::size_t> offsets(static_cast<std::size_t>(size) + 1);
-  for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * sizeof(call_signature);
-  const gather_plan signatures(own, everyone, std::move(offsets), comm.rank(), false);
-  const std::uint64_t payload_before = comm.bytes_sent();
-  execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, "check", comm.next_tag());
-  if constexpr (requires { comm.discount_control_bytes(std::uint64_t{}); }) {
-    comm.discount_control_bytes(comm.bytes_sent() - payload_before);  // control traffic, not payload
+  if constexpr (requires { comm.exchange_control(own, everyone); }) {
+    // A transport whose buffers are not host memory (NVLink) exchanges host records its own way.
+    comm.exchange_control(own, everyone);
+  } else {
+    std::vector<std::size_t> offsets(static_cast<std::size_t>(size) + 1);
+    for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * sizeof(call_signature);
+    const gather_plan signatures(own, everyone, std::move(offsets), comm.rank(), false);
+    const std::uint64_t payload_before = comm.bytes_sent();
+    execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, "check", comm.next_tag());
+    if constexpr (requires { comm.discount_control_bytes(std::uint64_t{}); }) {
+      comm.discount_control_bytes(comm.bytes_sent() - payload_before);  // control traffic, not payload
+    }
   }
   for (int r = 0; r < size; ++r) {
     const call_signature& theirs = all[static_cast<std::size_t>(r)];
