@@ -16,11 +16,21 @@
 // word that the next call, or synchronize(), raises as plait::error; the
 // communicator is poisoned from then on.
 //
+// register_buffer (collective) registers a user buffer for zero-copy: every
+// rank exports its buffer (a CUDA IPC handle, or in the emulation its address
+// and pid), peers map it once and write where they reach it into the registry
+// of their own staging area. While the returned handle lives, sends whose
+// bytes lie inside it are read by the peers straight from it (no staging);
+// the handle's destruction (collective again) unmaps it everywhere. Lookups
+// go through the live handles only: there is no address-keyed cache that
+// could go stale after a free.
+//
 // Not included by <plait/plait.hpp> (protocol.hpp's functions change under nvcc).
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -152,6 +162,65 @@ struct area_record {
   }
 };
 static_assert(std::is_trivially_copyable_v<area_record>);
+
+/// What a policy gives for a buffer it exports (register_buffer): a handle
+/// peers in other processes open, and where the buffer starts inside the
+/// allocation the handle names. ok false: other processes cannot map it.
+struct buffer_export {
+  bool ok = false;
+  std::array<std::byte, 64> handle{};
+  std::uint64_t offset = 0;
+};
+
+/// A peer's registered buffer as reached here: the registry entry (its
+/// serial set by the communicator) and what release_buffer closes (or null).
+/// ok false: this pair falls back to staging.
+struct buffer_import {
+  bool ok = false;
+  registration_entry entry{};
+  std::byte* mapping = nullptr;
+};
+
+/// Why a rank cannot register its buffer; every rank learns every rank's.
+enum class registration_status : std::uint32_t { ok = 0, empty, null, overlap, not_device, too_many };
+
+inline const char* describe(registration_status s) noexcept {
+  switch (s) {
+    case registration_status::ok: return "registered";
+    case registration_status::empty: return "empty (nothing to register)";
+    case registration_status::null: return "a null buffer of nonzero size";
+    case registration_status::overlap: return "it overlaps a buffer already registered with this communicator";
+    case registration_status::not_device: return "it is not memory the device can use";
+    case registration_status::too_many: return "too many live registrations (at most 16 per communicator)";
+  }
+  return "unknown status";
+}
+
+/// What a rank tells its peers about a buffer it registers; checked like area_record.
+struct buffer_record {
+  std::uint32_t magic;
+  std::int32_t rank;
+  std::uint32_t status;  ///< a registration_status
+  std::uint32_t id;      ///< registry slot, < max_registrations when status is ok
+  std::uint64_t serial;
+  std::int64_t pid;
+  std::uint64_t address;  ///< valid in the owner's process
+  std::uint64_t bytes;
+  std::uint32_t exported;  ///< buffer_export::ok
+  std::int32_t device;     ///< the owner's device
+  std::uint64_t offset;    ///< buffer_export::offset
+  std::array<std::byte, 64> handle;
+  std::uint64_t checksum;
+
+  [[nodiscard]] std::uint64_t digest() const noexcept {
+    std::uint64_t h = 1469598103934665603ULL;
+    const auto* p = reinterpret_cast<const unsigned char*>(this);
+    for (std::size_t i = 0; i < offsetof(buffer_record, checksum); ++i) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+  }
+};
+static_assert(std::is_trivially_copyable_v<buffer_record>);
+inline constexpr std::uint32_t buffer_magic = 0x52424c50;  // "PLBR"
 
 inline std::uint64_t host_hash() {
   std::array<char, 256> name{};
@@ -333,6 +402,52 @@ class basic_communicator {
   /// The policy itself (tests and check programs look at it).
   Ops& policy() { return usable("policy").ops; }
 
+  /// Check mode (plait/op/check.hpp): signatures of each collective call are
+  /// compared across ranks first. Also on with PLAIT_CHECK=1.
+  void set_check_mode(bool on) { usable("set_check_mode").check_mode = on; }
+  [[nodiscard]] bool check_mode() const noexcept { return s_ && s_->check_mode; }
+
+  /// Every rank's small host record `mine` into `all` over the bootstrap
+  /// communicator: check mode exchanges its call signatures here, in host
+  /// memory, never through the device staging areas.
+  void exchange_control(std::span<const std::byte> mine, std::span<std::byte> all) {
+    auto& s = usable("check");
+    if (all.size() != mine.size() * static_cast<std::size_t>(s.size)) {
+      throw error(errc::invalid_argument, "control exchange of the wrong size", {s.rank, "check"});
+    }
+    try {
+      s.boot->all_gather(mine, all);
+    } catch (const error& e) {
+      poison(s, e);
+      throw;
+    }
+  }
+
+  class registration;
+
+  /// Collective: registers `bytes` (device memory; may be empty on any rank)
+  /// for zero-copy. While the returned handle lives, sends whose bytes lie
+  /// inside it are read by peers straight from it instead of through staging
+  /// (peers that cannot map it, e.g. IPC refused, still get them through
+  /// staging). The buffer must stay allocated while the handle lives.
+  /// A null buffer of nonzero size, one overlapping a live registration, one
+  /// the device cannot use, or a 17th live registration on any rank is
+  /// errc::invalid_argument on every rank, before anything is mapped.
+  /// Handles must be destroyed collectively too, in the same order on every
+  /// rank, and before the communicator (which otherwise drops them).
+  [[nodiscard]] registration register_buffer(std::span<const std::byte> bytes) {
+    synchronize();  // no step of ours runs while the registry changes
+    auto& s = usable("register_buffer");
+    return registration(s.link, add_registration(s, bytes));
+  }
+  /// register_buffer over any contiguous lvalue range (a span, a vector, ...).
+  template <class Range>
+  requires requires(Range& r) { std::span(r); }
+  [[nodiscard]] registration register_buffer(Range& range) { return register_buffer(std::as_bytes(std::span(range))); }
+
+  /// Bytes of this rank's sends that peers read straight from registered buffers.
+  [[nodiscard]] std::uint64_t bytes_zero_copy() const noexcept { return s_ ? s_->zero_copy_bytes : 0; }
+
  private:
   static constexpr int max_tag = (1 << 30) - 1;
 
@@ -344,6 +459,17 @@ class basic_communicator {
 
   /// Everything a communicator owns, behind one pointer so moves are trivial
   /// and teardown happens once.
+  /// One collective registration as this rank sees it.
+  struct registered {
+    std::uint64_t serial = 0;                      ///< this rank's (nonzero; unique per communicator)
+    std::uint32_t id = detail::max_registrations;  ///< our registry slot; max_registrations if empty
+    std::byte* data = nullptr;
+    std::size_t bytes = 0;
+    std::uint32_t readers = 0;         ///< ranks that read it straight from here (bit per rank)
+    std::vector<std::uint32_t> ids;    ///< per peer: its slot we filled in our registry (max_registrations: none)
+    std::vector<std::byte*> mappings;  ///< per peer: what release_buffer closes
+  };
+
   struct state {
     std::unique_ptr<detail::bootstrap_link> boot;
     Ops ops;
@@ -359,6 +485,12 @@ class basic_communicator {
     std::vector<posted_message> pending;
     std::uint64_t posted = 0;
     std::uint64_t bytes_sent = 0;
+    std::uint64_t zero_copy_bytes = 0;
+    bool check_mode = false;
+    std::vector<registered> registrations;  // live handles only
+    std::uint64_t serial_counter = 0;
+    /// What registration handles hold: null once this state is gone.
+    std::shared_ptr<state*> link = std::make_shared<state*>(this);
     int tag_counter = 0;
     std::chrono::nanoseconds timeout = detail::default_timeout();
     bool poisoned = false;
@@ -383,6 +515,12 @@ class basic_communicator {
         try {
           boot->barrier();
         } catch (...) {
+        }
+      }
+      *link = nullptr;  // handles still alive become empty
+      for (registered& r : registrations) {
+        for (std::byte* m : r.mappings) {
+          if (m != nullptr) ops.release_buffer(m);
         }
       }
       for (std::size_t p = 0; p < peer_areas.size(); ++p) {
@@ -544,7 +682,190 @@ class basic_communicator {
         throw error(errc::invalid_argument, problem, {s.rank, operation, -1, peer});
       }
     }
-    s.pending.push_back({peer, is_send, {data, bytes, static_cast<std::uint32_t>(tag), 0}});
+    std::uint32_t source = 0;
+    if (is_send && bytes != 0) {
+      // Only live handles are searched: a freed buffer is never found here.
+      for (const registered& r : s.registrations) {
+        if (r.id < detail::max_registrations && (r.readers >> peer & 1U) != 0 && data >= r.data &&
+            static_cast<std::size_t>(data - r.data) <= r.bytes &&
+            r.bytes - static_cast<std::size_t>(data - r.data) >= bytes) {
+          source = r.id + 1;
+          s.zero_copy_bytes += bytes;
+          break;
+        }
+      }
+    }
+    s.pending.push_back({peer, is_send, {data, bytes, static_cast<std::uint32_t>(tag), source}});
+  }
+
+  void write_entry(state& s, int owner, std::uint32_t id, const detail::registration_entry& e) {
+    s.ops.write_area(reinterpret_cast<std::byte*>(s.layout.entry(s.area, owner, id)), &e, sizeof e);
+  }
+
+  /// The collective part of register_buffer; returns the registration's serial.
+  std::uint64_t add_registration(state& s, std::span<const std::byte> bytes) {
+    const error_context at{s.rank, "register_buffer"};
+    auto* data = const_cast<std::byte*>(bytes.data());
+    detail::buffer_record mine{};
+    mine.magic = detail::buffer_magic;
+    mine.rank = s.rank;
+    mine.pid = static_cast<std::int64_t>(getpid());
+    mine.address = reinterpret_cast<std::uintptr_t>(data);
+    mine.bytes = bytes.size();
+    mine.id = detail::max_registrations;
+    mine.device = s.device;
+    const char* problem = nullptr;
+    auto status = detail::registration_status::ok;
+    std::size_t live = 0;
+    for (const registered& r : s.registrations) live += r.id < detail::max_registrations ? 1 : 0;
+    if (bytes.empty()) {
+      status = detail::registration_status::empty;
+    } else if (data == nullptr) {
+      status = detail::registration_status::null;
+    } else if (std::any_of(s.registrations.begin(), s.registrations.end(), [&](const registered& r) {
+                 return r.bytes != 0 && data < r.data + r.bytes && r.data < data + bytes.size();
+               })) {
+      status = detail::registration_status::overlap;
+    } else if ((problem = s.ops.check_buffer(data)) != nullptr) {
+      status = detail::registration_status::not_device;
+    } else if (live >= detail::max_registrations) {
+      status = detail::registration_status::too_many;
+    }
+    const std::uint64_t serial = ++s.serial_counter;
+    mine.serial = serial;
+    if (status == detail::registration_status::ok) {
+      std::uint32_t id = 0;
+      while (
+          std::any_of(s.registrations.begin(), s.registrations.end(), [&](const registered& r) { return r.id == id; }))
+        ++id;
+      mine.id = id;
+      const detail::buffer_export ex = s.ops.export_buffer(data, bytes.size());
+      mine.exported = ex.ok ? 1 : 0;
+      mine.offset = ex.offset;
+      mine.handle = ex.handle;
+    }
+    mine.status = static_cast<std::uint32_t>(status);
+    mine.checksum = mine.digest();
+
+    std::vector<detail::buffer_record> all(static_cast<std::size_t>(s.size));
+    try {
+      s.boot->all_gather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+    } catch (const error& e) {
+      poison(s, e);
+      throw;
+    }
+    for (int peer = 0; peer < s.size; ++peer) {
+      const detail::buffer_record& r = all[static_cast<std::size_t>(peer)];
+      const auto st = static_cast<detail::registration_status>(r.status);
+      if (r.magic != detail::buffer_magic || r.checksum != r.digest() || r.rank != peer ||
+          r.status > static_cast<std::uint32_t>(detail::registration_status::too_many) ||
+          (st == detail::registration_status::ok && (r.id >= detail::max_registrations || r.serial == 0))) {
+        const error e(errc::transport, "rank " + std::to_string(peer) + " sent a corrupt buffer registration",
+                      {s.rank, "register_buffer", -1, peer});
+        poison(s, e);
+        throw e;
+      }
+    }
+    // Refused anywhere: refused everywhere, with the first refusing rank named, before anything is mapped.
+    for (int peer = 0; peer < s.size; ++peer) {
+      const auto st = static_cast<detail::registration_status>(all[static_cast<std::size_t>(peer)].status);
+      if (st == detail::registration_status::ok || st == detail::registration_status::empty) continue;
+      std::string why = "rank " + std::to_string(peer) + " cannot register its buffer of " +
+                        std::to_string(all[static_cast<std::size_t>(peer)].bytes) + " bytes: " + detail::describe(st);
+      if (peer == s.rank && problem != nullptr) why += std::string(" (") + problem + ")";
+      throw error(errc::invalid_argument, why, {s.rank, "register_buffer", -1, peer});
+    }
+
+    registered reg;
+    reg.serial = serial;
+    reg.id = mine.id;
+    reg.data = status == detail::registration_status::ok ? data : nullptr;
+    reg.bytes = status == detail::registration_status::ok ? bytes.size() : 0;
+    reg.ids.assign(static_cast<std::size_t>(s.size), detail::max_registrations);
+    reg.mappings.assign(static_cast<std::size_t>(s.size), nullptr);
+    std::uint32_t reached = 0;  // ranks whose buffer this rank reads directly
+    try {
+      for (int peer = 0; peer < s.size; ++peer) {
+        const detail::buffer_record& r = all[static_cast<std::size_t>(peer)];
+        if (r.status != static_cast<std::uint32_t>(detail::registration_status::ok)) continue;
+        detail::buffer_import in;
+        if (peer == s.rank) {
+          in.ok = true;
+          in.entry = {reinterpret_cast<std::uintptr_t>(data), bytes.size(), 0, 0};
+        } else {
+          const bool same_process = r.pid == mine.pid;
+          if (!same_process && r.exported == 0) continue;  // not mappable elsewhere: staging for this pair
+          detail::buffer_export theirs;
+          theirs.ok = true;
+          theirs.handle = r.handle;
+          theirs.offset = r.offset;
+          try {
+            in = s.ops.import_buffer(theirs, reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)),
+                                     static_cast<std::size_t>(r.bytes), same_process, r.pid, r.device);
+          } catch (const error&) {
+            in.ok = false;  // e.g. IPC refused: this pair uses staging
+          }
+          if (!in.ok) continue;
+        }
+        in.entry.serial = r.serial;
+        write_entry(s, peer, r.id, in.entry);
+        reg.ids[static_cast<std::size_t>(peer)] = r.id;
+        reg.mappings[static_cast<std::size_t>(peer)] = in.mapping;
+        reached |= 1U << peer;
+      }
+      std::vector<std::uint32_t> reach(static_cast<std::size_t>(s.size));
+      s.boot->all_gather(std::as_bytes(std::span(&reached, 1)), std::as_writable_bytes(std::span(reach)));
+      for (int peer = 0; peer < s.size; ++peer) {
+        if ((reach[static_cast<std::size_t>(peer)] >> s.rank & 1U) != 0) reg.readers |= 1U << peer;
+      }
+    } catch (const error& e) {
+      drop(s, reg);
+      poison(s, e);
+      throw;
+    }
+    s.registrations.push_back(std::move(reg));
+    return serial;
+  }
+
+  /// Clears what `reg` put into our registry and closes its mappings (local).
+  static void drop(state& s, registered& reg) noexcept {
+    for (int peer = 0; peer < s.size; ++peer) {
+      const auto p = static_cast<std::size_t>(peer);
+      if (reg.ids[p] < detail::max_registrations) {
+        try {
+          s.ops.write_area(reinterpret_cast<std::byte*>(s.layout.entry(s.area, peer, reg.ids[p])), &zero_entry,
+                           sizeof zero_entry);
+        } catch (...) {
+        }
+        reg.ids[p] = detail::max_registrations;
+      }
+      if (reg.mappings[p] != nullptr) s.ops.release_buffer(reg.mappings[p]);
+      reg.mappings[p] = nullptr;
+    }
+  }
+  static constexpr detail::registration_entry zero_entry{};
+
+  /// The collective part of a registration handle's destruction: nobody reads
+  /// the buffers any more (streams synchronized, barrier), then everyone
+  /// unmaps, then a barrier so the owner may free its buffer on return.
+  static void remove_registration(state& s, std::uint64_t serial) noexcept {
+    const auto it = std::find_if(s.registrations.begin(), s.registrations.end(),
+                                 [&](const registered& r) { return r.serial == serial; });
+    if (it == s.registrations.end()) return;
+    try {
+      s.ops.synchronize(s.stream);
+    } catch (...) {
+    }
+    try {
+      s.boot->barrier();
+    } catch (...) {
+    }
+    drop(s, *it);
+    s.registrations.erase(it);
+    try {
+      s.boot->barrier();
+    } catch (...) {
+    }
   }
 
   /// Groups the recorded transfers into lanes and hands the step to the policy.
@@ -623,6 +944,10 @@ class basic_communicator {
                      "corrupt channel while trying to " + message + ": expected " + std::to_string(f.expected) +
                          ", the peer's flags or header say " + std::to_string(f.found),
                      at);
+      case detail::fault_code::peer_lost:
+        return error(
+            errc::peer_lost,
+            "rank " + std::to_string(f.peer) + " is gone: its registered buffer cannot be read (" + message + ")", at);
       case detail::fault_code::none: break;
     }
     return error(errc::transport, "unknown device error code " + std::to_string(f.code), at);
@@ -636,6 +961,62 @@ class basic_communicator {
   }
 
   std::unique_ptr<state> s_;
+};
+
+/// A live registration (see register_buffer). Move-only; destruction is
+/// collective. Empty once moved from, reset, or its communicator is gone.
+template <class Ops>
+class basic_communicator<Ops>::registration {
+ public:
+  registration() = default;
+  registration(registration&& other) noexcept
+      : link_(std::move(other.link_)), serial_(std::exchange(other.serial_, 0)) {}
+  registration& operator=(registration&& other) noexcept {
+    if (this != &other) {
+      reset();
+      link_ = std::move(other.link_);
+      serial_ = std::exchange(other.serial_, 0);
+    }
+    return *this;
+  }
+  registration(const registration&) = delete;
+  registration& operator=(const registration&) = delete;
+  ~registration() { reset(); }
+
+  /// Unregisters now (collective): peers unmap the buffer.
+  void reset() noexcept {
+    if (link_ && *link_ != nullptr && serial_ != 0) basic_communicator::remove_registration(**link_, serial_);
+    link_.reset();
+    serial_ = 0;
+  }
+
+  /// Live: registered with a communicator that still exists.
+  explicit operator bool() const noexcept { return find() != nullptr; }
+  /// The registered bytes (empty if this rank registered nothing).
+  [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
+    const registered* r = find();
+    return r != nullptr ? std::span<const std::byte>(r->data, r->bytes) : std::span<const std::byte>{};
+  }
+  /// Other ranks that read this buffer directly (the rest get its bytes through staging).
+  [[nodiscard]] int zero_copy_peers() const noexcept {
+    const registered* r = find();
+    if (r == nullptr || r->id >= detail::max_registrations) return 0;
+    return std::popcount(r->readers) - 1;  // ourselves always
+  }
+
+ private:
+  friend class basic_communicator;
+  registration(std::shared_ptr<state*> link, std::uint64_t serial) : link_(std::move(link)), serial_(serial) {}
+  const registered* find() const noexcept {
+    if (!link_ || *link_ == nullptr) return nullptr;
+    for (const registered& r : (*link_)->registrations) {
+      if (r.serial == serial_) return &r;
+    }
+    return nullptr;
+  }
+
+  std::shared_ptr<state*> link_;
+  std::uint64_t serial_ = 0;
 };
 
 }  // namespace nvlink

@@ -4,6 +4,14 @@
 //     cudaIpcGetMemHandle, opened by peers in other processes with
 //     cudaIpcOpenMemHandle; peers that are threads of the same process use
 //     its address (with peer access enabled when their device differs);
+//   - registered user buffers (register_buffer): exported with
+//     cudaIpcGetMemHandle on their allocation's base (found through the
+//     driver's cuMemGetAddressRange, reached with
+//     cudaGetDriverEntryPointByVersion so nothing links libcuda), opened by
+//     peers in other processes with cudaIpcOpenMemHandle, used by address by
+//     peers that are threads; memory IPC cannot export (stream-ordered pool
+//     allocations) still goes by address to threads and through staging to
+//     processes;
 //   - a step is one kernel on the stream, one thread block per lane; every
 //     thread of a block copies (16-byte vectors when aligned, loads through
 //     L2 so a peer's fresh writes are seen), thread 0 owns the flags through
@@ -24,6 +32,7 @@
 #error "<plait/transport/nvlink/cuda_device_ops.cuh> holds CUDA kernels: compile with nvcc (include <plait/cuda.hpp>)"
 #endif
 
+#include <cudaTypedefs.h>  // PFN_cuMemGetAddressRange (a type only: libcuda is not linked)
 #include <cuda_runtime.h>
 
 #include <array>
@@ -122,6 +131,12 @@ struct block_ops {
     const auto* from = reinterpret_cast<const Word*>(src);
     for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = __ldcg(from + i);
   }
+  /// A peer's registered buffer is mapped here (IPC or peer access): a plain copy.
+  __device__ bool copy_from(std::byte* dst, const registration_entry& e, std::uint64_t offset,
+                            std::uint64_t bytes) const {
+    copy(dst, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(e.address)) + offset, bytes);
+    return true;
+  }
   __device__ void copy(std::byte* dst, const std::byte* src, std::uint64_t bytes) const {
     const auto bits = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
     std::uint64_t head = 0;
@@ -202,7 +217,7 @@ __global__ void __launch_bounds__(lane_threads)
     }
     if (ops.stopped(claim)) return;
     if (ops.now() - start > a.timeout_ns) {
-      set_fault(f, fault_code::timeout, l, 0, 0, c, a.messages[l.first + c.index]);
+      set_fault(f, fault_code::timeout, l, 0, 0, c, current_message(a, l, c));
       report(f, host_word, claim);
       return;
     }
@@ -397,21 +412,7 @@ class cuda_device_ops {
                          std::byte* address, int owner_device) {
     detail::device_guard on(device_);
     if (same_process) {
-      // Threads of this process: the address is ours too; another GPU needs peer access.
-      if (owner_device != device_) {
-        int can = 0;
-        detail::check_cuda(cudaDeviceCanAccessPeer(&can, device_, owner_device), "cudaDeviceCanAccessPeer");
-        if (can == 0) {
-          throw error(errc::unsupported, "device " + std::to_string(device_) + " cannot access device " +
-                                             std::to_string(owner_device) + " (no peer access between them)");
-        }
-        const cudaError_t e = cudaDeviceEnablePeerAccess(owner_device, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          (void)cudaGetLastError();
-        } else {
-          detail::check_cuda(e, "cudaDeviceEnablePeerAccess");
-        }
-      }
+      enable_peer_access(owner_device);
       return address;
     }
     cudaIpcMemHandle_t h{};
@@ -419,6 +420,83 @@ class cuda_device_ops {
     void* p = nullptr;
     detail::check_cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
     return static_cast<std::byte*>(p);
+  }
+
+  /// A registered user buffer: an IPC handle of its allocation and its offset
+  /// there. ok false when IPC cannot export it (other processes then use staging).
+  detail::buffer_export export_buffer(const std::byte* data, std::size_t /*bytes*/) {
+    detail::device_guard on(device_);
+    detail::buffer_export out;
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &entry, 3020, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || entry == nullptr) {
+      (void)cudaGetLastError();
+      return out;
+    }
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    if (reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(entry)(&base, &size, reinterpret_cast<CUdeviceptr>(data)) !=
+        CUDA_SUCCESS) {
+      return out;
+    }
+    cudaIpcMemHandle_t handle{};
+    if (cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base)) != cudaSuccess) {
+      (void)cudaGetLastError();  // e.g. memory from a stream-ordered pool
+      return out;
+    }
+    static_assert(sizeof(cudaIpcMemHandle_t) <= 64);
+    std::memcpy(out.handle.data(), &handle, sizeof handle);
+    out.offset = reinterpret_cast<CUdeviceptr>(data) - base;
+    out.ok = true;
+    return out;
+  }
+  /// Maps a peer's registered buffer: its address for threads of this
+  /// process (peer access when the devices differ), else its IPC handle.
+  detail::buffer_import import_buffer(const detail::buffer_export& theirs, std::byte* address, std::size_t bytes,
+                                      bool same_process, std::int64_t /*pid*/, int owner_device) {
+    detail::device_guard on(device_);
+    detail::buffer_import in;
+    in.entry.bytes = bytes;
+    if (same_process) {
+      enable_peer_access(owner_device);
+      in.entry.address = reinterpret_cast<std::uintptr_t>(address);
+      in.ok = true;
+      return in;
+    }
+    cudaIpcMemHandle_t h{};
+    std::memcpy(&h, theirs.handle.data(), sizeof h);
+    void* p = nullptr;
+    if (cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return in;  // this pair goes through staging
+    }
+    in.mapping = static_cast<std::byte*>(p);
+    in.entry.address = reinterpret_cast<std::uintptr_t>(in.mapping) + theirs.offset;
+    in.ok = true;
+    return in;
+  }
+  void release_buffer(std::byte* mapping) noexcept {
+    (void)cudaSetDevice(device_);
+    (void)cudaIpcCloseMemHandle(mapping);
+  }
+
+  /// The owner's device, made reachable from ours (threads of one process).
+  void enable_peer_access(int owner_device) {
+    if (owner_device == device_) return;
+    int can = 0;
+    detail::check_cuda(cudaDeviceCanAccessPeer(&can, device_, owner_device), "cudaDeviceCanAccessPeer");
+    if (can == 0) {
+      throw error(errc::unsupported, "device " + std::to_string(device_) + " cannot access device " +
+                                         std::to_string(owner_device) + " (no peer access between them)");
+    }
+    const cudaError_t e = cudaDeviceEnablePeerAccess(owner_device, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+    } else {
+      detail::check_cuda(e, "cudaDeviceEnablePeerAccess");
+    }
   }
   void release_import(std::byte* area, std::size_t /*bytes*/, bool mapped) noexcept {
     if (!mapped) return;

@@ -7,6 +7,10 @@
 //   - raw addresses for peers that are threads of this process (the
 //     peer-access path of several GPUs in one process);
 //   - std::memcpy for copy kernels and std::atomic_ref for system-scope flags;
+//   - registered buffers (register_buffer) of peers that are threads read by
+//     address, of peers that are processes read with process_vm_readv (the
+//     owner's pid and address stand in for the CUDA IPC handle); a pair whose
+//     kernel forbids cross-memory attach (ptrace scope) falls back to staging;
 //   - a step run to completion on the calling thread, lanes round-robin.
 // "Device memory" is host memory here, so every algorithm and layout test of
 // the shm transport runs on it unchanged, on threads and on processes.
@@ -32,6 +36,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "plait/core/backoff.hpp"
@@ -156,9 +161,41 @@ class host_emulation {
     unexport_area();
   }
 
+  /// A registered user buffer: nothing to export but its address (the
+  /// communicator sends address and pid along).
+  detail::buffer_export export_buffer(const std::byte* /*data*/, std::size_t /*bytes*/) {
+    detail::buffer_export out;
+    out.ok = true;
+    return out;
+  }
+  /// Reaches a peer's registered buffer: by address from a thread of this
+  /// process, else through process_vm_readv, probed here with one byte (a
+  /// kernel that forbids it makes the pair fall back to staging).
+  detail::buffer_import import_buffer(const detail::buffer_export& /*theirs*/, std::byte* address, std::size_t bytes,
+                                      bool same_process, std::int64_t pid, int /*device*/) {
+    detail::buffer_import in;
+    in.entry.address = reinterpret_cast<std::uintptr_t>(address);
+    in.entry.bytes = bytes;
+    in.entry.pid = same_process ? 0 : pid;
+    if (!same_process) {
+      std::byte probe{};
+      iovec local{&probe, 1};
+      iovec remote{address, 1};
+      if (process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) != 1) return in;
+    }
+    in.ok = true;
+    return in;
+  }
+  void release_buffer(std::byte* /*mapping*/) noexcept {}
+
+  /// Bytes this rank copied into or out of staging slots, and bytes it read
+  /// straight from peers' registered buffers (tests check zero-copy with them).
+  [[nodiscard]] std::uint64_t staging_bytes() const noexcept { return staged_; }
+  [[nodiscard]] std::uint64_t direct_bytes() const noexcept { return direct_; }
+
   /// Runs the step to completion (or failure) on this thread.
   void run_step(const detail::step_args& a, stream_type /*stream*/) {
-    lane_ops ops;
+    lane_ops ops{&staged_, &direct_};
     std::array<detail::cursor, detail::max_lanes> cursors{};
     std::array<bool, detail::max_lanes> finished{};
     for (std::uint32_t i = 0; i < a.lane_count; ++i) detail::start_lane(ops, a, a.lanes[i], cursors[i]);
@@ -196,7 +233,7 @@ class host_emulation {
           if (finished[i]) continue;
           const detail::lane& l = a.lanes[i];
           detail::set_fault(error_, detail::fault_code::timeout, l, 0, 0, cursors[i],
-                            a.messages[l.first + cursors[i].index]);
+                            detail::current_message(a, l, cursors[i]));
           return;
         }
       }
@@ -214,6 +251,8 @@ class host_emulation {
  private:
   /// The protocol's memory operations on the host.
   struct lane_ops {
+    std::uint64_t* staged;
+    std::uint64_t* direct;
     std::uint64_t load(const std::uint64_t* flag) const noexcept {
       return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(flag)).load(std::memory_order_acquire);
     }
@@ -230,6 +269,29 @@ class host_emulation {
     }
     void copy(std::byte* dst, const std::byte* src, std::uint64_t bytes) const noexcept {
       if (bytes != 0) std::memcpy(dst, src, bytes);
+      *staged += bytes;
+    }
+    /// False when the owner process is gone (or the read fails part way).
+    bool copy_from(std::byte* dst, const detail::registration_entry& e, std::uint64_t offset,
+                   std::uint64_t bytes) const noexcept {
+      auto* src = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(e.address)) + offset;
+      if (e.pid == 0) {
+        if (bytes != 0) std::memcpy(dst, src, bytes);
+      } else {
+        std::uint64_t done = 0;
+        while (done < bytes) {
+          iovec local{dst + done, bytes - done};
+          iovec remote{src + done, bytes - done};
+          const ssize_t n = process_vm_readv(static_cast<pid_t>(e.pid), &local, 1, &remote, 1, 0);
+          if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            return false;
+          }
+          done += static_cast<std::uint64_t>(n);
+        }
+      }
+      *direct += bytes;
+      return true;
     }
   };
 
@@ -239,6 +301,8 @@ class host_emulation {
 
   std::string name_;
   bool linked_ = false;
+  std::uint64_t staged_ = 0;
+  std::uint64_t direct_ = 0;
   detail::fault error_{};
 };
 

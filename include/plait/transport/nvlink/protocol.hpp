@@ -18,6 +18,16 @@
 // slot back with a release store of `credit` into the sender's area. So a
 // message of any size streams through a fixed area, `slots` chunks in flight.
 //
+// Zero-copy: a send whose bytes lie in a buffer registered with the
+// communicator (register_buffer) carries no payload. The sender writes one
+// header per channel naming its registration (id, serial, offset) instead;
+// the receiver looks the registration up in its own area's registry (the
+// peer's buffer as mapped here, written by the host when the buffer was
+// registered), checks bounds and serial, copies the whole part straight out
+// of the peer's buffer and returns the slot. The sender's lane finishes only
+// once every such slot has come back (the buffer has been read), so in stream
+// order the user may overwrite the buffer after the collective.
+//
 // Channel k of a message carries its part k: bytes [lo, hi) of part_of().
 // Every transfer of one wait_all forms a "step": one lane per (peer,
 // direction, channel), each lane its part of the peer's messages in posting
@@ -42,7 +52,7 @@ namespace nvlink {
 namespace detail {
 
 inline constexpr std::uint32_t area_magic = 0x564e4c50;  // "PLNV"
-inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::uint32_t protocol_version = 2;
 /// Ranks in one NVLink group: a node's GPUs, several ranks per GPU allowed.
 inline constexpr int max_ranks = 32;
 /// Lanes of one step: a send and a receive lane per peer (self included) and
@@ -52,6 +62,8 @@ inline constexpr int max_lanes = 256;
 inline constexpr std::uint32_t max_channels = 16;
 /// Messages flushed by one wait_all (kernel parameters are bounded).
 inline constexpr int max_messages = 64;
+/// Live registered buffers per rank and communicator (register_buffer).
+inline constexpr std::uint32_t max_registrations = 16;
 /// Alignment of everything in an area: flags do not share cache lines, and
 /// payloads take 16-byte vector copies.
 inline constexpr std::size_t area_alignment = 128;
@@ -80,6 +92,18 @@ struct slot_header {
   std::uint64_t message_bytes;
   std::uint64_t offset;
   std::uint64_t chunk_bytes;
+  std::uint32_t source;         ///< 0: payload in the slot; else registration id + 1 (no payload)
+  std::uint32_t serial;         ///< the registration's serial (low 32 bits), checked by the receiver
+  std::uint64_t source_offset;  ///< where the chunk starts inside the sender's registered buffer
+};
+
+/// A registered buffer as this rank reaches it, in this rank's area at
+/// (owner rank, registration id); written by the host only while no step runs.
+struct registration_entry {
+  std::uint64_t address;  ///< the buffer as mapped here (the emulation: in process `pid`)
+  std::uint64_t bytes;
+  std::uint64_t serial;  ///< 0: no live registration at this id
+  std::int64_t pid;      ///< the emulation reads another process's memory (0: mapped here)
 };
 
 /// Identifies an area: read back by peers after mapping it.
@@ -102,6 +126,7 @@ struct area_layout {
   geometry shape;
   std::size_t flags_offset = 0;
   std::size_t headers_offset = 0;
+  std::size_t registry_offset = 0;
   std::size_t payload_offset = 0;
   std::size_t total = 0;
 
@@ -111,7 +136,9 @@ struct area_layout {
     const std::size_t channels = std::size_t{g.ranks} * g.channels;  // (peer, channel) pairs
     l.flags_offset = align_up(sizeof(area_header));
     l.headers_offset = l.flags_offset + channels * sizeof(peer_flags);
-    l.payload_offset = align_up(l.headers_offset + channels * g.slots * sizeof(slot_header));
+    l.registry_offset = align_up(l.headers_offset + channels * g.slots * sizeof(slot_header));
+    l.payload_offset =
+        align_up(l.registry_offset + std::size_t{g.ranks} * max_registrations * sizeof(registration_entry));
     l.total = l.payload_offset + channels * g.slots * static_cast<std::size_t>(g.slot_bytes);
     return l;
   }
@@ -126,6 +153,10 @@ struct area_layout {
                                         std::uint64_t slot) const noexcept {
     return reinterpret_cast<slot_header*>(area + headers_offset) + channel_index(peer, channel) * shape.slots + slot;
   }
+  PLAIT_HOST_DEVICE registration_entry* entry(std::byte* area, int owner, std::uint32_t id) const noexcept {
+    return reinterpret_cast<registration_entry*>(area + registry_offset) +
+           static_cast<std::size_t>(owner) * max_registrations + id;
+  }
   PLAIT_HOST_DEVICE std::byte* payload(std::byte* area, int peer, std::uint32_t channel,
                                        std::uint64_t slot) const noexcept {
     return area + payload_offset + (channel_index(peer, channel) * shape.slots + slot) * shape.slot_bytes;
@@ -137,7 +168,7 @@ struct message {
   std::byte* data;
   std::uint64_t bytes;
   std::uint32_t tag;
-  std::uint32_t reserved;
+  std::uint32_t source;  ///< sends: 0 staged, else the registration id + 1 that holds data
 };
 
 /// One channel of the messages to or from one peer, in posting order:
@@ -165,7 +196,7 @@ struct step_args {
 };
 
 /// What went wrong, for the error word.
-enum class fault_code : std::uint32_t { none = 0, timeout, tag_mismatch, size_mismatch, corrupt };
+enum class fault_code : std::uint32_t { none = 0, timeout, tag_mismatch, size_mismatch, corrupt, peer_lost };
 
 /// The first failure of a step. Copied into the communicator's error word,
 /// raised on the host by the next call or synchronize().
@@ -183,9 +214,15 @@ struct fault {
 /// A lane's position: its current message and bytes done, and its running chunk count.
 struct cursor {
   std::uint32_t index = 0;
+  std::uint32_t drain = 0;  ///< a send lane posted zero-copy chunks: wait for their credit before finishing
   std::uint64_t done = 0;
   std::uint64_t count = 0;
 };
+
+/// The message a lane is on (its last one while it drains). A lane has at least one.
+PLAIT_HOST_DEVICE inline const message& current_message(const step_args& a, const lane& l, const cursor& c) noexcept {
+  return a.messages[l.first + (c.index < l.count ? c.index : l.count - 1)];
+}
 
 enum class progress : std::uint32_t { moved, blocked, finished, failed };
 
@@ -224,29 +261,43 @@ template <class Ops>
 PLAIT_HOST_DEVICE void start_lane(Ops& ops, const step_args& a, const lane& l, cursor& c) {
   peer_flags* own = a.layout.flags(a.self, l.peer, l.channel);
   c.index = 0;
+  c.drain = 0;
   c.done = 0;
   c.count = ops.read(l.is_send != 0 ? &own->sent : &own->taken);
 }
 
 /// Moves lane `l` by at most one chunk. Never waits: `blocked` means the peer
-/// has to act first (free a slot, or publish a chunk).
+/// has to act first (free a slot, publish a chunk, or read a registered buffer).
 ///
 /// Ops (one per lane; on a GPU every thread of the lane's block calls each
 /// function, and each returns the same value to all of them):
 ///   std::uint64_t load(const std::uint64_t* flag)       acquire load (system scope)
 ///   void store(std::uint64_t* flag, std::uint64_t v)    release store after all earlier copies
 ///   T read(const T* p) / void write(T* p, const T& v)    small plain values
-///   void copy(std::byte* dst, const std::byte* src, std::uint64_t n)
+///   void copy(std::byte* dst, const std::byte* src, std::uint64_t n)   through a staging slot
+///   bool copy_from(std::byte* dst, const registration_entry& e, std::uint64_t offset, std::uint64_t n)
+///       straight out of a peer's registered buffer; false if the peer is gone
 template <class Ops>
 PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, cursor& c, fault& f) {
-  if (c.index >= l.count) return progress::finished;
   const area_layout& layout = a.layout;
   const std::uint64_t slots = layout.shape.slots;
+  peer_flags* own = layout.flags(a.self, l.peer, l.channel);
+  if (c.index >= l.count) {
+    if (c.drain == 0) return progress::finished;
+    // Zero-copy chunks stay ours until the peer has read them: wait for every credit.
+    const std::uint64_t credit = ops.load(&own->credit);
+    if (c.count - credit > slots) {
+      set_fault(f, fault_code::corrupt, l, c.count, credit, c, current_message(a, l, c));
+      return progress::failed;
+    }
+    if (credit != c.count) return progress::blocked;
+    c.drain = 0;
+    return progress::finished;
+  }
   const message& m = a.messages[l.first + c.index];
   std::byte* peer = a.peer_area[l.peer];
-  peer_flags* own = layout.flags(a.self, l.peer, l.channel);
   const part mine = part_of(m.bytes, l.channel, layout.shape.channels);
-  const std::uint64_t chunk = chunk_of(layout, mine, c.done);
+  std::uint64_t chunk = chunk_of(layout, mine, c.done);
   const std::uint64_t offset = mine.lo + c.done;  // within the message
 
   if (l.is_send != 0) {
@@ -258,8 +309,24 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
     }
     if (in_flight == slots) return progress::blocked;
     const std::uint64_t slot = c.count % slots;
-    ops.write(layout.header(peer, a.rank, l.channel, slot), slot_header{m.tag, l.channel, m.bytes, offset, chunk});
-    ops.copy(layout.payload(peer, a.rank, l.channel, slot), m.data + offset, chunk);
+    if (m.source != 0) {
+      // Zero-copy: one header for the whole part, naming where it lies in our registered buffer.
+      const registration_entry e = ops.read(layout.entry(a.self, a.rank, m.source - 1));
+      const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m.data)) - e.address;
+      if (m.source > max_registrations || e.serial == 0 || base > e.bytes || e.bytes - base < m.bytes) {
+        set_fault(f, fault_code::corrupt, l, m.bytes, e.bytes, c, m);
+        return progress::failed;
+      }
+      chunk = mine.hi - mine.lo - c.done;
+      ops.write(layout.header(peer, a.rank, l.channel, slot),
+                slot_header{m.tag, l.channel, m.bytes, offset, chunk, m.source, static_cast<std::uint32_t>(e.serial),
+                            base + offset});
+      c.drain = 1;
+    } else {
+      ops.write(layout.header(peer, a.rank, l.channel, slot),
+                slot_header{m.tag, l.channel, m.bytes, offset, chunk, 0, 0, 0});
+      ops.copy(layout.payload(peer, a.rank, l.channel, slot), m.data + offset, chunk);
+    }
     ++c.count;
     ops.store(&layout.flags(peer, a.rank, l.channel)->head, c.count);
   } else {
@@ -280,11 +347,30 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
       set_fault(f, fault_code::size_mismatch, l, m.bytes, h.message_bytes, c, m);
       return progress::failed;
     }
+    if (h.source != 0) chunk = mine.hi - mine.lo - c.done;  // a zero-copy header covers the rest of the part
     if (h.channel != l.channel || h.offset != offset || h.chunk_bytes != chunk) {
       set_fault(f, fault_code::corrupt, l, chunk, h.chunk_bytes, c, m);
       return progress::failed;
     }
-    ops.copy(m.data + offset, layout.payload(a.self, l.peer, l.channel, slot), chunk);
+    if (h.source != 0) {
+      if (h.source > max_registrations) {
+        set_fault(f, fault_code::corrupt, l, max_registrations, h.source, c, m);
+        return progress::failed;
+      }
+      // Only what our own host mapped is used; the header only picks it and is bounds-checked.
+      const registration_entry e = ops.read(layout.entry(a.self, l.peer, h.source - 1));
+      if (e.serial == 0 || static_cast<std::uint32_t>(e.serial) != h.serial || h.source_offset > e.bytes ||
+          e.bytes - h.source_offset < chunk) {
+        set_fault(f, fault_code::corrupt, l, e.bytes, h.source_offset + chunk, c, m);
+        return progress::failed;
+      }
+      if (!ops.copy_from(m.data + offset, e, h.source_offset, chunk)) {
+        set_fault(f, fault_code::peer_lost, l, chunk, 0, c, m);
+        return progress::failed;
+      }
+    } else {
+      ops.copy(m.data + offset, layout.payload(a.self, l.peer, l.channel, slot), chunk);
+    }
     ++c.count;
     ops.store(&layout.flags(peer, a.rank, l.channel)->credit, c.count);
   }
@@ -294,7 +380,7 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
     c.done = 0;
     if (++c.index == l.count) {
       ops.write(l.is_send != 0 ? &own->sent : &own->taken, c.count);
-      return progress::finished;
+      return c.drain != 0 ? progress::moved : progress::finished;
     }
   }
   return progress::moved;
