@@ -1,6 +1,7 @@
 // plait::mpi::communicator as a transport: point-to-point, tags, split,
 // barrier, bytes_sent, timeouts and argument checks, on every rank of the job.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -428,4 +429,95 @@ TEST_CASE("mpi messages over INT_MAX bytes arrive intact", "[.][huge][mpi]") {
   }
   if (comm.rank() == from) CHECK(comm.bytes_sent() == n);
   PLAIT_REQUIRE_ALL(ok);
+}
+
+TEST_CASE("mpi waits poll without yielding only while the node has a core per rank", "[mpi][transport]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  // The expected default from the facts the communicator goes by: the job's
+  // ranks on this node (MPI's view; Open MPI's launcher says the same) against
+  // the node's online CPUs. The emulated two-host run has 2 ranks per "node".
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_ranks = 0;
+  MPI_Comm_size(node, &node_ranks);
+  MPI_Comm_free(&node);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const bool oversubscribed = node_ranks > cpus;
+  CAPTURE(cpus, node_ranks);
+  CHECK(comm.busy_poll() == (oversubscribed ? std::chrono::steady_clock::duration::zero()
+                                            : std::chrono::steady_clock::duration(std::chrono::milliseconds(100))));
+
+  comm.set_busy_poll(std::chrono::milliseconds(7));
+  CHECK(comm.busy_poll() == std::chrono::milliseconds(7));
+  plait::mpi::communicator child = comm.split(0, comm.rank());
+  CHECK(child.busy_poll() == std::chrono::milliseconds(7));  // a split child inherits it
+  comm.set_busy_poll(std::chrono::hours(1000));              // clamped: waits end at timeout() anyway
+  CHECK(comm.busy_poll() == std::chrono::hours(1));
+  CHECK_THROWS_MATCHES(
+      comm.set_busy_poll(std::chrono::milliseconds(-1)), plait::error,
+      Catch::Predicate<plait::error>([](const plait::error& e) { return e.code() == plait::errc::invalid_argument; }));
+  comm.set_busy_poll(std::chrono::seconds(0));
+  CHECK(comm.busy_poll() == std::chrono::seconds(0));
+  PLAIT_REQUIRE_ALL(ring_exchange(comm, 4099, 19));
+  PLAIT_REQUIRE_ALL(ring_exchange(child, (std::size_t{1} << 20) + 5, 20));
+}
+
+TEST_CASE("mpi receive still times out while the wait polls without yielding", "[mpi][transport][timeout]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_busy_poll(std::chrono::hours(1));  // the whole wait is the busy phase
+  comm.set_timeout(std::chrono::milliseconds(200));
+  std::vector<std::byte> buffer(16, std::byte{0x5A});
+  std::vector<plait::mpi::request> requests;
+  requests.push_back(comm.irecv(left_of(comm), buffer, 78));
+  const auto start = std::chrono::steady_clock::now();
+  bool ok = false;
+  try {
+    comm.wait_all(requests);
+  } catch (const plait::error& e) {
+    ok = e.code() == plait::errc::timeout && e.peer() == left_of(comm);
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(waited >= std::chrono::milliseconds(200));
+  CHECK(waited < std::chrono::seconds(20));
+  CHECK(ok);
+  CHECK(comm.poisoned());
+  CHECK_FALSE(requests[0].pending());
+  CHECK(buffer == std::vector<std::byte>(16, std::byte{0x5A}));
+  MPI_Barrier(MPI_COMM_WORLD);  // nobody sends: nothing to drain
+  PLAIT_REQUIRE_ALL(ok);
+}
+
+TEST_CASE("mpi transport gives automatic MPI's cost model", "[mpi][transport][automatic]") {
+  using plait::algorithm_id;
+  using comm_type = plait::mpi::communicator;
+  constexpr plait::cost_model mpi_model = comm_type::cost_model();
+  static_assert(mpi_model != plait::default_cost_model);
+  static_assert(plait::detail::transport_cost_model<comm_type>() == mpi_model);
+  auto picks = [](auto op, int p, std::size_t bytes) {
+    return plait::explain<decltype(op), plait::automatic, comm_type>(p, bytes).id;
+  };
+  const plait::op::all_gather gather;
+  const plait::op::all_to_all exchange;
+  // Steps cost more on MPI: everything at once for mid-size blocks, where
+  // shared memory's defaults already take P-1 or lg P steps.
+  CHECK(picks(exchange, 4, 256 << 10) == algorithm_id::direct);
+  CHECK(plait::explain<plait::op::all_to_all>(4, 256 << 10).id != algorithm_id::direct);
+  CHECK(picks(gather, 4, 256 << 10) == algorithm_id::direct);
+  CHECK(picks(gather, 5, 1 << 20) == algorithm_id::direct);
+  // Large blocks: every byte once, in few steps, no packing.
+  CHECK(picks(gather, 4, 4 << 20) == algorithm_id::recursive_doubling);
+  CHECK(picks(gather, 8, 4 << 20) == algorithm_id::recursive_doubling);
+  CHECK(picks(gather, 5, 4 << 20) == algorithm_id::ring);
+  CHECK(picks(exchange, 8, 4 << 20) == algorithm_id::ring);
+  // Bruck's packing (on the rank whose blocks wrap around) is charged, so it
+  // no longer ties recursive doubling for powers of two.
+  CHECK(
+      plait::explain<plait::op::all_gather>(algorithm_id::bruck, 4, 4 << 20, mpi_model).predicted_seconds >
+      plait::explain<plait::op::all_gather>(algorithm_id::recursive_doubling, 4, 4 << 20, mpi_model).predicted_seconds);
+  // automatic_with<Tuning> still overrides the transport's parameters.
+  struct steps_only {
+    static constexpr plait::cost_model cost_model() { return {1.0, 0, 0, 0, 0}; }
+  };
+  CHECK(plait::explain<plait::op::all_gather, plait::automatic_with<steps_only>, comm_type>(8, 4 << 20).id !=
+        algorithm_id::recursive_doubling);
 }
