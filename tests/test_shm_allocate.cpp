@@ -91,7 +91,7 @@ TEST_CASE("collectives from comm.allocate buffers match the reference and read p
   const auto verdicts = plait_test::run_ranks(
       m, ranks, [n](plait::shm::communicator& comm) { return collectives_from_shared_buffers(comm, n); });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(plait_test::plait_segments().empty());
+  REQUIRE(plait_test::leaked_objects("plait-w").empty());
 }
 
 TEST_CASE("ranks may allocate parts of different sizes, zero included", "[shm][allocate]") {
@@ -113,7 +113,7 @@ TEST_CASE("ranks may allocate parts of different sizes, zero included", "[shm][a
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(plait_test::plait_segments().empty());
+  REQUIRE(plait_test::leaked_objects("plait-w").empty());
 }
 
 TEST_CASE("shared buffers are read in place where process_vm_readv is refused", "[shm][allocate]") {
@@ -152,7 +152,7 @@ TEST_CASE("a receiver that freed its handle on a shared buffer still receives fr
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(plait_test::plait_segments().empty());
+  REQUIRE(plait_test::leaked_objects("plait-w").empty());
 }
 
 TEST_CASE("an allocation one rank cannot make fails on every rank, naming it", "[shm][allocate][errors]") {
@@ -178,5 +178,5 @@ TEST_CASE("an allocation one rank cannot make fails on every rank, naming it", "
     return again.size() == 10 ? "" : "the next allocation failed";
   });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(plait_test::plait_segments().empty());
+  REQUIRE(plait_test::leaked_objects("plait-w").empty());
 }

@@ -131,6 +131,11 @@ std::string compare(const std::vector<T>& got, const std::vector<T>& want, std::
 /// Names of /dev/shm entries that plait created (none may remain after a test).
 inline std::vector<std::string> plait_segments();
 
+/// Objects named "<prefix><creator pid>-..." in /dev/shm that this test leaked:
+/// the creator is this process or has ended (objects of tests running
+/// alongside belong to live processes and are not counted).
+inline std::vector<std::string> leaked_objects(std::string_view prefix);
+
 }  // namespace plait_test
 
 #include <filesystem>
@@ -143,4 +148,22 @@ inline std::vector<std::string> plait_test::plait_segments() {
     if (name.rfind("plait-", 0) == 0) names.push_back(name);
   }
   return names;
+}
+
+#include <cerrno>
+#include <cstdlib>
+
+#include <signal.h>
+#include <unistd.h>
+
+inline std::vector<std::string> plait_test::leaked_objects(std::string_view prefix) {
+  std::vector<std::string> leaked;
+  for (const std::string& name : plait_segments()) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid == static_cast<long>(getpid()) || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
+      leaked.push_back(name);
+    }
+  }
+  return leaked;
 }

@@ -3,8 +3,8 @@
 // peer reads it in place with one memcpy (no kernel call, no staging).
 //
 // Each collective allocation is a window: every rank creates one POSIX
-// shared-memory object for its own part (O_EXCL, mode 0600, a fresh 128-bit
-// random name), the ranks exchange names and sizes, each maps every peer's part
+// shared-memory object for its own part (O_EXCL, mode 0600, a fresh name:
+// "plait-w", the creator's pid, 128 random bits), the ranks exchange names and sizes, each maps every peer's part
 // and checks owner, mode and size, and once all have mapped, each removes its
 // name (so nothing is left in /dev/shm when allocate returns). A window lives
 // as long as the buffer does; the communicator only keeps weak references, so
@@ -42,20 +42,33 @@ struct window_announcement {
   std::uint64_t id;     ///< the window's number in the group (same on every rank)
   std::uint64_t bytes;  ///< the size of this rank's part
   std::uint32_t ok;     ///< 1 when the part exists; 0 when this rank failed (see the error it throws)
-  char name[60];        ///< its shared-memory object ("" when bytes == 0)
+  char name[64];        ///< its shared-memory object ("" when bytes == 0)
 };
 
+inline constexpr std::string_view window_name_prefix = "/plait-w";
+
+/// A fresh name for this process's part of a window: "/plait-w<pid>-<32 hex
+/// digits>", so a part left behind by a crash names its creator.
+inline std::string window_name() {
+  return std::string(window_name_prefix) + std::to_string(getpid()) + "-" +
+         random_name().substr(std::string_view("/plait-").size());
+}
+
 /// True when `name` (at most `capacity` characters, maybe unterminated) is a
-/// name random_name() makes: "/plait-" and 32 hex digits. A peer's name is
-/// opened only when it passes, so a hostile peer cannot point us elsewhere.
+/// name window_name() makes. A peer's name is opened only when it passes, so
+/// a hostile peer cannot point us at another object.
 inline bool is_window_name(const char* name, std::size_t capacity) noexcept {
-  constexpr std::string_view prefix = "/plait-";
-  constexpr std::size_t length = prefix.size() + 32;
-  if (capacity <= length || name[length] != '\0') return false;
-  if (std::string_view(name, prefix.size()) != prefix) return false;
-  for (std::size_t i = prefix.size(); i < length; ++i) {
-    const char c = name[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  const std::size_t length = strnlen(name, capacity);
+  if (length == capacity) return false;  // unterminated
+  const std::string_view text(name, length);
+  if (text.substr(0, window_name_prefix.size()) != window_name_prefix) return false;
+  const std::size_t dash = text.find('-', window_name_prefix.size());
+  const std::size_t digits = dash == std::string_view::npos ? 0 : dash - window_name_prefix.size();
+  if (digits == 0 || digits > 10 || text.size() != dash + 1 + 32) return false;
+  for (std::size_t i = window_name_prefix.size(); i < text.size(); ++i) {
+    const char c = text[i];
+    const bool ok = i < dash ? (c >= '0' && c <= '9') : i == dash || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    if (!ok) return false;
   }
   return true;
 }
@@ -88,7 +101,7 @@ class window {
 
   /// Creates this rank's part under a fresh random name; returns the name.
   std::string create_part(int rank, std::size_t bytes, const error_context& at) {
-    std::string name = random_name();
+    std::string name = window_name();
     const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) throw error(errc::transport, system_message("cannot create shared buffer", name), at);
     // fchmod: the umask may have cleared bits of 0600 but never adds any.
