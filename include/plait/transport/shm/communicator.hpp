@@ -55,17 +55,25 @@ namespace detail {
 using plait::detail::default_timeout;  // PLAIT_TIMEOUT, shared by every transport
 using plait::detail::seconds_text;
 
-/// Messages of at least this many bytes go by reference (single copy) unless
-/// PLAIT_SHM_SINGLE_COPY_BYTES says otherwise (0 turns single copy off; for
-/// measurements). Below it a syscall and a round trip cost more than two
-/// copies through a cache-resident slot.
-inline std::size_t default_single_copy_bytes() {
+/// Messages to a thread of this process of at least this many bytes go by
+/// reference (one memcpy); below it the round trip costs more than two copies
+/// through a cache-resident slot.
+inline constexpr std::size_t thread_single_copy_bytes = std::size_t{64} << 10;
+/// Between processes the copy is process_vm_readv, which pins the sender's
+/// pages and, with both ranks reading each other at once, runs at about half
+/// its lone speed: measured with 2 processes, chunks beat it for 256-512 KiB
+/// messages (1.5-1.9x) and lose from 1 MiB on (1.2-1.7x).
+inline constexpr std::size_t process_single_copy_bytes = std::size_t{1} << 20;
+
+/// PLAIT_SHM_SINGLE_COPY_BYTES, when set: one threshold for both (0 turns
+/// single copy off; for measurements).
+inline std::optional<std::size_t> single_copy_bytes_from_environment() {
   if (const char* text = std::getenv("PLAIT_SHM_SINGLE_COPY_BYTES")) {
     char* end = nullptr;
     const unsigned long long bytes = std::strtoull(text, &end, 10);
     if (end != text && *end == '\0') return bytes == 0 ? SIZE_MAX : static_cast<std::size_t>(bytes);
   }
-  return std::size_t{64} << 10;
+  return std::nullopt;
 }
 
 /// From a shared buffer, single copy pays off much earlier: the receiver reads
@@ -159,9 +167,16 @@ class communicator {
   [[nodiscard]] std::uint64_t bytes_read_in_place() const noexcept { return bytes_read_in_place_; }
 
   /// Messages of at least this many bytes are copied once, straight from the
-  /// sender's buffer; smaller ones through the slots. SIZE_MAX: never.
-  void set_single_copy_bytes(std::size_t bytes) noexcept { single_copy_bytes_ = bytes == 0 ? SIZE_MAX : bytes; }
+  /// sender's buffer; smaller ones through the slots. The default depends on
+  /// the peer: 64 KiB to a thread of this process, 1 MiB to another process
+  /// (see detail::process_single_copy_bytes); this sets both. 0: never.
+  void set_single_copy_bytes(std::size_t bytes) noexcept {
+    single_copy_bytes_ = process_single_copy_bytes_ = bytes == 0 ? SIZE_MAX : bytes;
+  }
+  /// The threshold to a peer that is a thread of this process ...
   [[nodiscard]] std::size_t single_copy_bytes() const noexcept { return single_copy_bytes_; }
+  /// ... and to a peer in another process.
+  [[nodiscard]] std::size_t process_single_copy_bytes() const noexcept { return process_single_copy_bytes_; }
   /// Control messages (check-mode signatures, split's tables) are not payload.
   void discount_control_bytes(std::uint64_t bytes) noexcept { bytes_sent_ -= std::min(bytes, bytes_sent_); }
 
@@ -467,13 +482,14 @@ class communicator {
     bool single_copy_refused = false;  // the peer cannot read this process's memory: chunks only
   };
 
-  /// Whether send `m` to a peer in state `p` goes as a reference (single copy).
-  [[nodiscard]] bool goes_by_reference(const pending& m, const peer_state& p) const noexcept {
+  /// Whether send `m` to `peer` (in state `p`) goes as a reference (single copy).
+  [[nodiscard]] bool goes_by_reference(const pending& m, const peer_state& p, int peer) const noexcept {
     if (single_copy_bytes_ == SIZE_MAX) return false;  // single copy turned off
     // From a shared buffer the receiver reads its own mapping: no kernel
     // permission involved, so a refused pair still may.
     if (m.window != 0) return m.bytes >= std::min(single_copy_bytes_, detail::window_single_copy_bytes);
-    return m.bytes >= single_copy_bytes_ && !p.single_copy_refused;
+    const std::size_t threshold = segment_->is_local(peer) ? single_copy_bytes_ : process_single_copy_bytes_;
+    return m.bytes >= threshold && !p.single_copy_refused;
   }
 
   void check_usable(std::string_view operation) const {
@@ -561,7 +577,7 @@ class communicator {
         continue;
       }
       if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
-      if (!m.started && goes_by_reference(m, p)) {
+      if (!m.started && goes_by_reference(m, p, peer)) {
         post_reference(peer, m);
         moved = true;
         break;  // later messages to this peer wait until the receiver has copied this one
@@ -854,7 +870,10 @@ class communicator {
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t bytes_read_in_place_ = 0;
   int tag_counter_ = 0;
-  std::size_t single_copy_bytes_ = detail::default_single_copy_bytes();
+  std::size_t single_copy_bytes_ =
+      detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
+  std::size_t process_single_copy_bytes_ =
+      detail::single_copy_bytes_from_environment().value_or(detail::process_single_copy_bytes);
   std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
   std::uint64_t window_count_ = 0;
   bool poisoned_ = false;
