@@ -8,13 +8,15 @@
 // contiguous data and with along<D> / redistribute<S, C> on strided views,
 // split, bytes_sent, the executor's copy engine, and the errors: mismatched
 // sizes and tags, timeouts raised from the error word, poisoning, bad
-// staging shapes, no leftover shared-memory objects.
+// staging shapes, a dead peer process (peer_lost, not a timeout), no leftover
+// shared-memory objects.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -30,6 +32,7 @@
 #include <plait/plait.hpp>
 #include <plait/transport/nvlink/host_emulation.hpp>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "support/harness.hpp"
@@ -427,5 +430,39 @@ TEST_CASE("nvlink emulation: bad arguments and shapes are rejected", "[nvlink][e
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(leaked_areas().empty());
+}
+
+TEST_CASE("nvlink emulation: a peer process that dies is peer_lost for the survivors, well before the timeout",
+          "[nvlink][errors][peer_lost]") {
+  // Survivors report through memory shared with this process (mapped before the fork).
+  void* shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(shared != MAP_FAILED);
+  auto* report = static_cast<char*>(shared);  // 1024 bytes per rank: "" until it reports
+  try {
+    plait::shm::run_processes(3, [report](plait::shm::communicator& boot) {
+      boot.set_timeout(std::chrono::seconds(5));  // the collective teardown meets a dead rank
+      gpu_comm gpu(boot, 0, {}, tiny);
+      gpu.set_timeout(std::chrono::seconds(60));
+      if (gpu.rank() == 0) raise(SIGKILL);  // after construction: the group exists, then rank 0 is gone
+      std::vector<std::uint32_t> mine(1000, 7), all(3000);
+      std::string verdict = "no error";
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        plait::all_gather<plait::direct>(gpu, mine, all);  // every rank waits on rank 0 directly
+      } catch (const plait::error& e) {
+        verdict = e.code() == plait::errc::peer_lost && e.peer() == 0 ? "" : e.what();
+      }
+      if (verdict.empty() && std::chrono::steady_clock::now() - start > std::chrono::seconds(10))
+        verdict = "found only after 10 s";
+      std::snprintf(report + 1024 * gpu.rank(), 1024, "%s", verdict.empty() ? "ok" : verdict.c_str());
+    });
+    FAIL("run_processes returned");
+  } catch (const plait::error& e) {
+    CHECK(e.code() == plait::errc::peer_lost);  // rank 0's signal
+  }
+  CHECK(std::string(report + 1024) == "ok");
+  CHECK(std::string(report + 2048) == "ok");
+  munmap(shared, 4096);
   REQUIRE(leaked_areas().empty());
 }

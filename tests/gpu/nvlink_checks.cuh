@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -232,6 +234,138 @@ inline std::string host_memory_refused(plait::nvlink::communicator& gpu) {
   return {};
 }
 
+/// Device memory from cudaMalloc (exportable by CUDA IPC, unlike the
+/// stream-ordered pool). cudaMalloc/cudaFree may wait for the whole device,
+/// so callers use it only while no step of any rank can be running: right
+/// after a collective synchronize + barrier, and free before the next barrier.
+class ipc_buffer {
+ public:
+  explicit ipc_buffer(std::size_t bytes) {
+    if (cudaMalloc(&data_, bytes) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
+  }
+  ipc_buffer(const ipc_buffer&) = delete;
+  ipc_buffer& operator=(const ipc_buffer&) = delete;
+  ~ipc_buffer() { cudaFree(data_); }
+  [[nodiscard]] std::byte* data() const { return static_cast<std::byte*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+};
+
+/// register_buffer: a ring all-gather whose send and receive buffers are
+/// registered (both inside larger cudaMalloc allocations, at an offset, so
+/// the IPC export of an interior pointer is exercised) gives the right
+/// result, every peer maps them (IPC for processes, addresses for threads),
+/// and every byte sent is read in place; after unregistering, the same call
+/// goes through staging again.
+inline std::string register_zero_copy(plait::nvlink::communicator& gpu) {
+  gpu.barrier();
+  constexpr std::size_t n = 200003;  // odd: channel parts of uneven length
+  const auto p = static_cast<std::size_t>(gpu.size());
+  std::string verdict;
+  {
+    ipc_buffer send_memory(n * 8 + 4096 + 64), recv_memory(n * p * 8 + 8192);
+    auto* send = reinterpret_cast<std::uint64_t*>(send_memory.data() + 4096 + 16);
+    auto* recv = reinterpret_cast<std::uint64_t*>(recv_memory.data() + 128);
+    std::vector<std::uint64_t> mine(n);
+    for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<std::uint64_t>(gpu.rank(), i);
+    cudaMemcpy(send, mine.data(), n * 8, cudaMemcpyHostToDevice);
+    {
+      auto a = gpu.register_buffer(std::span<std::uint64_t>(send, n));
+      auto b = gpu.register_buffer(std::span<std::uint64_t>(recv, n * p));
+      if (a.zero_copy_peers() != gpu.size() - 1 || b.zero_copy_peers() != gpu.size() - 1) {
+        verdict += "peers mapping the buffers: " + std::to_string(a.zero_copy_peers()) + " and " +
+                   std::to_string(b.zero_copy_peers()) + " of " + std::to_string(gpu.size() - 1) + "; ";
+      }
+      const auto zero_copy = gpu.bytes_zero_copy();
+      const auto sent = gpu.bytes_sent();
+      for (int round = 0; round < 3; ++round) {
+        plait::all_gather<plait::ring>(gpu, std::span<const std::uint64_t>(send, n),
+                                       std::span<std::uint64_t>(recv, n * p));
+      }
+      gpu.synchronize();
+      if (gpu.size() > 1 && gpu.bytes_zero_copy() - zero_copy != gpu.bytes_sent() - sent)
+        verdict += "not every byte sent was read in place; ";
+      std::vector<std::uint64_t> got(n * p);
+      cudaMemcpy(got.data(), recv, got.size() * 8, cudaMemcpyDeviceToHost);
+      for (std::size_t i = 0; i < got.size() && verdict.size() < 200; ++i) {
+        if (got[i] != plait_test::make_value<std::uint64_t>(static_cast<int>(i / n), i % n)) {
+          verdict += "registered all_gather wrong at " + std::to_string(i) + "; ";
+          break;
+        }
+      }
+    }  // unregistered (collective)
+    const auto zero_copy = gpu.bytes_zero_copy();
+    plait::all_gather<plait::ring>(gpu, std::span<const std::uint64_t>(send, n), std::span<std::uint64_t>(recv, n * p));
+    gpu.synchronize();
+    if (gpu.bytes_zero_copy() != zero_copy) verdict += "read in place after unregistering; ";
+  }  // cudaFree: before anyone's next launch
+  gpu.barrier();
+  return verdict;
+}
+
+/// register_buffer on stream-ordered pool memory (not IPC-exportable): the
+/// registration succeeds, thread peers still read it in place, process peers
+/// fall back to staging, and the result is right either way.
+inline std::string register_pool_memory(plait::nvlink::communicator& gpu) {
+  std::vector<std::uint32_t> mine(5000, static_cast<std::uint32_t>(gpu.rank()));
+  device_vector<std::uint32_t> send(mine, gpu.stream());
+  device_vector<std::uint32_t> recv(std::vector<std::uint32_t>(mine.size() * static_cast<std::size_t>(gpu.size())),
+                                    gpu.stream());
+  std::string verdict;
+  {
+    auto a = gpu.register_buffer(send.span());
+    auto b = gpu.register_buffer(recv.span());
+    std::printf("  (pool memory: %d of %d peers read it in place)\n", b.zero_copy_peers(), gpu.size() - 1);
+    plait::all_gather<plait::ring>(gpu, std::span<const std::uint32_t>(send.span()), recv.span());
+    gpu.synchronize();
+  }
+  const std::vector<std::uint32_t> got = recv.host();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != i / mine.size()) return "pool-memory all_gather wrong at " + std::to_string(i);
+  }
+  return verdict;
+}
+
+/// register_buffer refuses pageable host memory on every rank (before anything is mapped).
+inline std::string register_host_memory_refused(plait::nvlink::communicator& gpu) {
+  std::vector<std::byte> host(64);
+  device_vector<std::byte> device(host, gpu.stream());
+  try {
+    auto r = gpu.rank() == 0 ? gpu.register_buffer(std::span<const std::byte>(host))
+                             : gpu.register_buffer(std::span<const std::byte>(device.span()));
+    return "pageable host memory registered";
+  } catch (const plait::error& e) {
+    if (e.code() != plait::errc::invalid_argument ||
+        std::string(e.what()).find("rank 0 cannot register") == std::string::npos)
+      return std::string("not the expected refusal: ") + e.what();
+  }
+  return {};
+}
+
+/// Check mode on device buffers: signatures go over the bootstrap in host
+/// memory, so disagreeing sizes are size_mismatch naming both calls on every rank.
+inline std::string check_mode_mismatch(plait::nvlink::communicator& gpu) {
+  gpu.set_check_mode(true);
+  const std::size_t n = gpu.rank() == 1 ? 3 : 2;
+  device_vector<int> send(std::vector<int>(n), gpu.stream());
+  device_vector<int> recv(std::vector<int>(n * static_cast<std::size_t>(gpu.size())), gpu.stream());
+  std::string verdict;
+  try {
+    plait::all_gather<plait::ring>(gpu, std::span<const int>(send.span()), recv.span());
+    verdict = "the disagreeing call went through";
+  } catch (const plait::error& e) {
+    const std::string text = e.what();
+    if (e.code() != plait::errc::size_mismatch || text.find("blocks of 8 8") == std::string::npos ||
+        text.find("rank 1 calls all_gather<ring> with blocks of 12 12") == std::string::npos)
+      verdict = "not the expected size_mismatch: " + text;
+  }
+  // Agreeing calls still run with check mode on.
+  if (verdict.empty()) verdict = gather<std::uint64_t, plait::ring>(gpu, 1000);
+  gpu.set_check_mode(false);
+  return verdict;
+}
+
 /// Every check, by name.
 inline std::vector<std::pair<std::string, std::function<std::string()>>> all() {
   using plait_test::mode;
@@ -271,6 +405,14 @@ inline std::vector<std::pair<std::string, std::function<std::string()>>> all() {
                      [m] { return run_group(m, 2, device_timeout); });
     out.emplace_back(std::string("device-side size mismatch, ") + plait_test::to_string(m),
                      [m] { return run_group(m, 2, device_size_mismatch); });
+    out.emplace_back(std::string("register_buffer zero-copy (interior pointers), P=3, ") + plait_test::to_string(m),
+                     [m] { return run_group(m, 3, register_zero_copy); });
+    out.emplace_back(std::string("register_buffer on pool memory, P=2, ") + plait_test::to_string(m),
+                     [m] { return run_group(m, 2, register_pool_memory); });
+    out.emplace_back(std::string("register_buffer refuses host memory, ") + plait_test::to_string(m),
+                     [m] { return run_group(m, 2, register_host_memory_refused); });
+    out.emplace_back(std::string("check mode size mismatch, P=3, ") + plait_test::to_string(m),
+                     [m] { return run_group(m, 3, check_mode_mismatch); });
   }
   return out;
 }

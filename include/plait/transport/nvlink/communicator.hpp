@@ -440,6 +440,11 @@ class basic_communicator {
     auto& s = usable("register_buffer");
     return registration(s.link, add_registration(s, bytes));
   }
+  /// register_buffer over a typed span (device memory, e.g. {ptr, n}).
+  template <class T, std::size_t Extent>
+  [[nodiscard]] registration register_buffer(std::span<T, Extent> range) {
+    return register_buffer(std::as_bytes(range));
+  }
   /// register_buffer over any contiguous lvalue range (a span, a vector, ...).
   template <class Range>
   requires requires(Range& r) { std::span(r); }
@@ -596,6 +601,9 @@ class basic_communicator {
           s->ops.import_area(r.handle, r.area_bytes, same_process,
                              reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)), r.device);
       s->mapped[p] = !same_process;
+      if constexpr (requires { s->ops.watch_peer(peer, r.pid); }) {
+        if (!same_process) s->ops.watch_peer(peer, r.pid);  // a policy that can tell a dead process
+      }
       detail::area_header theirs{};
       s->ops.read_area(&theirs, s->peer_areas[p], sizeof theirs);
       if (theirs.magic != detail::area_magic || theirs.version != detail::protocol_version || theirs.rank != peer ||
@@ -945,9 +953,10 @@ class basic_communicator {
                          ", the peer's flags or header say " + std::to_string(f.found),
                      at);
       case detail::fault_code::peer_lost:
-        return error(
-            errc::peer_lost,
-            "rank " + std::to_string(f.peer) + " is gone: its registered buffer cannot be read (" + message + ")", at);
+        return error(errc::peer_lost,
+                     "the process of rank " + std::to_string(f.peer) +
+                         " is gone (it ended, or its registered buffer cannot be read) while trying to " + message,
+                     at);
       case detail::fault_code::none: break;
     }
     return error(errc::transport, "unknown device error code " + std::to_string(f.code), at);

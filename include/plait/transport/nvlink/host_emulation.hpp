@@ -11,7 +11,10 @@
 //     address, of peers that are processes read with process_vm_readv (the
 //     owner's pid and address stand in for the CUDA IPC handle); a pair whose
 //     kernel forbids cross-memory attach (ptrace scope) falls back to staging;
-//   - a step run to completion on the calling thread, lanes round-robin.
+//   - a step run to completion on the calling thread, lanes round-robin;
+//     once it has waited long enough to sleep, it checks now and then that
+//     the processes of the peers it waits for still exist, so a peer process
+//     that died is errc::peer_lost within milliseconds, not at the timeout.
 // "Device memory" is host memory here, so every algorithm and layout test of
 // the shm transport runs on it unchanged, on threads and on processes.
 //
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -188,6 +192,11 @@ class host_emulation {
   }
   void release_buffer(std::byte* /*mapping*/) noexcept {}
 
+  /// Peers in other processes, watched while a step waits for them.
+  void watch_peer(int peer, std::int64_t pid) noexcept {
+    if (peer >= 0 && peer < detail::max_ranks) pids_[static_cast<std::size_t>(peer)] = pid;
+  }
+
   /// Bytes this rank copied into or out of staging slots, and bytes it read
   /// straight from peers' registered buffers (tests check zero-copy with them).
   [[nodiscard]] std::uint64_t staging_bytes() const noexcept { return staged_; }
@@ -201,6 +210,7 @@ class host_emulation {
     for (std::uint32_t i = 0; i < a.lane_count; ++i) detail::start_lane(ops, a, a.lanes[i], cursors[i]);
     const deadline until = clock::now() + std::chrono::nanoseconds(a.timeout_ns);
     plait::detail::backoff wait;
+    unsigned slow_checks = 0;
     for (;;) {
       bool moved = false;
       bool all = true;
@@ -227,6 +237,17 @@ class host_emulation {
       if (moved) {
         wait.reset();
         continue;
+      }
+      // Asleep between polls: cheap enough to ask whether the peers we wait for still exist.
+      if (wait.sleeping() && ++slow_checks % 8 == 0) {
+        for (std::uint32_t i = 0; i < a.lane_count; ++i) {
+          const detail::lane& l = a.lanes[i];
+          const std::int64_t pid = pids_[static_cast<std::size_t>(l.peer)];
+          if (finished[i] || pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+          detail::set_fault(error_, detail::fault_code::peer_lost, l, static_cast<std::uint64_t>(pid), 0, cursors[i],
+                            detail::current_message(a, l, cursors[i]));
+          return;
+        }
       }
       if (clock::now() > until) {
         for (std::uint32_t i = 0; i < a.lane_count; ++i) {
@@ -301,6 +322,7 @@ class host_emulation {
 
   std::string name_;
   bool linked_ = false;
+  std::array<std::int64_t, detail::max_ranks> pids_{};  // 0: a thread of this process, not watched
   std::uint64_t staged_ = 0;
   std::uint64_t direct_ = 0;
   detail::fault error_{};
