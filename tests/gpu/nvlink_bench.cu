@@ -5,6 +5,9 @@
 // iterations, timed with CUDA events on each rank's stream), algbw = S / time,
 // busbw = algbw x (P-1)/P, and a cudaMemcpy device-to-device ceiling of S
 // bytes on rank 0's GPU measured in the same run. Every size is verified once.
+// Then the same calls with both buffers registered (register_buffer:
+// zero-copy, peers read the send data in place instead of through staging):
+// its busbw in the `zc_busbw` column, verified too.
 //
 // With one GPU the ranks share it (time-sliced between processes): the
 // numbers then measure the protocol's overhead, not NVLink.
@@ -70,7 +73,9 @@ int main(int argc, char** argv) {
         std::snprintf(line, sizeof line, "# nvlink all_gather<ring>, %d ranks on %d GPU(s), staging %u x %llu bytes\n",
                       ranks, count, gpu.shape().slots, static_cast<unsigned long long>(gpu.shape().slot_bytes));
         report += line;
-        report += "#      bytes  iters    time_us  algbw_GB/s  busbw_GB/s  memcpy_GB/s  verified\n";
+        report +=
+            "#      bytes  iters    time_us  algbw_GB/s  busbw_GB/s  memcpy_GB/s  verified  zc_time_us  zc_busbw_GB/s  "
+            "zc_verified\n";
       }
       for (std::size_t total : sizes) {
         const std::size_t shard = total / static_cast<std::size_t>(ranks);
@@ -97,15 +102,39 @@ int main(int argc, char** argv) {
         gpu.synchronize();
         float ms = 0;
         cudaEventElapsedTime(&ms, start, stop);
-        double mine[2] = {ms / 1e3 / iters, ok ? 1.0 : 0.0};
-        std::vector<double> all(2 * static_cast<std::size_t>(ranks));
-        plait::all_gather<plait::ring>(boot, std::span<const double>(mine, 2), all);
+        // Zero-copy: the same calls with both buffers registered (registration not timed).
+        float zc_ms = 0;
+        bool zc_ok = true;
+        {
+          auto registered_in = gpu.register_buffer(in);
+          auto registered_out = gpu.register_buffer(out);
+          cudaMemsetAsync(recv, 0, total, stream);
+          plait::all_gather<plait::ring>(gpu, in, out);
+          gpu.synchronize();
+          cudaMemcpy(host.data(), recv, total, cudaMemcpyDeviceToHost);
+          for (std::size_t i = 0; i < total; ++i) zc_ok = zc_ok && host[i] == static_cast<unsigned char>(i / shard + 1);
+          zc_ok = zc_ok && registered_in.zero_copy_peers() == ranks - 1;
+          gpu.barrier();
+          cudaEventRecord(start, stream);
+          for (int i = 0; i < iters; ++i) plait::all_gather<plait::ring>(gpu, in, out);
+          cudaEventRecord(stop, stream);
+          gpu.synchronize();
+          cudaEventElapsedTime(&zc_ms, start, stop);
+        }
+        double mine[4] = {ms / 1e3 / iters, ok ? 1.0 : 0.0, zc_ms / 1e3 / iters, zc_ok ? 1.0 : 0.0};
+        std::vector<double> all(4 * static_cast<std::size_t>(ranks));
+        plait::all_gather<plait::ring>(boot, std::span<const double>(mine, 4), all);
         if (boot.rank() == 0) {
           double seconds = 0;
+          double zc_seconds = 0;
           bool verified = true;
+          bool zc_verified = true;
           for (int r = 0; r < ranks; ++r) {
-            seconds = std::max(seconds, all[2 * static_cast<std::size_t>(r)]);
-            verified = verified && all[2 * static_cast<std::size_t>(r) + 1] == 1.0;
+            const std::size_t at = 4 * static_cast<std::size_t>(r);
+            seconds = std::max(seconds, all[at]);
+            verified = verified && all[at + 1] == 1.0;
+            zc_seconds = std::max(zc_seconds, all[at + 2]);
+            zc_verified = zc_verified && all[at + 3] == 1.0;
           }
           // Ceiling: one device-to-device copy of the whole result on this GPU.
           cudaEventRecord(start, stream);
@@ -117,11 +146,13 @@ int main(int argc, char** argv) {
           const double copy_seconds = copy_ms / 1e3 / iters;
           const double algbw = static_cast<double>(total) / seconds / 1e9;
           const double busbw = algbw * (ranks - 1) / ranks;
-          char line[256];
-          std::snprintf(line, sizeof line, "%12zu %6d %10.1f %11.2f %11.2f %12.2f  %s\n", total, iters, seconds * 1e6,
-                        algbw, busbw, static_cast<double>(shard) / copy_seconds / 1e9, verified ? "yes" : "NO");
+          const double zc_busbw = static_cast<double>(total) / zc_seconds / 1e9 * (ranks - 1) / ranks;
+          char line[320];
+          std::snprintf(line, sizeof line, "%12zu %6d %10.1f %11.2f %11.2f %12.2f  %8s  %10.1f  %13.2f  %11s\n", total,
+                        iters, seconds * 1e6, algbw, busbw, static_cast<double>(shard) / copy_seconds / 1e9,
+                        verified ? "yes" : "NO", zc_seconds * 1e6, zc_busbw, zc_verified ? "yes" : "NO");
           report += line;
-          if (!verified) report += "VERIFY FAILED\n";
+          if (!verified || !zc_verified) report += "VERIFY FAILED\n";
         }
         cudaFree(send);
         cudaFree(recv);
