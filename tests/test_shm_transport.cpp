@@ -327,3 +327,39 @@ TEST_CASE("a killed process in a joined group is peer_lost for the survivors, an
   CHECK(verdicts[1] == "");
   REQUIRE_FALSE(segment_exists(name));
 }
+
+TEST_CASE("waits poll without yielding only while every rank has a core, and split children inherit that",
+          "[shm][backoff]") {
+  const int cpus = plait::detail::online_cpus();
+  const int ranks = GENERATE_COPY(1, cpus + 1);
+  CAPTURE(cpus, ranks);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    const auto expected = ranks <= cpus ? std::chrono::nanoseconds(100ms) : std::chrono::nanoseconds::zero();
+    if (comm.busy_poll() != expected) return "default busy_poll " + std::to_string(comm.busy_poll().count()) + " ns";
+    comm.set_busy_poll(7ms);
+    const plait::shm::communicator child = comm.split(0, comm.rank());
+    if (child.busy_poll() != std::chrono::nanoseconds(7ms)) return "the split child did not inherit busy_poll";
+    comm.set_busy_poll(-1ms);
+    return comm.busy_poll() == std::chrono::nanoseconds::zero() ? "" : "a negative busy_poll was not clamped to zero";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a timeout ends a wait even inside its busy phase", "[shm][backoff][timeout]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+    if (comm.rank() == 1) return {};  // never sends
+    comm.set_busy_poll(std::chrono::seconds(60));
+    comm.set_timeout(100ms);
+    std::vector<std::byte> in(16);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm.recv(1, in);
+      return "the receive completed without a sender";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::timeout) return std::string("expected a timeout, got: ") + e.what();
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    return waited < 10s ? "" : "the timeout fired only after the busy phase";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

@@ -1,26 +1,62 @@
 // Waiting without hogging a core: spin briefly, then yield, then sleep, so a
-// group with more ranks than cores still makes progress.
+// group with more ranks than cores still makes progress. Where every rank has
+// a core of its own, a waiter may first poll without yielding for a while
+// (a busy phase), as MPI libraries' blocking calls do: a yield hands the core
+// to any other runnable process, and on a busy node getting it back can take
+// a scheduler slice (milliseconds) where the wait itself needed microseconds.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <thread>
 
 #include <sched.h>
+#include <unistd.h>
 
 namespace plait {
 inline namespace v0 {
 namespace detail {
 
+/// The CPUs this node has online (not this process's affinity mask: MPI
+/// launchers bind each rank to one core).
+inline int online_cpus() noexcept {
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus < 1 ? 1 : static_cast<int>(std::min<long>(cpus, INT_MAX));
+}
+
+/// A CPU hint that this thread is spinning (frees pipeline resources for a sibling hyperthread).
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 class backoff {
  public:
+  static constexpr unsigned default_yield_polls = 2000;
+
   backoff() = default;
   /// `yield_polls`: how many polls yield before the waiter starts sleeping.
   /// Transports whose progress happens only inside the poll (MPI) keep
   /// yielding much longer: a sleeping poller stalls the transfer itself.
-  explicit backoff(unsigned yield_polls) noexcept : yield_polls_(yield_polls) {}
+  /// `busy`: how long to poll without yielding first (zero: no busy phase);
+  /// give it only when the node has a core for every rank.
+  explicit backoff(unsigned yield_polls, std::chrono::nanoseconds busy = std::chrono::nanoseconds::zero()) noexcept
+      : yield_polls_(yield_polls), busy_(busy) {}
 
   /// Call once per unsuccessful poll.
   void pause() noexcept {
+    if (busy_ > std::chrono::nanoseconds::zero() && polls_ == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (busy_since_ == std::chrono::steady_clock::time_point{}) busy_since_ = now;
+      if (now - busy_since_ < busy_) {
+        cpu_relax();
+        return;
+      }
+    }
     ++polls_;
     if (polls_ < spin_polls) return;
     if (polls_ < spin_polls + yield_polls_) {
@@ -32,9 +68,11 @@ class backoff {
     std::this_thread::sleep_for(sleep_);
     if (sleep_ < max_sleep) sleep_ *= 2;
   }
+  /// Progress was made: the next wait starts from the beginning (busy phase included).
   void reset() noexcept {
     polls_ = 0;
     sleep_ = min_sleep;
+    busy_since_ = {};
   }
   /// True once the waiter has fallen back to sleeping: the slow checks
   /// (is a peer process still alive?) are cheap enough then.
@@ -42,10 +80,11 @@ class backoff {
 
  private:
   static constexpr unsigned spin_polls = 64;
-  static constexpr unsigned default_yield_polls = 2000;
   static constexpr std::chrono::microseconds min_sleep{20};
   static constexpr std::chrono::microseconds max_sleep{1000};
   unsigned yield_polls_ = default_yield_polls;
+  std::chrono::nanoseconds busy_{};
+  std::chrono::steady_clock::time_point busy_since_{};
   unsigned polls_ = 0;
   std::chrono::microseconds sleep_ = min_sleep;
 };
