@@ -42,8 +42,9 @@ struct window_announcement {
   std::uint64_t id;     ///< the window's number in the group (same on every rank)
   std::uint64_t bytes;  ///< the size of this rank's part
   std::uint32_t ok;     ///< 1 when the part exists; 0 when this rank failed (see the error it throws)
-  char name[64];        ///< its shared-memory object ("" when bytes == 0)
+  char name[68];        ///< its shared-memory object ("" when bytes == 0)
 };
+static_assert(sizeof(window_announcement) == 88, "no padding: every byte sent is initialised");
 
 inline constexpr std::string_view window_name_prefix = "/plait-w";
 
