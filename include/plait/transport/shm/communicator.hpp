@@ -308,7 +308,7 @@ class communicator {
     std::vector<std::int64_t> table(2 * static_cast<std::size_t>(size_));
     table[2 * static_cast<std::size_t>(rank_)] = color;
     table[2 * static_cast<std::size_t>(rank_) + 1] = key;
-    exchange_control(std::as_writable_bytes(std::span(table)), tag);
+    exchange_table(std::as_writable_bytes(std::span(table)), tag);
     if (color == no_group) return communicator{};
     std::vector<int> members;
     for (int r = 0; r < size_; ++r) {
@@ -391,7 +391,7 @@ class communicator {
       }
     } remove_name{own_name};
 
-    exchange_control(std::as_writable_bytes(std::span(table)), tag);
+    exchange_table(std::as_writable_bytes(std::span(table)), tag);
     auto fail_if_any = [&](std::string_view what) {
       if (own_failure) throw *own_failure;
       for (int r = 0; r < size_; ++r) {
@@ -426,7 +426,7 @@ class communicator {
     // Second round: everyone has mapped everything (or says why not).
     for (auto& entry : table) entry.ok = 1;
     mine.ok = own_failure ? 0 : 1;
-    exchange_control(std::as_writable_bytes(std::span(table)), tag);
+    exchange_table(std::as_writable_bytes(std::span(table)), tag);
     fail_if_any("map every rank's part");
     std::erase_if(windows_, [](const auto& weak) { return weak.expired(); });
     windows_.push_back(w);
@@ -435,7 +435,7 @@ class communicator {
 
   /// Every rank's entry of `table` (size() equal slices, this rank's filled
   /// in) reaches every rank. Control traffic: not counted as payload.
-  void exchange_control(std::span<std::byte> table, int tag) {
+  void exchange_table(std::span<std::byte> table, int tag) {
     const std::size_t entry = table.size() / static_cast<std::size_t>(size_);
     const auto mine = table.subspan(static_cast<std::size_t>(rank_) * entry, entry);
     std::vector<request> requests;
