@@ -203,6 +203,20 @@ inline std::string system_message(std::string_view what, const std::string& name
   return std::string(what) + " " + name + ": " + std::strerror(errno);
 }
 
+/// Maps `bytes` of the shared-memory object open on `fd` (read-write,
+/// shared) and closes `fd` either way; throws naming `what` and `name`.
+inline std::byte* map_and_close(int fd, std::size_t bytes, std::string_view what, const std::string& name,
+                                const error_context& at) {
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int saved = errno;
+  close(fd);
+  if (base == MAP_FAILED) {
+    errno = saved;
+    throw error(errc::transport, system_message("cannot map " + std::string(what), name), at);
+  }
+  return static_cast<std::byte*>(base);
+}
+
 /// A mapped segment. Owning one keeps the mapping alive; the creator unlinks
 /// the name once every rank is attached, or when it goes away, whichever is first.
 class segment {
@@ -373,16 +387,7 @@ class segment {
     local_ = std::make_unique<std::atomic<bool>[]>(shape.ranks);  // value-initialised: false
   }
 
-  void map(int fd, const error_context& at) {
-    void* base = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int saved = errno;
-    close(fd);
-    if (base == MAP_FAILED) {
-      errno = saved;
-      throw error(errc::transport, system_message("cannot map shared-memory segment", name_), at);
-    }
-    base_ = static_cast<std::byte*>(base);
-  }
+  void map(int fd, const error_context& at) { base_ = map_and_close(fd, bytes_, "shared-memory segment", name_, at); }
   [[nodiscard]] std::byte* channel_base(int source, int destination) const noexcept {
     const auto index = static_cast<std::size_t>(source) * shape_.ranks + static_cast<std::size_t>(destination);
     return base_ + shape_.channels_offset() + index * shape_.channel_bytes();

@@ -139,14 +139,7 @@ class window {
 
  private:
   void map(int rank, int fd, std::size_t bytes, const std::string& name, const error_context& at) {
-    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int saved = errno;
-    close(fd);
-    if (base == MAP_FAILED) {
-      errno = saved;
-      throw error(errc::transport, system_message("cannot map shared buffer", name), at);
-    }
-    parts_[static_cast<std::size_t>(rank)] = {static_cast<std::byte*>(base), bytes};
+    parts_[static_cast<std::size_t>(rank)] = {map_and_close(fd, bytes, "shared buffer", name, at), bytes};
   }
 
   std::uint64_t id_;
