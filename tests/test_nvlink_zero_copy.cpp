@@ -7,10 +7,13 @@
 // byte goes through the staging areas (the emulation counts both); results
 // equal the staged path for every algorithm x layout; a destroyed handle
 // falls back to staging; bad registrations fail on every rank before
-// anything is mapped; handles are move-only and outlive nothing.
+// anything is mapped; a rank whose kernel forbids cross-memory attach gets
+// its peers' bytes through staging; handles are move-only and outlive nothing.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -27,6 +30,11 @@
 #include <plait/algorithm/tree.hpp>
 #include <plait/plait.hpp>
 #include <plait/transport/nvlink/host_emulation.hpp>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
@@ -58,6 +66,20 @@ held_pair hold_buffers(zero_copy_comm& comm, Send& send, Recv& recv) {
   held_pair held{comm.register_buffer(send), comm.register_buffer(recv)};
   if (held.send.zero_copy_peers() + held.recv.zero_copy_peers() > 0) ++comm.sweeps_registered;
   return held;
+}
+
+/// Makes process_vm_readv fail with `error` in this (forked) process from now
+/// on, as a kernel without cross-memory attach (ENOSYS) or one that forbids it
+/// (EPERM) would. The filter cannot be removed: forked ranks only.
+bool deny_process_vm_readv(int error) {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<unsigned>(error) & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
 }
 
 template <class Comm, class Fn>
@@ -388,6 +410,33 @@ TEST_CASE("register_buffer: bad registrations fail on every rank before anything
       if (one_more.zero_copy_peers() != 2) verdict += "a freed registry slot was not reused; ";
     }
     return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("register_buffer: a rank that cannot read other processes gets their bytes through staging",
+          "[nvlink][register][fallback]") {
+  const int refusal = GENERATE(EPERM, ENOSYS);
+  CAPTURE(refusal);
+  const auto verdicts = run_nvlink<gpu_comm>(mode::processes, 3, [refusal](gpu_comm& gpu) -> std::string {
+    // Rank 1's kernel forbids cross-memory attach: it cannot map the others'
+    // buffers, while they still read rank 1's.
+    if (gpu.rank() == 1 && !deny_process_vm_readv(refusal)) return "cannot install the seccomp filter";
+    std::vector<std::uint32_t> mine(300, static_cast<std::uint32_t>(gpu.rank())), all(900);
+    registration out = gpu.register_buffer(all);
+    const int readers = gpu.rank() == 1 ? 2 : 1;  // rank 1 reads nobody's; everyone reads rank 1's
+    if (out.zero_copy_peers() != readers) return "peers reading in place: " + std::to_string(out.zero_copy_peers());
+    const traffic before = traffic_of(gpu);
+    plait::all_gather<plait::direct>(gpu, mine, all);
+    const traffic after = traffic_of(gpu);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i] != i / 300) return "wrong result at " + std::to_string(i);
+    }
+    // Rank 1 receives both blocks through staging; ranks 0 and 2 read theirs in place.
+    const std::uint64_t direct = after.direct - before.direct;
+    if (direct != (gpu.rank() == 1 ? 0U : 2U * 300 * 4)) return "read in place: " + std::to_string(direct);
+    if (gpu.rank() == 1 && after.staged == before.staged) return "rank 1 did not use staging";
+    return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
