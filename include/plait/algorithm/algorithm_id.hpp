@@ -48,7 +48,7 @@ constexpr decltype(auto) visit_algorithm(algorithm_id id, F&& f) {
     case algorithm_id::direct: return f(std::type_identity<direct>{});
     case algorithm_id::neighbor_exchange: return f(std::type_identity<neighbor_exchange>{});
   }
-  throw error(errc::invalid_argument, "not a plait::algorithm_id: " + std::to_string(static_cast<int>(id)));
+  detail::fail(errc::invalid_argument, {"not a plait::algorithm_id: ", static_cast<int>(id)});
 }
 
 /// The algorithm's name, the same as its tag type's: "ring", "recursive_doubling", ...
@@ -102,21 +102,17 @@ template <class Op>
 requires operation<Op>
 constexpr schedule plan(algorithm_id id, Op, int rank, int size) {
   if (size < 1 || rank < 0 || rank >= size) {
-    throw error(errc::invalid_argument,
-                "rank " + std::to_string(rank) + " is not in a group of " + std::to_string(size) + " ranks");
+    detail::fail(errc::invalid_argument, {"rank ", rank, " is not in a group of ", size, " ranks"});
   }
   return visit_algorithm(id, [rank, size]<class A>(std::type_identity<A>) -> schedule {
     if constexpr (schedules<A, Op>) {
       if (!accepts<A, Op>(size)) {
-        throw error(
-            errc::unsupported,
-            std::string(A::name) + " cannot run " + std::string(Op::name) + " on " + std::to_string(size) + " ranks",
-            {rank, Op::name, -1, -1});
+        detail::fail(errc::unsupported, {A::name, " cannot run ", Op::name, " on ", size, " ranks"},
+                     {rank, Op::name, -1, -1});
       }
       return A::plan(Op{}, rank, size);
     } else {
-      throw error(errc::unsupported, std::string(A::name) + " has no " + std::string(Op::name) + " schedule",
-                  {rank, Op::name, -1, -1});
+      detail::fail(errc::unsupported, {A::name, " has no ", Op::name, " schedule"}, {rank, Op::name, -1, -1});
     }
   });
 }

@@ -190,7 +190,7 @@ namespace detail {
 /// The cheapest allowed candidate; ties go to the earlier algorithm_id.
 template <class Op, class A>
 constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model& m) {
-  if (size < 1) throw error(errc::invalid_argument, "a group needs at least one rank");
+  if (size < 1) fail(errc::invalid_argument, {"a group needs at least one rank"});
   bool found = false;
   choice best{algorithm_id::ring, 0};
   for (algorithm_id id : all_algorithm_ids) {
@@ -200,8 +200,8 @@ constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model&
     found = true;
   }
   if (!found) {
-    throw error(errc::unsupported, "automatic_with: the tuning allows no algorithm that can run " +
-                                       std::string(Op::name) + " on " + std::to_string(size) + " ranks");
+    fail(errc::unsupported,
+         {"automatic_with: the tuning allows no algorithm that can run ", Op::name, " on ", size, " ranks"});
   }
   return best;
 }

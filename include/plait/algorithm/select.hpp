@@ -10,6 +10,7 @@
 // size across ranks (the byte counts must match exactly, see DESIGN.md).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -81,19 +82,39 @@ consteval bool check_algorithm() {
   return true;
 }
 
-/// Logs an automatic choice to stderr when PLAIT_DEBUG=1.
-template <class Op>
-void log_choice(int rank, int size, std::size_t block_bytes, const choice& picked, const cost_model& m) {
+/// PLAIT_DEBUG=1 in the environment.
+inline bool debug_logging() {
   const char* flag = std::getenv("PLAIT_DEBUG");
-  if (flag == nullptr || std::string_view(flag) != "1") return;
+  return flag != nullptr && std::string_view(flag) == "1";
+}
+
+/// Writes one automatic choice to stderr; `candidates` holds each algorithm's
+/// predicted seconds in all_algorithm_ids order, negative where it cannot run.
+/// Not a template and cold: it compiles once, away from the hot path.
+[[gnu::cold, gnu::noinline]] inline void write_choice(int rank, std::string_view operation, int size,
+                                                      std::size_t block_bytes, const choice& picked,
+                                                      const std::array<double, all_algorithm_ids.size()>& candidates,
+                                                      const cost_model& m) {
   std::ostringstream line;
-  line << "plait: rank " << rank << ": automatic " << Op::name << " on " << size << " ranks, " << block_bytes
+  line << "plait: rank " << rank << ": automatic " << operation << " on " << size << " ranks, " << block_bytes
        << " bytes per block: " << picked << "; candidates";
-  for (algorithm_id id : all_algorithm_ids) {
-    if (supports<Op>(id, size)) line << ' ' << id << ' ' << explain<Op>(id, size, block_bytes, m).predicted_seconds;
+  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
+    if (candidates[i] >= 0) line << ' ' << all_algorithm_ids[i] << ' ' << candidates[i];
   }
   line << "; model " << m << '\n';
   std::fputs(line.str().c_str(), stderr);
+}
+
+/// Logs an automatic choice to stderr when PLAIT_DEBUG=1.
+template <class Op>
+void log_choice(int rank, int size, std::size_t block_bytes, const choice& picked, const cost_model& m) {
+  if (!debug_logging()) return;
+  std::array<double, all_algorithm_ids.size()> candidates{};
+  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
+    const algorithm_id id = all_algorithm_ids[i];
+    candidates[i] = supports<Op>(id, size) ? explain<Op>(id, size, block_bytes, m).predicted_seconds : -1.0;
+  }
+  write_choice(rank, Op::name, size, block_bytes, picked, candidates, m);
 }
 
 /// The automatic policy A's choice, computed once per (P, bytes) and process:
@@ -128,10 +149,8 @@ planned_schedule plan_schedule(int rank, int size, std::size_t block_bytes) {
     return {plan(picked.id, Op{}, rank, size), to_string(picked.id)};
   } else if constexpr (schedules<A, Op>) {
     if (!accepts<A, Op>(size)) {
-      throw error(errc::unsupported,
-                  std::string(algorithm_name<A>()) + " cannot run " + std::string(Op::name) + " on " +
-                      std::to_string(size) + " ranks",
-                  {rank, Op::name, -1, -1});
+      fail(errc::unsupported, {algorithm_name<A>(), " cannot run ", Op::name, " on ", size, " ranks"},
+           {rank, Op::name, -1, -1});
     }
     return {A::plan(Op{}, rank, size), algorithm_name<A>()};
   } else {

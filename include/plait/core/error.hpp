@@ -2,6 +2,8 @@
 // operation, step and peer it happened at.
 #pragma once
 
+#include <concepts>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -63,7 +65,9 @@ struct error_context {
 /// The one exception type plait throws. code() compares equal to a plait::errc.
 class error : public std::system_error {
  public:
-  error(errc code, std::string_view detail, const error_context& where = {})
+  // Out of line and cold: a throw site compiles to a call, and -O2 does not
+  // inline message building into every function that can fail (compile cost).
+  [[gnu::cold, gnu::noinline]] error(errc code, std::string_view detail, const error_context& where = {})
       : std::system_error(make_error_code(code)),
         message_(compose(where, detail)),
         rank_(where.rank),
@@ -84,7 +88,7 @@ class error : public std::system_error {
 
   /// The same error seen from an outer layer that knows more (the executor adds
   /// operation and step to a transport's error); fields already known are kept.
-  [[nodiscard]] error within(const error_context& outer) const {
+  [[nodiscard, gnu::cold, gnu::noinline]] error within(const error_context& outer) const {
     error_context merged{rank_ >= 0 ? rank_ : outer.rank, operation_.empty() ? outer.operation : operation_,
                          step_ >= 0 ? step_ : outer.step, peer_ >= 0 ? peer_ : outer.peer};
     if (!outer.operation.empty() && !operation_.empty() && outer.operation != operation_) {
@@ -96,7 +100,7 @@ class error : public std::system_error {
   }
 
  private:
-  static std::string compose(const error_context& where, std::string_view detail) {
+  [[gnu::cold, gnu::noinline]] static std::string compose(const error_context& where, std::string_view detail) {
     std::string text = "plait";
     auto field = [&text](std::string_view label, int value) {
       if (value >= 0) text += std::string(", ").append(label).append(" ").append(std::to_string(value));
@@ -116,6 +120,52 @@ class error : public std::system_error {
   std::string operation_;
   std::string detail_;
 };
+
+namespace detail {
+/// One piece of an error message: text or an integer.
+class message_piece {
+ public:
+  constexpr message_piece(std::string_view text) noexcept : text_(text) {}  // NOLINT(google-explicit-constructor)
+  constexpr message_piece(const char* text) noexcept : text_(text) {}       // NOLINT(google-explicit-constructor)
+  message_piece(const std::string& text) noexcept : text_(text) {}          // NOLINT(google-explicit-constructor)
+  template <std::integral I>
+  requires(!std::same_as<I, bool> &&
+           !std::same_as<I, char>) constexpr message_piece(I value) noexcept  // NOLINT(google-explicit-constructor)
+      : kind_(std::is_signed_v<I> ? kind::signed_number : kind::unsigned_number),
+        signed_(static_cast<long long>(value)),
+        unsigned_(static_cast<unsigned long long>(value)) {}
+
+  void append_to(std::string& out) const {
+    switch (kind_) {
+      case kind::text: out.append(text_); return;
+      case kind::signed_number: out.append(std::to_string(signed_)); return;
+      case kind::unsigned_number: out.append(std::to_string(unsigned_)); return;
+    }
+  }
+
+ private:
+  enum class kind { text, signed_number, unsigned_number };
+  kind kind_ = kind::text;
+  std::string_view text_;
+  long long signed_ = 0;
+  unsigned long long unsigned_ = 0;
+};
+
+/// The pieces concatenated. Out of line and cold: error messages are built on
+/// failure only, and a call site compiles to an array of pieces and a call
+/// instead of inlined std::string concatenation (what -O2 spends time on).
+[[gnu::cold, gnu::noinline]] inline std::string concat(std::initializer_list<message_piece> pieces) {
+  std::string text;
+  for (const message_piece& piece : pieces) piece.append_to(text);
+  return text;
+}
+
+/// throw error(code, concat(pieces), where), from one cold out-of-line place.
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail(errc code, std::initializer_list<message_piece> pieces,
+                                                        const error_context& where = {}) {
+  throw error(code, concat(pieces), where);
+}
+}  // namespace detail
 
 }  // namespace v0
 }  // namespace plait

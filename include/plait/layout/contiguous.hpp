@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -34,12 +35,15 @@ struct call_site {
   std::string_view operation;
 
   [[nodiscard]] error fail(errc code, const std::string& what) const { return error(code, what, {rank, operation}); }
+  /// Throws `code` with the pieces as message, from one cold out-of-line place.
+  [[noreturn]] void fail(errc code, std::initializer_list<message_piece> what) const {
+    detail::fail(code, what, {rank, operation});
+  }
 };
 
 inline void check_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
   if (data == nullptr && count != 0) {
-    throw at.fail(errc::invalid_argument,
-                  std::string(which) + " buffer is null but holds " + std::to_string(count) + " elements");
+    at.fail(errc::invalid_argument, {which, " buffer is null but holds ", count, " elements"});
   }
 }
 
@@ -58,14 +62,13 @@ gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& se
   check_not_null(at, std::ranges::data(send), n, "send");
   check_not_null(at, std::ranges::data(recv), total, "recv");
   if (total != n * static_cast<std::size_t>(at.size)) {
-    throw at.fail(errc::size_mismatch, "recv holds " + std::to_string(total) + " elements, but " +
-                                           std::to_string(at.size) + " ranks x " + std::to_string(n) +
-                                           " elements need " + std::to_string(n * static_cast<std::size_t>(at.size)));
+    at.fail(errc::size_mismatch, {"recv holds ", total, " elements, but ", at.size, " ranks x ", n, " elements need ",
+                                  n * static_cast<std::size_t>(at.size)});
   }
   auto own = const_bytes(send);
   auto all = mutable_bytes(recv);
   if (overlap(own, all)) {
-    throw at.fail(errc::invalid_argument, "send and recv overlap; for an in-place all-gather pass plait::in_place");
+    at.fail(errc::invalid_argument, {"send and recv overlap; for an in-place all-gather pass plait::in_place"});
   }
   std::vector<std::size_t> offsets(static_cast<std::size_t>(at.size) + 1);
   for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * own.size();
@@ -77,8 +80,7 @@ gather_plan make_plan(contiguous, op::all_gather, const call_site& at, in_place_
   const std::size_t total = std::ranges::size(recv);
   check_not_null(at, std::ranges::data(recv), total, "recv");
   if (total % static_cast<std::size_t>(at.size) != 0) {
-    throw at.fail(errc::size_mismatch, "in-place recv holds " + std::to_string(total) + " elements, which " +
-                                           std::to_string(at.size) + " ranks do not divide");
+    at.fail(errc::size_mismatch, {"in-place recv holds ", total, " elements, which ", at.size, " ranks do not divide"});
   }
   auto all = mutable_bytes(recv);
   const std::size_t shard = all.size() / static_cast<std::size_t>(at.size);
@@ -95,16 +97,16 @@ exchange_plan make_plan(contiguous, op::all_to_all, const call_site& at, Send&& 
   check_not_null(at, std::ranges::data(send), n, "send");
   check_not_null(at, std::ranges::data(recv), total, "recv");
   if (n % static_cast<std::size_t>(at.size) != 0) {
-    throw at.fail(errc::size_mismatch, "send holds " + std::to_string(n) + " elements, which " +
-                                           std::to_string(at.size) + " ranks do not divide into equal blocks");
+    at.fail(errc::size_mismatch,
+            {"send holds ", n, " elements, which ", at.size, " ranks do not divide into equal blocks"});
   }
   if (total != n) {
-    throw at.fail(errc::size_mismatch, "recv holds " + std::to_string(total) + " elements, but send holds " +
-                                           std::to_string(n) + "; all-to-all needs them equal");
+    at.fail(errc::size_mismatch,
+            {"recv holds ", total, " elements, but send holds ", n, "; all-to-all needs them equal"});
   }
   auto out = const_bytes(send);
   auto in = mutable_bytes(recv);
-  if (overlap(out, in)) throw at.fail(errc::invalid_argument, "send and recv overlap");
+  if (overlap(out, in)) at.fail(errc::invalid_argument, {"send and recv overlap"});
   return exchange_plan(out, in, out.size() / static_cast<std::size_t>(at.size), at.rank, at.size);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "plait/algorithm/select.hpp"
@@ -18,6 +19,16 @@
 
 namespace plait {
 inline namespace v0 {
+namespace detail {
+/// "all_gather<ring>": how errors name a call. Out of line: one copy of the
+/// string building for every collective in a program.
+[[gnu::noinline]] inline std::string operation_label(std::string_view operation, std::string_view algorithm) {
+  std::string label;
+  label.reserve(operation.size() + algorithm.size() + 2);
+  label.append(operation).append(1, '<').append(algorithm).append(1, '>');
+  return label;
+}
+}  // namespace detail
 
 template <class Op, class Transport, class Algorithm, class Layout>
 struct collective {
@@ -35,7 +46,7 @@ struct collective {
   /// Runs the operation. `send` may be plait::in_place for an all-gather.
   template <class Send, class Recv>
   static void run(Transport& comm, Send&& send, Recv&& recv) {
-    const std::string requested = std::string(Op::name) + "<" + std::string(algorithm_name<Algorithm>()) + ">";
+    const std::string requested = detail::operation_label(Op::name, algorithm_name<Algorithm>());
     const detail::call_site at{comm.rank(), comm.size(), requested};
     // Unqualified on purpose: argument-dependent lookup (call_site lives in
     // plait::detail) finds make_plan overloads declared after this header,
@@ -43,7 +54,7 @@ struct collective {
     // only those declared before it.
     auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
     auto planned = detail::plan_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
-    const std::string running = std::string(Op::name) + "<" + std::string(planned.algorithm) + ">";
+    const std::string running = detail::operation_label(Op::name, planned.algorithm);
     if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, running);
     const int tag = comm.next_tag();
     execute(comm, planned.steps, plan, running, tag);
