@@ -29,11 +29,14 @@ struct step {
   std::vector<transfer> sends;
   std::vector<transfer> recvs;
 
-  constexpr step& send(int peer, std::vector<int> blocks) {
+  // Out of line (noinline has no effect in constant evaluation): at -O2 the
+  // vector growth would otherwise be inlined into every schedule builder, and
+  // automatic compiles all of them (compile cost; a schedule is built once per call).
+  [[gnu::noinline]] constexpr step& send(int peer, std::vector<int> blocks) {
     sends.push_back(transfer{peer, std::move(blocks)});
     return *this;
   }
-  constexpr step& recv(int peer, std::vector<int> blocks) {
+  [[gnu::noinline]] constexpr step& recv(int peer, std::vector<int> blocks) {
     recvs.push_back(transfer{peer, std::move(blocks)});
     return *this;
   }
@@ -45,7 +48,7 @@ struct schedule {
   std::vector<step> steps;
 
   /// Appends an empty step and returns it for filling.
-  constexpr step& next_step() { return steps.emplace_back(); }
+  [[gnu::noinline]] constexpr step& next_step() { return steps.emplace_back(); }
   constexpr bool operator==(const schedule&) const = default;
 };
 
