@@ -6,10 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -434,13 +436,17 @@ TEST_CASE("mpi messages over INT_MAX bytes arrive intact", "[.][huge][mpi]") {
 TEST_CASE("mpi waits poll without yielding only while the node has a core per rank", "[mpi][transport]") {
   plait::mpi::communicator comm{MPI_COMM_WORLD};
   // The expected default from the facts the communicator goes by: the job's
-  // ranks on this node (MPI's view; Open MPI's launcher says the same) against
-  // the node's online CPUs. The emulated two-host run has 2 ranks per "node".
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  // ranks under this kernel (same boot id, also across the emulated two
+  // hosts' namespaces) against the machine's online CPUs.
+  std::array<char, 64> boot_id{};
+  std::ifstream("/proc/sys/kernel/random/boot_id").read(boot_id.data(), boot_id.size() - 1);
+  std::vector<char> all(boot_id.size() * static_cast<std::size_t>(plait_test::world_size()));
+  MPI_Allgather(boot_id.data(), static_cast<int>(boot_id.size()), MPI_CHAR, all.data(),
+                static_cast<int>(boot_id.size()), MPI_CHAR, MPI_COMM_WORLD);
   int node_ranks = 0;
-  MPI_Comm_size(node, &node_ranks);
-  MPI_Comm_free(&node);
+  for (int r = 0; r < plait_test::world_size(); ++r) {
+    node_ranks += std::equal(boot_id.begin(), boot_id.end(), all.begin() + r * static_cast<long>(boot_id.size()));
+  }
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const bool oversubscribed = node_ranks > cpus;
   CAPTURE(cpus, node_ranks);

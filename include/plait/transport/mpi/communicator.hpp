@@ -5,7 +5,9 @@
 // aborting the job.
 #pragma once
 
+#include <fcntl.h>
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +59,29 @@ inline constexpr std::chrono::milliseconds default_busy_poll{100};
 inline int online_cpus() noexcept {
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   return cpus < 1 ? 1 : static_cast<int>(std::min<long>(cpus, INT_MAX));
+}
+
+/// A number that every process under one running kernel shares: FNV-1a of
+/// the kernel's boot id (else of MPI's processor name), made non-negative for
+/// MPI_Comm_split. Ranks with the same number share the machine's CPUs, also
+/// across network and UTS namespaces (emulated hosts), where
+/// MPI_COMM_TYPE_SHARED sees separate nodes.
+inline int machine_color() noexcept {
+  char text[MPI_MAX_PROCESSOR_NAME + 64] = {};
+  int length = 0;
+  const int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t got = ::read(fd, text, 64);
+    ::close(fd);
+    length = got > 0 ? static_cast<int>(got) : 0;
+  }
+  if (length == 0 && MPI_Get_processor_name(text, &length) != MPI_SUCCESS) length = 0;
+  std::uint32_t hash = 2166136261u;
+  for (int i = 0; i < length; ++i) {
+    hash ^= static_cast<unsigned char>(text[i]);
+    hash *= 16777619u;
+  }
+  return static_cast<int>(hash & 0x7fffffffu);
 }
 
 /// Ranks the launcher says run on this node (Open MPI, MPICH/Hydra), 0 when
@@ -205,8 +230,24 @@ class communicator {
     }
     return *this;
   }
+  /// Frees the duplicate, except while a barrier that timed out may still be
+  /// progressed by MPI: the standard lets MPI_Comm_free wait for pending
+  /// operations, but Open MPI 4.1 crashes progressing a nonblocking
+  /// collective whose communicator was freed (seen with the emulated two
+  /// hosts). Such a barrier gets up to a second to finish; past that the
+  /// duplicate is left to MPI rather than freed.
   ~communicator() {
-    if (comm_ != MPI_COMM_NULL && !detail::finalized()) MPI_Comm_free(&comm_);
+    if (comm_ == MPI_COMM_NULL || detail::finalized()) return;
+    if (abandoned_barrier_ != MPI_REQUEST_NULL) {
+      const auto give_up = clock::now() + std::chrono::seconds(1);
+      int done = 0;
+      while (MPI_Test(&abandoned_barrier_, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
+             clock::now() < give_up) {
+        sched_yield();
+      }
+      if (done == 0) return;
+    }
+    MPI_Comm_free(&comm_);
   }
 
   /// False for a null communicator (split with plait::no_group, default, moved from).
@@ -310,6 +351,7 @@ class communicator {
       }
       if (done != 0) return;
       if (clock::now() >= until) {
+        abandoned_barrier_ = handle;  // MPI forbids cancelling or freeing it: the destructor waits a little
         poison(errc::timeout, "a timeout in barrier");
         throw error(errc::timeout,
                     "barrier not complete after " + detail::seconds_text(clock::now() - started) + " (timeout " +
@@ -356,12 +398,11 @@ class communicator {
   [[nodiscard]] clock::duration timeout() const noexcept { return timeout_; }
 
   /// How long each wait polls MPI before it starts yielding the core (then
-  /// sleeping). Default: 100 ms when this node has at least as many online
-  /// CPUs as ranks (of this communicator or, where the launcher says, of the
-  /// job), else zero; zero gives the plain spin-yield-sleep backoff. A split
-  /// child inherits it. Longer is faster on a node with a core per rank,
-  /// ruinous on an oversubscribed one (a spinning rank holds the core a peer
-  /// needs).
+  /// sleeping). Default: 100 ms when this machine has at least as many
+  /// online CPUs as ranks (of this communicator under the same kernel or,
+  /// where the launcher says, of the job on this node), else zero; zero gives the plain spin-yield-sleep backoff. A
+  /// split child inherits it. Longer is faster on a node with a core per rank, ruinous on an oversubscribed one (a
+  /// spinning rank holds the core a peer needs).
   template <class Rep, class Period>
   void set_busy_poll(std::chrono::duration<Rep, Period> busy) {
     if (busy < std::chrono::duration<Rep, Period>::zero()) {
@@ -409,6 +450,7 @@ class communicator {
     swap(poison_code_, other.poison_code_);
     swap(poison_reason_, other.poison_reason_);
     swap(handles_, other.handles_);
+    swap(abandoned_barrier_, other.abandoned_barrier_);
     swap(statuses_, other.statuses_);
   }
 
@@ -426,14 +468,14 @@ class communicator {
     tag_ub_ = found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767;
   }
 
-  /// Whether this node runs more ranks than it has online CPUs: the ranks of
-  /// this communicator that share the node (MPI_Comm_split_type, collective)
-  /// or the launcher's count of the job's ranks here, whichever is larger.
-  /// An MPI failure here counts as oversubscribed: waits then only yield.
+  /// Whether this machine runs more ranks than it has online CPUs: the ranks
+  /// of this communicator under the same kernel (MPI_Comm_split on
+  /// machine_color(), collective) or the launcher's count of the job's ranks
+  /// on this node, whichever is larger. An MPI failure here counts as
+  /// oversubscribed: waits then only yield.
   [[nodiscard]] bool oversubscribed() const noexcept {
     MPI_Comm node = MPI_COMM_NULL;
-    if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS ||
-        node == MPI_COMM_NULL) {
+    if (MPI_Comm_split(comm_, detail::machine_color(), 0, &node) != MPI_SUCCESS || node == MPI_COMM_NULL) {
       return true;
     }
     int node_size = 0;
@@ -587,6 +629,7 @@ class communicator {
   // Scratch for wait_all, kept to avoid an allocation per call.
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
+  MPI_Request abandoned_barrier_ = MPI_REQUEST_NULL;  // a barrier that timed out, still posted
 };
 
 static_assert(plait::detail::check_transport<communicator>());
