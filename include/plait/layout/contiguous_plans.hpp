@@ -44,6 +44,13 @@ class gather_plan {
     }
   }
   void prepare() const { prepare(host_copy{}); }
+  /// Where a message that carries only `block` reads it: this rank's own
+  /// shard straight from the send buffer (not the copy prepare() just wrote
+  /// into recv, which is still dirty in this core's cache).
+  [[nodiscard]] region send_location(int block) const {
+    if (block == rank_ && !in_place_) return region::contiguous(const_cast<std::byte*>(own_.data()), own_.size());
+    return location(block);
+  }
 
  private:
   std::span<const std::byte> own_;

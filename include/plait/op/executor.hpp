@@ -134,12 +134,20 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
   typename engine_type::buffer staging;
   std::vector<typename Comm::request> requests;
 
-  auto describe = [&](const std::vector<transfer>& transfers, std::vector<message>& out, std::size_t& staged) {
+  auto describe = [&](const std::vector<transfer>& transfers, std::vector<message>& out, std::size_t& staged,
+                      bool sending) {
     out.clear();
     for (const transfer& t : transfers) {
       message m{&t, {}, 0, {}, 0};
       m.blocks.reserve(t.blocks.size());
       for (int block : t.blocks) {
+        if constexpr (requires { plan.send_location(block); }) {
+          if (sending && t.blocks.size() == 1) {
+            m.blocks.push_back(plan.send_location(block));
+            m.bytes += m.blocks.back().bytes();
+            continue;
+          }
+        }
         m.blocks.push_back(locate(block));
         m.bytes += m.blocks.back().bytes();
       }
@@ -158,8 +166,8 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
     const step& current = steps.steps[index];
     const int step_number = static_cast<int>(index);
     std::size_t staged = 0;
-    describe(current.recvs, recvs, staged);
-    describe(current.sends, sends, staged);
+    describe(current.recvs, recvs, staged, false);
+    describe(current.sends, sends, staged, true);
     if (staging.size() < staged) staging = engine.allocate(staged);  // contents need not survive a step
 
     requests.clear();
