@@ -159,7 +159,8 @@ std::vector<double> measure(Comm& comm, const timing& how, std::span<const std::
   // samples[v * reps + r]: this rank's time per call in sample r of variant v.
   std::vector<double> samples(variants.size() * reps);
   for (std::size_t r = 0; r < reps; ++r) {
-    for (std::size_t v = 0; v < variants.size(); ++v) {
+    for (std::size_t k = 0; k < variants.size(); ++k) {
+      const std::size_t v = (k + r) % variants.size();
       sync();
       const auto start = clock::now();
       for (int i = 0; i < iterations; ++i) variants[v]();
