@@ -54,13 +54,6 @@ inline constexpr std::size_t default_chunk_bytes = std::size_t{1} << 30;
 /// a 1 MiB all-gather from 60 us into 300-500 us.
 inline constexpr std::chrono::milliseconds default_busy_poll{100};
 
-/// The CPUs this node has online (not this process's affinity mask: MPI
-/// launchers bind each rank to one core).
-inline int online_cpus() noexcept {
-  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus < 1 ? 1 : static_cast<int>(std::min<long>(cpus, INT_MAX));
-}
-
 /// A number that every process under one running kernel shares: FNV-1a of
 /// the kernel's boot id (else of MPI's processor name), made non-negative for
 /// MPI_Comm_split. Ranks with the same number share the machine's CPUs, also
@@ -482,7 +475,7 @@ class communicator {
     const int code = MPI_Comm_size(node, &node_size);
     MPI_Comm_free(&node);
     if (code != MPI_SUCCESS) return true;
-    return std::max(node_size, detail::launcher_local_ranks()) > detail::online_cpus();
+    return std::max(node_size, detail::launcher_local_ranks()) > plait::detail::online_cpus();
   }
 
   [[nodiscard]] error_context where(std::string_view operation, int peer = -1) const noexcept {
