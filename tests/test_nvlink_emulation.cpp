@@ -50,21 +50,6 @@ static_assert(!std::is_copy_constructible_v<gpu_comm> && std::is_move_constructi
 
 namespace {
 
-/// Staging-area objects this test leaked: "plait-nvl-<creator pid>-..." whose
-/// creator is this process or has ended. (Objects of tests running alongside
-/// belong to live processes and are not counted.)
-std::vector<std::string> leaked_areas() {
-  std::vector<std::string> leaked;
-  for (const std::string& name : plait_test::plait_segments()) {
-    if (name.rfind("plait-nvl-", 0) != 0) continue;
-    const long pid = std::strtol(name.c_str() + 10, nullptr, 10);
-    if (pid == static_cast<long>(getpid()) || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
-      leaked.push_back(name);
-    }
-  }
-  return leaked;
-}
-
 /// Small slots so that modest messages cross many chunks and wrap the slots.
 constexpr plait::nvlink::options tiny{2, 64};
 
@@ -154,7 +139,7 @@ TEST_CASE("nvlink emulation: point-to-point across chunk, slot and channel bound
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(leaked_areas().empty());
+  REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
 }
 
 TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "[nvlink][all_gather]", plait::ring,
@@ -276,7 +261,7 @@ TEST_CASE("nvlink emulation: split gives NVLink groups of their own", "[nvlink][
     return verdict;
   });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(leaked_areas().empty());
+  REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
 }
 
 TEST_CASE("nvlink emulation: bytes_sent counts exactly the ring's payload", "[nvlink][bytes_sent]") {
@@ -430,7 +415,7 @@ TEST_CASE("nvlink emulation: bad arguments and shapes are rejected", "[nvlink][e
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
-  REQUIRE(leaked_areas().empty());
+  REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
 }
 
 TEST_CASE("nvlink emulation: a peer process that dies is peer_lost for the survivors, well before the timeout",
@@ -464,5 +449,5 @@ TEST_CASE("nvlink emulation: a peer process that dies is peer_lost for the survi
   CHECK(std::string(report + 1024) == "ok");
   CHECK(std::string(report + 2048) == "ok");
   munmap(shared, 4096);
-  REQUIRE(leaked_areas().empty());
+  REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
 }
