@@ -141,7 +141,10 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
       message m{&t, {}, 0, {}, 0};
       m.blocks.reserve(t.blocks.size());
       for (int block : t.blocks) {
-        if constexpr (requires { plan.send_location(block); }) {
+        // Host memory only. A device transport reads registered buffers in
+        // place, and a caller who registered only the receive buffer (where
+        // every block ends up) must still get that for its own shard.
+        if constexpr (!detail::has_copy_engine<Comm> && requires { plan.send_location(block); }) {
           if (sending && t.blocks.size() == 1) {
             m.blocks.push_back(plan.send_location(block));
             m.bytes += m.blocks.back().bytes();
