@@ -185,16 +185,6 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-namespace {
-const layout_sweep::plan strided_plan{
-    {{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
-    {{layout_sweep::arrangement::dense, layout_sweep::arrangement::dense},
-     {layout_sweep::arrangement::padded, layout_sweep::arrangement::interleaved},
-     {layout_sweep::arrangement::column_major, layout_sweep::arrangement::dense},
-     {layout_sweep::arrangement::interleaved, layout_sweep::arrangement::column_major}},
-    true};
-}  // namespace
-
 TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> on strided views",
                    "[nvlink][layout][along]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
                    plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
@@ -203,7 +193,7 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> o
   if (!runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
-    return layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, strided_plan);
+    return layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, layout_sweep::strided_views);
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
@@ -215,7 +205,7 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm with redistribu
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
-    return layout_sweep::exchange_sweep<TestType, plait_test::triple>(gpu, strided_plan);
+    return layout_sweep::exchange_sweep<TestType, plait_test::triple>(gpu, layout_sweep::strided_views);
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

@@ -31,11 +31,7 @@
 #include <plait/plait.hpp>
 #include <plait/transport/nvlink/host_emulation.hpp>
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-
+#include "support/deny_vm_readv.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
 
@@ -66,20 +62,6 @@ held_pair hold_buffers(zero_copy_comm& comm, Send& send, Recv& recv) {
   held_pair held{comm.register_buffer(send), comm.register_buffer(recv)};
   if (held.send.zero_copy_peers() + held.recv.zero_copy_peers() > 0) ++comm.sweeps_registered;
   return held;
-}
-
-/// Makes process_vm_readv fail with `error` in this (forked) process from now
-/// on, as a kernel without cross-memory attach (ENOSYS) or one that forbids it
-/// (EPERM) would. The filter cannot be removed: forked ranks only.
-bool deny_process_vm_readv(int error) {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<unsigned>(error) & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
 }
 
 template <class Comm, class Fn>
@@ -243,16 +225,6 @@ TEMPLATE_TEST_CASE("register_buffer: every all-to-all algorithm gives the staged
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-namespace {
-const layout_sweep::plan strided_plan{
-    {{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
-    {{layout_sweep::arrangement::dense, layout_sweep::arrangement::dense},
-     {layout_sweep::arrangement::padded, layout_sweep::arrangement::interleaved},
-     {layout_sweep::arrangement::column_major, layout_sweep::arrangement::dense},
-     {layout_sweep::arrangement::interleaved, layout_sweep::arrangement::column_major}},
-    true};
-}  // namespace
-
 TEMPLATE_TEST_CASE("register_buffer: every all-gather algorithm with along<D> on registered strided views",
                    "[nvlink][register][layout]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
                    plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
@@ -260,7 +232,7 @@ TEMPLATE_TEST_CASE("register_buffer: every all-gather algorithm with along<D> on
   if (!runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink<zero_copy_comm>(m, ranks, [](zero_copy_comm& gpu) {
-    std::string verdict = layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, strided_plan);
+    std::string verdict = layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, layout_sweep::strided_views);
     if (gpu.sweeps_registered == 0) verdict += "the sweep registered nothing";
     if (gpu.policy().direct_bytes() == 0 && gpu.bytes_zero_copy() == 0)
       verdict += "no byte of the sweep was read or sent in place";
@@ -275,7 +247,7 @@ TEMPLATE_TEST_CASE("register_buffer: every all-to-all algorithm with redistribut
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink<zero_copy_comm>(m, ranks, [](zero_copy_comm& gpu) {
-    std::string verdict = layout_sweep::exchange_sweep<TestType, plait_test::triple>(gpu, strided_plan);
+    std::string verdict = layout_sweep::exchange_sweep<TestType, plait_test::triple>(gpu, layout_sweep::strided_views);
     if (gpu.sweeps_registered == 0) verdict += "the sweep registered nothing";
     return verdict;
   });
@@ -421,7 +393,7 @@ TEST_CASE("register_buffer: a rank that cannot read other processes gets their b
   const auto verdicts = run_nvlink<gpu_comm>(mode::processes, 3, [refusal](gpu_comm& gpu) -> std::string {
     // Rank 1's kernel forbids cross-memory attach: it cannot map the others'
     // buffers, while they still read rank 1's.
-    if (gpu.rank() == 1 && !deny_process_vm_readv(refusal)) return "cannot install the seccomp filter";
+    if (gpu.rank() == 1 && !plait_test::deny_process_vm_readv(refusal)) return "cannot install the seccomp filter";
     std::vector<std::uint32_t> mine(300, static_cast<std::uint32_t>(gpu.rank())), all(900);
     registration out = gpu.register_buffer(all);
     const int readers = gpu.rank() == 1 ? 2 : 1;  // rank 1 reads nobody's; everyone reads rank 1's

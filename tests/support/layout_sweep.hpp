@@ -210,6 +210,15 @@ struct plan {
   bool in_place = true;
 };
 
+/// A few shapes, empty shards included, across the strided arrangements: the
+/// sweep a transport test runs when the full one would take too long.
+inline const plan strided_views{{{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
+                                {{arrangement::dense, arrangement::dense},
+                                 {arrangement::padded, arrangement::interleaved},
+                                 {arrangement::column_major, arrangement::dense},
+                                 {arrangement::interleaved, arrangement::column_major}},
+                                true};
+
 inline std::vector<std::array<arrangement, 2>> every_pair() {
   std::vector<std::array<arrangement, 2>> out;
   for (auto s : all_arrangements)
