@@ -57,13 +57,14 @@ using plait::detail::seconds_text;
 
 /// Messages to a thread of this process of at least this many bytes go by
 /// reference (one memcpy); below it the round trip costs more than two copies
-/// through a cache-resident slot.
-inline constexpr std::size_t thread_single_copy_bytes = std::size_t{64} << 10;
-/// Between processes the copy is process_vm_readv, which pins the sender's
-/// pages and, with both ranks reading each other at once, runs at about half
-/// its lone speed: measured with 2 processes, chunks beat it for 256-512 KiB
-/// messages (1.5-1.9x) and lose from 1 MiB on (1.2-1.7x).
-inline constexpr std::size_t process_single_copy_bytes = std::size_t{1} << 20;
+/// through a cache-resident slot. Measured (2 ranks exchanging, quiet machine):
+/// equal at 2 KiB, single copy 1.5x faster at 4 KiB and 2x from 16 KiB.
+inline constexpr std::size_t thread_single_copy_bytes = std::size_t{4} << 10;
+/// Between processes the copy is process_vm_readv, a system call that pins
+/// the sender's pages: chunks win at 4 KiB (1.3 against 2.0 us), the two are
+/// equal at 8 KiB, and single copy wins from 16 KiB (1.3x at 16 KiB, 1.6-2x at
+/// 64 KiB - 1 MiB, 1.3x at 2 MiB).
+inline constexpr std::size_t process_single_copy_bytes = std::size_t{16} << 10;
 
 /// How long a wait polls without yielding when the group has a core per rank
 /// (as MPI's blocking calls and plait::mpi do; see core/backoff.hpp). Measured
@@ -182,8 +183,8 @@ class communicator {
 
   /// Messages of at least this many bytes are copied once, straight from the
   /// sender's buffer; smaller ones through the slots. The default depends on
-  /// the peer: 64 KiB to a thread of this process, 1 MiB to another process
-  /// (see detail::process_single_copy_bytes); this sets both. 0: never.
+  /// the peer: 4 KiB to a thread of this process, 16 KiB to another process
+  /// (see detail::thread_single_copy_bytes); this sets both. 0: never.
   void set_single_copy_bytes(std::size_t bytes) noexcept {
     single_copy_bytes_ = process_single_copy_bytes_ = bytes == 0 ? SIZE_MAX : bytes;
   }
