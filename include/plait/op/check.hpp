@@ -72,18 +72,6 @@ struct call_signature {
   }
 };
 
-/// "blocks of 8 8 8 bytes": the first block sizes of `blocks` blocks. Not a
-/// template: it compiles once whatever the plan type.
-[[gnu::noinline]] inline std::string describe_blocks(std::span<const std::size_t> shown, int blocks) {
-  std::string text = "blocks of";
-  for (std::size_t bytes : shown) {
-    text += ' ';  // two appends: g++ 12 -O2 flags `" " + std::to_string(..)` with a false -Wrestrict
-    text += std::to_string(bytes);
-  }
-  if (static_cast<std::size_t>(blocks) > shown.size()) text += " ...";
-  return text + " bytes";
-}
-
 /// The plan's own description of its shape if it has one, else its block sizes.
 template <class Plan>
 std::string describe_shape(const Plan& plan, int blocks) {
@@ -92,28 +80,14 @@ std::string describe_shape(const Plan& plan, int blocks) {
                 }) {
     return plan.describe();
   } else {
-    std::array<std::size_t, 8> sizes{};
-    const int shown = std::min(blocks, static_cast<int>(sizes.size()));
-    for (int b = 0; b < shown; ++b) sizes[static_cast<std::size_t>(b)] = plan.block_bytes(b);
-    return describe_blocks(std::span(sizes.data(), static_cast<std::size_t>(shown)), blocks);
-  }
-}
-
-/// Throws on this rank if the gathered signatures are corrupt or disagree.
-/// Not a template: it compiles once whatever the transport and plan.
-[[gnu::noinline]] inline void compare_signatures(std::span<const call_signature> all, int rank,
-                                                 std::string_view operation) {
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r].checksum != all[r].digest()) {
-      fail(errc::transport, {"rank ", r, " sent a corrupt call signature"}, {rank, operation, -1, static_cast<int>(r)});
+    std::string text = "blocks of";
+    const int shown = std::min(blocks, 8);
+    for (int b = 0; b < shown; ++b) {
+      text += ' ';  // two appends: g++ 12 -O2 flags `" " + std::to_string(..)` with a false -Wrestrict
+      text += std::to_string(plan.block_bytes(b));
     }
-  }
-  for (std::size_t r = 1; r < all.size(); ++r) {
-    if (!all[r].same_call(all[0])) {
-      fail(errc::size_mismatch,
-           {"ranks disagree on the call: rank 0 calls ", all[0].text(), ", but rank ", r, " calls ", all[r].text()},
-           {rank, operation, -1, static_cast<int>(r)});
-    }
+    if (blocks > shown) text += " ...";
+    return text + " bytes";
   }
 }
 
@@ -139,7 +113,22 @@ void check_call(Comm& comm, const Plan& plan, Op, std::string_view operation) {
       comm.discount_control_bytes(comm.bytes_sent() - payload_before);  // control traffic, not payload
     }
   }
-  compare_signatures(all, comm.rank(), operation);
+  for (int r = 0; r < size; ++r) {
+    const call_signature& theirs = all[static_cast<std::size_t>(r)];
+    if (theirs.checksum != theirs.digest()) {
+      throw error(errc::transport, "rank " + std::to_string(r) + " sent a corrupt call signature",
+                  {comm.rank(), operation, -1, r});
+    }
+  }
+  for (int r = 1; r < size; ++r) {
+    const call_signature& theirs = all[static_cast<std::size_t>(r)];
+    if (!theirs.same_call(all[0])) {
+      throw error(errc::size_mismatch,
+                  "ranks disagree on the call: rank 0 calls " + all[0].text() + ", but rank " + std::to_string(r) +
+                      " calls " + theirs.text(),
+                  {comm.rank(), operation, -1, r});
+    }
+  }
 }
 
 }  // namespace detail
