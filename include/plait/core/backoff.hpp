@@ -1,9 +1,14 @@
 // Waiting without hogging a core: spin briefly, then yield, then sleep, so a
 // group with more ranks than cores still makes progress. Where every rank has
-// a core of its own, a waiter may first poll without yielding for a while
-// (a busy phase), as MPI libraries' blocking calls do: a yield hands the core
-// to any other runnable process, and on a busy node getting it back can take
-// a scheduler slice (milliseconds) where the wait itself needed microseconds.
+// a core of its own, a waiter may first poll for a while (a busy phase), as
+// MPI libraries' blocking calls do: a yield hands the core to any other
+// runnable process, and on a busy node getting it back can take a scheduler
+// slice (milliseconds) where the wait itself needed microseconds. The busy
+// phase still yields once every 20 us: when another process occupies one core
+// and the scheduler puts two ranks on the other, a waiter that never yields
+// keeps its peer off the core for a whole slice (measured: 4 MiB all-to-all
+// between 2 processes at 2.4 ms in 2 of 5 runs, against 0.4-0.8 ms with the
+// yield, and 0.46-0.81 ms with no busy phase at all).
 #pragma once
 
 #include <algorithm>
@@ -42,8 +47,8 @@ class backoff {
   /// `yield_polls`: how many polls yield before the waiter starts sleeping.
   /// Transports whose progress happens only inside the poll (MPI) keep
   /// yielding much longer: a sleeping poller stalls the transfer itself.
-  /// `busy`: how long to poll without yielding first (zero: no busy phase);
-  /// give it only when the node has a core for every rank.
+  /// `busy`: how long to poll first, yielding only every 20 us (zero: no busy
+  /// phase); give it only when the node has a core for every rank.
   explicit backoff(unsigned yield_polls, std::chrono::nanoseconds busy = std::chrono::nanoseconds::zero()) noexcept
       : yield_polls_(yield_polls), busy_(busy) {}
 
@@ -51,9 +56,14 @@ class backoff {
   void pause() noexcept {
     if (busy_ > std::chrono::nanoseconds::zero() && polls_ == 0) {
       const auto now = std::chrono::steady_clock::now();
-      if (busy_since_ == std::chrono::steady_clock::time_point{}) busy_since_ = now;
+      if (busy_since_ == std::chrono::steady_clock::time_point{}) busy_since_ = last_yield_ = now;
       if (now - busy_since_ < busy_) {
-        cpu_relax();
+        if (now - last_yield_ >= busy_yield_interval) {
+          sched_yield();
+          last_yield_ = now;
+        } else {
+          cpu_relax();
+        }
         return;
       }
     }
@@ -80,11 +90,13 @@ class backoff {
 
  private:
   static constexpr unsigned spin_polls = 64;
+  static constexpr std::chrono::microseconds busy_yield_interval{20};
   static constexpr std::chrono::microseconds min_sleep{20};
   static constexpr std::chrono::microseconds max_sleep{1000};
   unsigned yield_polls_ = default_yield_polls;
   std::chrono::nanoseconds busy_{};
   std::chrono::steady_clock::time_point busy_since_{};
+  std::chrono::steady_clock::time_point last_yield_{};
   unsigned polls_ = 0;
   std::chrono::microseconds sleep_ = min_sleep;
 };
