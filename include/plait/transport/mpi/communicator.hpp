@@ -168,8 +168,8 @@ class request {
 /// MPI_Finalize has run. One thread at a time may use a communicator.
 ///
 /// Waits poll MPI_Testall. While the node has a core for each of its ranks, a
-/// wait first polls without yielding for busy_poll() (100 ms by default), as
-/// MPI's own blocking calls do; then, and from the start when the node's ranks
+/// wait first polls for busy_poll() (100 ms by default), yielding only every
+/// 20 us, as MPI's own blocking calls spin; then, and from the start when the node's ranks
 /// outnumber its cores, it backs off (spin, yield, sleep), so oversubscribed
 /// ranks still progress. A wait past timeout() cancels or
 /// completes what is pending, throws errc::timeout, and poisons the
@@ -274,11 +274,11 @@ class communicator {
     statuses_.resize(handles_.size());
 
     const auto started = clock::now();
-    const auto busy_until = started + busy_poll_;
     // MPI moves large messages only while someone calls into it (rendezvous
-    // handshakes, pipelined fragments): after the busy phase keep polling,
-    // yielding the core, for about a second before falling back to sleeps.
-    plait::detail::backoff waiting(200000);
+    // handshakes, pipelined fragments): after the busy phase (core/backoff.hpp)
+    // keep polling, yielding the core, for about a second before falling back
+    // to sleeps.
+    plait::detail::backoff waiting(200000, busy_poll_);
     for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -289,7 +289,7 @@ class communicator {
       if (done != 0) break;
       const auto now = clock::now();
       if (now >= until) timed_out(requests, now - started);
-      if (now >= busy_until) waiting.pause();
+      waiting.pause();
     }
     store_handles(requests);
     check_lengths(requests);
@@ -333,8 +333,7 @@ class communicator {
     detail::check(MPI_Ibarrier(comm_, &handle), "MPI_Ibarrier", where("barrier"));
     const auto started = clock::now();
     const deadline until = detail::after(timeout_);
-    const auto busy_until = started + busy_poll_;
-    plait::detail::backoff waiting;
+    plait::detail::backoff waiting(plait::detail::backoff::default_yield_polls, busy_poll_);
     for (;;) {
       int done = 0;
       const int code = MPI_Test(&handle, &done, MPI_STATUS_IGNORE);
@@ -351,7 +350,7 @@ class communicator {
                         detail::seconds_text(timeout_) + "): some rank has not entered it",
                     where("barrier"));
       }
-      if (clock::now() >= busy_until) waiting.pause();
+      waiting.pause();
     }
   }
 

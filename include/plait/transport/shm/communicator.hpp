@@ -169,11 +169,14 @@ class communicator {
     timeout_ = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
   }
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
-  /// How long a wait polls before it starts yielding the core: 100 ms when the
-  /// node has a CPU for every rank of the group, else zero (ranks that
-  /// outnumber the cores must yield to each other). Split children inherit it.
-  void set_busy_poll(std::chrono::nanoseconds busy) noexcept {
-    busy_poll_ = std::max(busy, std::chrono::nanoseconds{});
+  /// How long a wait polls (yielding only every 20 us, core/backoff.hpp) before
+  /// it backs off: 100 ms when the node has a CPU for every rank of the group,
+  /// else zero (ranks that outnumber the cores must yield to each other).
+  /// Split children inherit it.
+  void set_busy_poll(std::chrono::nanoseconds busy) {
+    if (busy < std::chrono::nanoseconds::zero())
+      throw error(errc::invalid_argument, "negative busy-poll time", {rank_, "set_busy_poll"});
+    busy_poll_ = busy;
   }
   [[nodiscard]] std::chrono::nanoseconds busy_poll() const noexcept { return busy_poll_; }
   [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
