@@ -4,9 +4,10 @@
 //
 // Each collective allocation is a window: every rank creates one POSIX
 // shared-memory object for its own part (O_EXCL, mode 0600, a fresh name:
-// "plait-w", the creator's pid, 128 random bits), the ranks exchange names and sizes, each maps every peer's part
-// and checks owner, mode and size, and once all have mapped, each removes its
-// name (so nothing is left in /dev/shm when allocate returns). A window lives
+// "plait-w", the creator's pid, 128 random bits), the ranks exchange names and
+// sizes, each maps every peer's part and checks owner, mode and size, and once
+// all have mapped, each removes its name (so nothing is left in /dev/shm when
+// allocate returns). A window lives
 // as long as the buffer does; the communicator only keeps weak references, so
 // a freed buffer is never found again (no address-keyed cache to go stale).
 #pragma once
