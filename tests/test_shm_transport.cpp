@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 #include "support/harness.hpp"
 
 using namespace std::chrono_literals;
@@ -330,7 +332,7 @@ TEST_CASE("a killed process in a joined group is peer_lost for the survivors, an
 
 TEST_CASE("waits poll without yielding only while every rank has a core, and split children inherit that",
           "[shm][backoff]") {
-  const int cpus = plait::detail::online_cpus();
+  const int cpus = plait::detail::usable_cpus();
   const int ranks = GENERATE_COPY(1, cpus + 1);
   CAPTURE(cpus, ranks);
   const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) -> std::string {
@@ -365,6 +367,23 @@ TEST_CASE("a timeout ends a wait even inside its busy phase", "[shm][backoff][ti
     }
     const auto waited = std::chrono::steady_clock::now() - start;
     return waited < 10s ? "" : "the timeout fired only after the busy phase";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a group confined to one CPU never busy-polls", "[shm][backoff]") {
+  // In a forked child, so the affinity change stays there.
+  const auto verdicts = plait_test::run_ranks(mode::processes, 1, [](plait::shm::communicator&) -> std::string {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return "cannot restrict the affinity";
+    if (plait::detail::usable_cpus() != 1) return "usable_cpus() ignores the affinity mask";
+    std::vector<std::int64_t> busy(2, -1);
+    plait::shm::run_threads(2, [&](plait::shm::communicator& comm) {
+      busy[static_cast<std::size_t>(comm.rank())] = comm.busy_poll().count();
+    });
+    return busy == std::vector<std::int64_t>{0, 0} ? "" : "two ranks on one CPU got a busy phase";
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

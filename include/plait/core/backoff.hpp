@@ -30,6 +30,19 @@ inline int online_cpus() noexcept {
   return cpus < 1 ? 1 : static_cast<int>(std::min<long>(cpus, INT_MAX));
 }
 
+/// The CPUs this process may run on (its affinity mask, as `taskset` or a
+/// cpuset leaves it), at most online_cpus(): what threads and forked children
+/// of it share.
+inline int usable_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int allowed = CPU_COUNT(&set);
+    if (allowed > 0) return std::min(allowed, online_cpus());
+  }
+  return online_cpus();
+}
+
 /// A CPU hint that this thread is spinning (frees pipeline resources for a sibling hyperthread).
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

@@ -119,7 +119,7 @@ class communicator {
         rank_(rank),
         size_(static_cast<int>(segment_->shape().ranks)),
         timeout_(timeout),
-        busy_poll_(size_ <= plait::detail::online_cpus() ? detail::default_busy_poll : std::chrono::nanoseconds{}),
+        busy_poll_(size_ <= plait::detail::usable_cpus() ? detail::default_busy_poll : std::chrono::nanoseconds{}),
         peers_(static_cast<std::size_t>(size_)) {
     segment_->mark_local(rank_);
     auto& record = segment_->record(rank_);
@@ -170,8 +170,9 @@ class communicator {
   }
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
   /// How long a wait polls (yielding only every 20 us, core/backoff.hpp) before
-  /// it backs off: 100 ms when the node has a CPU for every rank of the group,
-  /// else zero (ranks that outnumber the cores must yield to each other).
+  /// it backs off: 100 ms when this process may run on a CPU for every rank of
+  /// the group (its affinity mask), else zero (ranks that outnumber the cores
+  /// must yield to each other).
   /// Split children inherit it.
   void set_busy_poll(std::chrono::nanoseconds busy) {
     if (busy < std::chrono::nanoseconds::zero())
