@@ -12,22 +12,7 @@
 
 using plait_test::mode;
 
-namespace {
-
-template <class T, class Algorithm>
-std::string gather_and_check(plait::shm::communicator& comm, std::size_t n) {
-  std::vector<T> mine(n);
-  for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<T>(comm.rank(), i);
-  std::vector<T> all(n * static_cast<std::size_t>(comm.size()));
-  plait::all_gather<Algorithm>(comm, mine, all);
-  std::vector<T> want;
-  for (int r = 0; r < comm.size(); ++r) {
-    for (std::size_t i = 0; i < n; ++i) want.push_back(plait_test::make_value<T>(r, i));
-  }
-  return plait_test::compare(all, want, "all_gather");
-}
-
-}  // namespace
+using plait_test::gather_and_check;
 
 TEMPLATE_TEST_CASE("ring all-gather matches the serial reference on shm", "[all_gather][ring][shm]", std::uint8_t,
                    std::uint64_t, plait_test::triple) {

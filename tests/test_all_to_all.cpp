@@ -12,31 +12,7 @@
 
 using plait_test::mode;
 
-namespace {
-
-/// Element i of the block rank `from` sends to rank `to`.
-template <class T>
-T block_value(int from, int to, std::size_t i) {
-  return plait_test::make_value<T>(from, i, to + 1);
-}
-
-template <class T, class Algorithm>
-std::string exchange_and_check(plait::shm::communicator& comm, std::size_t n) {
-  const auto ranks = static_cast<std::size_t>(comm.size());
-  std::vector<T> send(n * ranks);
-  for (std::size_t j = 0; j < ranks; ++j) {
-    for (std::size_t i = 0; i < n; ++i) send[j * n + i] = block_value<T>(comm.rank(), static_cast<int>(j), i);
-  }
-  std::vector<T> recv(n * ranks);
-  plait::all_to_all<Algorithm>(comm, send, recv);
-  std::vector<T> want;
-  for (std::size_t j = 0; j < ranks; ++j) {
-    for (std::size_t i = 0; i < n; ++i) want.push_back(block_value<T>(static_cast<int>(j), comm.rank(), i));
-  }
-  return plait_test::compare(recv, want, "all_to_all");
-}
-
-}  // namespace
+using plait_test::exchange_and_check;
 
 TEMPLATE_TEST_CASE("pairwise all-to-all matches the serial reference on shm", "[all_to_all][pairwise][shm]",
                    std::uint8_t, std::uint64_t, plait_test::triple) {

@@ -48,6 +48,9 @@ static_assert(!std::is_constructible_v<gpu_comm, plait::shm::communicator&&, int
 static_assert(std::is_constructible_v<gpu_comm, plait::shm::communicator&, int>);
 static_assert(!std::is_copy_constructible_v<gpu_comm> && std::is_move_constructible_v<gpu_comm>);
 
+using plait_test::exchange_and_check;
+using plait_test::gather_and_check;
+
 namespace {
 
 /// Small slots so that modest messages cross many chunks and wrap the slots.
@@ -65,35 +68,6 @@ std::vector<std::string> run_nvlink(mode m, int ranks, plait::nvlink::options sh
     gpu_comm gpu(boot, 0, {}, shape);
     return body(gpu);
   });
-}
-
-template <class T, class Algorithm>
-std::string gather_and_check(gpu_comm& comm, std::size_t n) {
-  std::vector<T> mine(n);
-  for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<T>(comm.rank(), i);
-  std::vector<T> all(n * static_cast<std::size_t>(comm.size()));
-  plait::all_gather<Algorithm>(comm, mine, all);
-  std::vector<T> want;
-  for (int r = 0; r < comm.size(); ++r) {
-    for (std::size_t i = 0; i < n; ++i) want.push_back(plait_test::make_value<T>(r, i));
-  }
-  return plait_test::compare(all, want, "all_gather n=" + std::to_string(n));
-}
-
-template <class T, class Algorithm>
-std::string exchange_and_check(gpu_comm& comm, std::size_t n) {
-  const auto p = static_cast<std::size_t>(comm.size());
-  std::vector<T> out(n * p);
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = plait_test::make_value<T>(comm.rank(), i);
-  std::vector<T> in(n * p);
-  plait::all_to_all<Algorithm>(comm, out, in);
-  std::vector<T> want;
-  for (std::size_t src = 0; src < p; ++src) {
-    for (std::size_t i = 0; i < n; ++i) {
-      want.push_back(plait_test::make_value<T>(static_cast<int>(src), static_cast<std::size_t>(comm.rank()) * n + i));
-    }
-  }
-  return plait_test::compare(in, want, "all_to_all n=" + std::to_string(n));
 }
 
 }  // namespace

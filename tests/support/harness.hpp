@@ -128,6 +128,41 @@ std::string compare(const std::vector<T>& got, const std::vector<T>& want, std::
   return {};
 }
 
+/// The shared all-gather test body on any transport: n elements per rank,
+/// gathered with Algorithm and checked against the serial reference.
+template <class T, class Algorithm, class Comm>
+std::string gather_and_check(Comm& comm, std::size_t n) {
+  std::vector<T> mine(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = make_value<T>(comm.rank(), i);
+  std::vector<T> all(n * static_cast<std::size_t>(comm.size()));
+  plait::all_gather<Algorithm>(comm, mine, all);
+  std::vector<T> want;
+  for (int r = 0; r < comm.size(); ++r) {
+    for (std::size_t i = 0; i < n; ++i) want.push_back(make_value<T>(r, i));
+  }
+  return compare(all, want, "all_gather n=" + std::to_string(n));
+}
+
+/// The shared all-to-all test body on any transport: n elements per block;
+/// element i of the block rank `from` sends to rank `to` is distinct per
+/// (from, to, i), so a block delivered to the wrong rank is caught.
+template <class T, class Algorithm, class Comm>
+std::string exchange_and_check(Comm& comm, std::size_t n) {
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  auto block_value = [](int from, int to, std::size_t i) { return make_value<T>(from, i, to + 1); };
+  std::vector<T> send(n * ranks);
+  for (std::size_t j = 0; j < ranks; ++j) {
+    for (std::size_t i = 0; i < n; ++i) send[j * n + i] = block_value(comm.rank(), static_cast<int>(j), i);
+  }
+  std::vector<T> recv(n * ranks);
+  plait::all_to_all<Algorithm>(comm, send, recv);
+  std::vector<T> want;
+  for (std::size_t j = 0; j < ranks; ++j) {
+    for (std::size_t i = 0; i < n; ++i) want.push_back(block_value(static_cast<int>(j), comm.rank(), i));
+  }
+  return compare(recv, want, "all_to_all n=" + std::to_string(n));
+}
+
 /// Names of /dev/shm entries that plait created (none may remain after a test).
 inline std::vector<std::string> plait_segments();
 
