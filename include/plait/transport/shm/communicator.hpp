@@ -42,6 +42,7 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/stream_copy.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/shm/segment.hpp"
@@ -749,7 +750,7 @@ class communicator {
                           std::to_string(offset) + " of a " + std::to_string(part.bytes) + "-byte shared buffer)",
                       {rank_, "irecv", -1, peer});
         }
-        std::memcpy(m.in, part.base + offset, m.bytes);
+        plait::detail::copy_bytes(m.in, part.base + offset, m.bytes);  // streams when large
         bytes_read_in_place_ += m.bytes;
         finish(detail::reference_state::done);
         return true;
@@ -759,7 +760,8 @@ class communicator {
     if (segment_->is_local(peer)) {
       // A thread of this process (known here, not read from the segment): its
       // buffer is in our address space, and stays valid until we say done.
-      std::memcpy(m.in, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), m.bytes);
+      plait::detail::copy_bytes(m.in, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)),
+                                m.bytes);
       finish(detail::reference_state::done);
       return true;
     }
