@@ -1,8 +1,9 @@
 // plait-test-labels: quick shm sanitize
 // plait-test-timeout: 180
 // Streaming copies (core/stream_copy.hpp): large copies into a collective's
-// result use non-temporal stores (the own shard or block in prepare(), and the
-// shm transport's reads from a thread peer's buffer or from a shared buffer).
+// result use non-temporal stores (the own shard or block in prepare(), the
+// shm transport's reads from a thread peer's buffer or from a shared buffer,
+// and its copy-out of large chunked messages).
 // Checked here: the copy loop at every alignment and length class, with the
 // bytes around the destination untouched; the threshold; and every algorithm
 // on threads and processes with the threshold lowered so that blocks just
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "plait/core/stream_copy.hpp"
+#include "plait/plait.hpp"
 #include "support/harness.hpp"
 
 using plait_test::mode;
@@ -125,6 +127,34 @@ TEMPLATE_TEST_CASE("collectives whose blocks cross the streaming threshold match
     }
     for (std::size_t n : {std::size_t{341}, std::size_t{342}, std::size_t{2000}}) {  // 4092, 4104, 24000 bytes
       out += plait_test::gather_and_check<plait_test::triple, TestType>(comm, n);
+    }
+    return out;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_TEST_CASE("chunked messages that cross the streaming threshold match the reference",
+                   "[stream_copy][shm][chunks]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
+                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+  const auto m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3);
+  if (std::is_same_v<TestType, plait::neighbor_exchange> && ranks % 2 != 0) return;  // needs an even P
+  CAPTURE(plait_test::to_string(m), ranks);
+  // Single copy off: every message goes through the slots. Chunked messages
+  // stream their copy-out from 4x the local threshold: 4096 bytes here.
+  const stream_threshold lowered(1024);
+  REQUIRE(plait::shm::detail::chunk_stream_bytes() == 4096);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) {
+    comm.set_single_copy_bytes(0);
+    std::string out;
+    // Below, at and above the threshold; 200003 bytes: four 64 KiB slots' worth, the last one partial.
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{4095}, std::size_t{4096}, std::size_t{4097}, std::size_t{200003}}) {
+      out += plait_test::gather_and_check<std::uint8_t, TestType>(comm, n);
+      if constexpr (!std::is_same_v<TestType, plait::tree> && !std::is_same_v<TestType, plait::recursive_doubling> &&
+                    !std::is_same_v<TestType, plait::neighbor_exchange>) {
+        out += plait_test::exchange_and_check<std::uint8_t, TestType>(comm, n);
+      }
     }
     return out;
   });
