@@ -10,15 +10,21 @@
 
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
+#include "plait/core/stream_copy.hpp"
 
 namespace plait {
 inline namespace v0 {
 namespace detail {
 
 /// Copies between host regions: what prepare() does when the executor does
-/// not hand a plan a transport's copy (device transports do).
+/// not hand a plan a transport's copy (device transports do). A large
+/// contiguous copy (the own shard or block into the result) streams past the
+/// caches (core/stream_copy.hpp).
 struct host_copy {
-  void operator()(const region& src, const region& dst) const { plait::copy(src, dst); }
+  void operator()(const region& src, const region& dst) const {
+    if (src.is_contiguous() && dst.is_contiguous()) return copy_bytes(dst.data, src.data, src.bytes());
+    plait::copy(src, dst);
+  }
 };
 
 /// all-gather: block j occupies recv[offsets[j], offsets[j+1]).
