@@ -87,6 +87,28 @@ TEST_CASE("stream_copy equals memcpy at every destination alignment and leaves n
   SUCCEED();
 }
 
+#if PLAIT_SHM_STREAM_COPY_X86
+// stream_copy() picks the AVX-512 loop where the CPU has it; the SSE2 loop
+// (every other x86-64) is checked here directly so it runs on such CPUs too.
+TEST_CASE("the SSE2 streaming loop equals memcpy at every destination alignment", "[stream_copy]") {
+  auto stream = [](std::byte* d, const std::byte* s, std::size_t n) {
+    plait::detail::stream_copy_sse2(reinterpret_cast<unsigned char*>(d), reinterpret_cast<const unsigned char*>(s), n);
+    plait::detail::stream_fence();
+  };
+  for (std::size_t n : {0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 4096 + 17}) {
+    for (std::size_t dst_offset = 0; dst_offset < 64; ++dst_offset) {
+      for (std::size_t src_offset : {0, 1, 13, 32, 63}) {
+        const std::string verdict = check_copy(stream, n, src_offset, dst_offset);
+        if (!verdict.empty()) {
+          FAIL("n=" << n << " dst+" << dst_offset << " src+" << src_offset << ": " << verdict);
+        }
+      }
+    }
+  }
+  SUCCEED();
+}
+#endif
+
 TEST_CASE("copy_bytes is exact below, at and above the streaming threshold", "[stream_copy]") {
   const stream_threshold lowered(1000);
   auto copy = [](std::byte* d, const std::byte* s, std::size_t n) { plait::detail::copy_bytes(d, s, n); };
