@@ -165,7 +165,8 @@ class request {
   /// a send and waiting for it could block on a peer that never receives.
   void abandon() noexcept {
     if (chunks_ == 0) return;
-    if (!mpi::detail::finalized()) {
+    // A completed request (the usual case) has nothing to cancel: no MPI call.
+    if (pending() && !mpi::detail::finalized()) {
       for (MPI_Request& handle : handles()) {
         if (handle == MPI_REQUEST_NULL) continue;
         MPI_Cancel(&handle);
