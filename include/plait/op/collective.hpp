@@ -4,6 +4,8 @@
 // algorithm's schedule through the executor.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -55,6 +57,31 @@ class operation_label {
   std::size_t size_ = 0;
   bool truncated_ = false;
 };
+
+/// This rank's schedule, remembered per thread for the last few (rank, size,
+/// block bytes) seen: a schedule is a pure function of them and of the
+/// compile-time policy, and building one allocates (a vector per step and per
+/// transfer). Repeating a call, the steady state of an application, then
+/// builds nothing. Not reentrant for the same policy on one thread, which no
+/// collective needs (check mode and the executor do not call back here).
+template <class Algorithm, class Op, class Transport>
+const planned_schedule& remembered_schedule(int rank, int size, std::size_t block_bytes) {
+  struct entry {
+    int rank = -1;
+    int size = 0;
+    std::size_t block_bytes = 0;
+    planned_schedule planned;
+  };
+  thread_local std::array<entry, 4> known;
+  thread_local std::size_t next = 0;
+  for (entry& e : known) {
+    if (e.size == size && e.rank == rank && e.block_bytes == block_bytes) return e.planned;
+  }
+  planned_schedule planned = plan_schedule<Algorithm, Op, Transport>(rank, size, block_bytes);  // may throw
+  entry& slot = known[next++ % known.size()];
+  slot = {rank, size, block_bytes, std::move(planned)};
+  return slot.planned;
+}
 }  // namespace detail
 
 template <class Op, class Transport, class Algorithm, class Layout>
@@ -80,7 +107,8 @@ struct collective {
     // such as along<D>'s and redistribute<S, C>'s; a qualified call would see
     // only those declared before it.
     auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
-    auto planned = detail::plan_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
+    const detail::planned_schedule& planned =
+        detail::remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
     const detail::operation_label running(Op::name, planned.algorithm);
     if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, running);
     const int tag = comm.next_tag();
