@@ -585,3 +585,43 @@ TEST_CASE("mpi PLAIT_CHECK=1 is read when the communicator is created, and split
   }
   PLAIT_REQUIRE_ALL(caught);
 }
+
+TEST_CASE("mpi remembered schedules follow the communicator's size, the rank and the block size",
+          "[mpi][transport][automatic]") {
+  // Each call's schedule is remembered per thread for the last 4 (rank, size,
+  // block bytes): alternate more shapes than that, on communicators of
+  // different sizes and ranks (a split reverses the order), with block sizes
+  // where automatic changes algorithm, and check every result.
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  plait::mpi::communicator reversed = world.split(0, world.size() - world.rank());
+  plait::mpi::communicator half = world.split(world.rank() % 2, world.rank());
+  plait::mpi::communicator* comms[] = {&world, &reversed, &half};
+  const std::size_t blocks[] = {1, 3, 4096, 70000, 1 << 20, 3};
+  bool ok = true;
+  int salt = 300;
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t n : blocks) {
+      for (plait::mpi::communicator* comm : comms) {
+        ++salt;
+        const auto p = static_cast<std::size_t>(comm->size());
+        const auto mine = pattern_bytes(comm->rank(), n, salt);
+        std::vector<std::byte> all(p * n);
+        plait::all_gather(*comm, mine, all);
+        for (int r = 0; r < comm->size(); ++r) {
+          ok = ok && first_mismatch(std::span(all).subspan(static_cast<std::size_t>(r) * n, n), r, salt) < 0;
+        }
+        std::vector<std::byte> out(p * n), in(p * n);
+        for (std::size_t j = 0; j < p; ++j) {
+          const auto block = pattern_bytes(comm->rank() * 1000 + static_cast<int>(j), n, salt);
+          std::copy(block.begin(), block.end(), out.begin() + static_cast<std::ptrdiff_t>(j * n));
+        }
+        plait::all_to_all(*comm, out, in);
+        for (int r = 0; r < comm->size(); ++r) {
+          ok = ok && first_mismatch(std::span(in).subspan(static_cast<std::size_t>(r) * n, n), r * 1000 + comm->rank(),
+                                    salt) < 0;
+        }
+      }
+    }
+  }
+  PLAIT_REQUIRE_ALL(ok);
+}
