@@ -527,3 +527,101 @@ TEST_CASE("mpi transport gives automatic MPI's cost model", "[mpi][transport][au
   CHECK(plait::explain<plait::op::all_gather, plait::automatic_with<steps_only>, comm_type>(8, 4 << 20).id !=
         algorithm_id::recursive_doubling);
 }
+
+TEST_CASE("mpi check mode catches ranks that disagree on the call, on every rank", "[mpi][transport][check]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  if (comm.size() < 2) return;  // one rank cannot disagree with itself
+  CHECK_FALSE(comm.check_mode());
+  comm.set_check_mode(true);
+  // Rank 0 gathers 2 ints per rank, the others 1: without check mode the
+  // ranks would wait for bytes that never come, or take the wrong ones.
+  std::vector<int> mine(comm.rank() == 0 ? 2 : 1, comm.rank());
+  std::vector<int> all(mine.size() * static_cast<std::size_t>(comm.size()));
+  bool ok = false;
+  std::string what;
+  try {
+    plait::all_gather<plait::ring>(comm, mine, all);
+  } catch (const plait::error& e) {
+    what = e.what();
+    ok = e.code() == plait::errc::size_mismatch && what.find("ranks disagree on the call") != std::string::npos;
+  }
+  CAPTURE(what);
+  CHECK_FALSE(comm.poisoned());
+  // Agreeing calls still run, and the signatures do not count as payload.
+  const std::uint64_t before = comm.bytes_sent();
+  std::vector<int> one{comm.rank()}, gathered(static_cast<std::size_t>(comm.size()));
+  plait::all_gather<plait::ring>(comm, one, gathered);
+  CHECK(gathered[1] == 1);
+  CHECK(comm.bytes_sent() - before >= (static_cast<std::uint64_t>(comm.size()) - 1) * sizeof(int));
+  PLAIT_REQUIRE_ALL(ok && gathered[1] == 1);
+}
+
+TEST_CASE("mpi PLAIT_CHECK=1 is read when the communicator is created, and split children inherit it",
+          "[mpi][transport][check][env]") {
+  const char* saved = std::getenv("PLAIT_CHECK");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("PLAIT_CHECK", "1", 1);
+  plait::mpi::communicator checked{MPI_COMM_WORLD};
+  ::setenv("PLAIT_CHECK", "0", 1);
+  plait::mpi::communicator unchecked{MPI_COMM_WORLD};
+  if (saved != nullptr) {
+    ::setenv("PLAIT_CHECK", restore.c_str(), 1);
+  } else {
+    ::unsetenv("PLAIT_CHECK");
+  }
+  CHECK(checked.check_mode());
+  CHECK_FALSE(unchecked.check_mode());
+  CHECK(checked.split(0, 0).check_mode());
+  if (checked.size() < 2) return;
+  // Only the communicator created under PLAIT_CHECK=1 catches a disagreement
+  // (the environment is no longer read per call).
+  std::vector<int> mine(checked.rank() == 0 ? 2 : 1, checked.rank());
+  std::vector<int> all(mine.size() * static_cast<std::size_t>(checked.size()));
+  bool caught = false;
+  try {
+    plait::all_gather<plait::ring>(checked, mine, all);
+  } catch (const plait::error& e) {
+    caught = e.code() == plait::errc::size_mismatch;
+  }
+  PLAIT_REQUIRE_ALL(caught);
+}
+
+TEST_CASE("mpi remembered schedules follow the communicator's size, the rank and the block size",
+          "[mpi][transport][automatic]") {
+  // Each call's schedule is remembered per thread for the last 4 (rank, size,
+  // block bytes): alternate more shapes than that, on communicators of
+  // different sizes and ranks (a split reverses the order), with block sizes
+  // where automatic changes algorithm, and check every result.
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  plait::mpi::communicator reversed = world.split(0, world.size() - world.rank());
+  plait::mpi::communicator half = world.split(world.rank() % 2, world.rank());
+  plait::mpi::communicator* comms[] = {&world, &reversed, &half};
+  const std::size_t blocks[] = {1, 3, 4096, 70000, 1 << 20, 3};
+  bool ok = true;
+  int salt = 300;
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t n : blocks) {
+      for (plait::mpi::communicator* comm : comms) {
+        ++salt;
+        const auto p = static_cast<std::size_t>(comm->size());
+        const auto mine = pattern_bytes(comm->rank(), n, salt);
+        std::vector<std::byte> all(p * n);
+        plait::all_gather(*comm, mine, all);
+        for (int r = 0; r < comm->size(); ++r) {
+          ok = ok && first_mismatch(std::span(all).subspan(static_cast<std::size_t>(r) * n, n), r, salt) < 0;
+        }
+        std::vector<std::byte> out(p * n), in(p * n);
+        for (std::size_t j = 0; j < p; ++j) {
+          const auto block = pattern_bytes(comm->rank() * 1000 + static_cast<int>(j), n, salt);
+          std::copy(block.begin(), block.end(), out.begin() + static_cast<std::ptrdiff_t>(j * n));
+        }
+        plait::all_to_all(*comm, out, in);
+        for (int r = 0; r < comm->size(); ++r) {
+          ok = ok && first_mismatch(std::span(in).subspan(static_cast<std::size_t>(r) * n, n), r * 1000 + comm->rank(),
+                                    salt) < 0;
+        }
+      }
+    }
+  }
+  PLAIT_REQUIRE_ALL(ok);
+}

@@ -60,10 +60,12 @@ class backoff {
   /// `yield_polls`: how many polls yield before the waiter starts sleeping.
   /// Transports whose progress happens only inside the poll (MPI) keep
   /// yielding much longer: a sleeping poller stalls the transfer itself.
-  /// `busy`: how long to poll first, yielding only every 20 us (zero: no busy
-  /// phase); give it only when the node has a core for every rank.
-  explicit backoff(unsigned yield_polls, std::chrono::nanoseconds busy = std::chrono::nanoseconds::zero()) noexcept
-      : yield_polls_(yield_polls), busy_(busy) {}
+  /// `busy`: how long to poll first, yielding only every `busy_yield` (20 us
+  /// by default; nanoseconds::max(): never) (zero: no busy phase); give it
+  /// only when the node has a core for every rank.
+  explicit backoff(unsigned yield_polls, std::chrono::nanoseconds busy = std::chrono::nanoseconds::zero(),
+                   std::chrono::nanoseconds busy_yield = busy_yield_interval) noexcept
+      : yield_polls_(yield_polls), busy_(busy), busy_yield_(busy_yield) {}
 
   /// Call once per unsuccessful poll.
   void pause() noexcept {
@@ -71,7 +73,7 @@ class backoff {
       const auto now = std::chrono::steady_clock::now();
       if (busy_since_ == std::chrono::steady_clock::time_point{}) busy_since_ = last_yield_ = now;
       if (now - busy_since_ < busy_) {
-        if (now - last_yield_ >= busy_yield_interval) {
+        if (now - last_yield_ >= busy_yield_) {
           sched_yield();
           last_yield_ = now;
         } else {
@@ -108,6 +110,7 @@ class backoff {
   static constexpr std::chrono::microseconds max_sleep{1000};
   unsigned yield_polls_ = default_yield_polls;
   std::chrono::nanoseconds busy_{};
+  std::chrono::nanoseconds busy_yield_ = busy_yield_interval;
   std::chrono::steady_clock::time_point busy_since_{};
   std::chrono::steady_clock::time_point last_yield_{};
   unsigned polls_ = 0;

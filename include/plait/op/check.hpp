@@ -39,6 +39,8 @@ bool check_mode(const Comm& comm) {
                   { comm.check_mode() } -> std::convertible_to<bool>;
                 }) {
     if (comm.check_mode()) return true;
+    // A communicator that read PLAIT_CHECK when it was created has answered for it.
+    if constexpr (requires { requires Comm::check_mode_reads_environment; }) return false;
   }
   return check_mode_from_environment();
 }

@@ -4,7 +4,9 @@
 // algorithm's schedule through the executor.
 #pragma once
 
-#include <string>
+#include <array>
+#include <cstddef>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -20,13 +22,65 @@
 namespace plait {
 inline namespace v0 {
 namespace detail {
-/// "all_gather<ring>": how errors name a call. Out of line: one copy of the
-/// string building for every collective in a program.
-[[gnu::noinline]] inline std::string operation_label(std::string_view operation, std::string_view algorithm) {
-  std::string label;
-  label.reserve(operation.size() + algorithm.size() + 2);
-  label.append(operation).append(1, '<').append(algorithm).append(1, '>');
-  return label;
+/// "all_gather<ring>": how errors name a call. Built in place, not on the
+/// heap: a collective names itself at every call but uses the name only when
+/// it raises an error. A name longer than the buffer is cut short with "...".
+/// Out of line: one copy of the formatting for every collective in a program.
+class operation_label {
+ public:
+  [[gnu::noinline]] operation_label(std::string_view operation, std::string_view algorithm) noexcept {
+    append(operation);
+    append("<");
+    append(algorithm);
+    append(">");
+    if (truncated_) {
+      size_ = capacity - 3;
+      append("...");
+    }
+  }
+  operation_label(const operation_label&) = delete;
+  operation_label& operator=(const operation_label&) = delete;
+
+  [[nodiscard]] std::string_view view() const noexcept { return {text_, size_}; }
+  operator std::string_view() const noexcept { return view(); }  // NOLINT: used where a name is expected
+
+ private:
+  static constexpr std::size_t capacity = 96;
+  void append(std::string_view part) noexcept {
+    const std::size_t room = capacity - size_;
+    const std::size_t n = part.size() < room ? part.size() : room;
+    if (n < part.size()) truncated_ = true;
+    std::memcpy(text_ + size_, part.data(), n);
+    size_ += n;
+  }
+  char text_[capacity];
+  std::size_t size_ = 0;
+  bool truncated_ = false;
+};
+
+/// This rank's schedule, remembered per thread for the last few (rank, size,
+/// block bytes) seen: a schedule is a pure function of them and of the
+/// compile-time policy, and building one allocates (a vector per step and per
+/// transfer). Repeating a call, the steady state of an application, then
+/// builds nothing. Not reentrant for the same policy on one thread, which no
+/// collective needs (check mode and the executor do not call back here).
+template <class Algorithm, class Op, class Transport>
+const planned_schedule& remembered_schedule(int rank, int size, std::size_t block_bytes) {
+  struct entry {
+    int rank = -1;
+    int size = 0;
+    std::size_t block_bytes = 0;
+    planned_schedule planned;
+  };
+  thread_local std::array<entry, 4> known;
+  thread_local std::size_t next = 0;
+  for (entry& e : known) {
+    if (e.size == size && e.rank == rank && e.block_bytes == block_bytes) return e.planned;
+  }
+  planned_schedule planned = plan_schedule<Algorithm, Op, Transport>(rank, size, block_bytes);  // may throw
+  entry& slot = known[next++ % known.size()];
+  slot = {rank, size, block_bytes, std::move(planned)};
+  return slot.planned;
 }
 }  // namespace detail
 
@@ -46,15 +100,16 @@ struct collective {
   /// Runs the operation. `send` may be plait::in_place for an all-gather.
   template <class Send, class Recv>
   static void run(Transport& comm, Send&& send, Recv&& recv) {
-    const std::string requested = detail::operation_label(Op::name, algorithm_name<Algorithm>());
+    const detail::operation_label requested(Op::name, algorithm_name<Algorithm>());
     const detail::call_site at{comm.rank(), comm.size(), requested};
     // Unqualified on purpose: argument-dependent lookup (call_site lives in
     // plait::detail) finds make_plan overloads declared after this header,
     // such as along<D>'s and redistribute<S, C>'s; a qualified call would see
     // only those declared before it.
     auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
-    auto planned = detail::plan_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
-    const std::string running = detail::operation_label(Op::name, planned.algorithm);
+    const detail::planned_schedule& planned =
+        detail::remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
+    const detail::operation_label running(Op::name, planned.algorithm);
     if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, running);
     const int tag = comm.next_tag();
     execute(comm, planned.steps, plan, running, tag);

@@ -174,6 +174,7 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
     if (staging.size() < staged) staging = engine.allocate(staged);  // contents need not survive a step
 
     requests.clear();
+    requests.reserve(recvs.size() + sends.size());  // one allocation, not one per doubling
     try {
       for (message& m : recvs) {
         std::span<std::byte> into =
