@@ -78,6 +78,9 @@ struct timing {
   int warmup = 5;       ///< untimed calls before the first sample
   int iterations = 20;  ///< calls per sample
   int repetitions = 5;  ///< samples; the median is reported
+  /// Bytes every rank reads before each sample (0: none), so that the write-back
+  /// of the lines the previous variant left dirty is not charged to the next one.
+  std::size_t scrub_bytes = std::size_t{64} << 20;
 };
 
 /// busbw / algbw for P ranks: (P-1)/P (0 for one rank, which moves no bytes).
@@ -158,9 +161,28 @@ std::vector<double> measure(Comm& comm, const timing& how, std::span<const std::
   const int iterations = std::max(1, how.iterations);
   // samples[v * reps + r]: this rank's time per call in sample r of variant v.
   std::vector<double> samples(variants.size() * reps);
+  // A new order every round, the same on every rank (a fixed seed): with a
+  // fixed rotation a variant always followed the same other one, and paid for
+  // its dirty cache lines (bench/cma-vs-copy measured identical code 1.27-1.43x
+  // apart that way). The scrub before each sample takes that write-back out
+  // of the timed region.
+  std::vector<std::size_t> order(variants.size());
+  for (std::size_t v = 0; v < order.size(); ++v) order[v] = v;
+  std::uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  auto next_random = [&seed] {  // splitmix64: the same sequence everywhere, unlike std's distributions
+    std::uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  std::vector<std::uint64_t> scrub(how.scrub_bytes / sizeof(std::uint64_t), 1);
+  volatile std::uint64_t scrub_sink = 0;
   for (std::size_t r = 0; r < reps; ++r) {
-    for (std::size_t k = 0; k < variants.size(); ++k) {
-      const std::size_t v = (k + r) % variants.size();
+    for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[next_random() % k]);
+    for (const std::size_t v : order) {
+      std::uint64_t sum = 0;
+      for (std::size_t i = 0; i < scrub.size(); i += 8) sum += scrub[i];  // one read per 64-byte line
+      scrub_sink = scrub_sink + sum;
       sync();
       const auto start = clock::now();
       for (int i = 0; i < iterations; ++i) variants[v]();

@@ -89,7 +89,10 @@ std::string loadavg();
                "                           neighbor_exchange or automatic (default automatic)\n"
                "  -n, --iters N            calls per timed sample (default 20)\n"
                "  -w, --warmup_iters N     untimed calls per variant and size (default 5)\n"
-               "  -r, --repetitions N      interleaved samples per variant; the median is reported (default 5)\n"
+               "  -r, --repetitions N      interleaved samples per variant, in a new order each round;\n"
+               "                           the median is reported (default 5)\n"
+               "  --scrub SIZE             bytes every rank reads before each sample, so no variant pays\n"
+               "                           for the previous one's dirty cache lines (default 64M; 0 = off)\n"
                "  -c, --check 0|1          verify every variant's result once per size (default 1)\n"
                "  --no-baselines           measure plait only (no native MPI, no memcpy)\n"
                "  --in-place               all_gather in place (plait::in_place, MPI_IN_PLACE) like nccl-tests'\n"
@@ -166,6 +169,8 @@ options parse(int argc, char** argv) {
         o.how.warmup = integer(i);
       else if (arg == "-r" || arg == "--repetitions")
         o.how.repetitions = integer(i);
+      else if (arg == "--scrub")
+        o.how.scrub_bytes = bench::parse_size(value(i));
       else if (arg == "-c" || arg == "--check")
         o.verify = integer(i) != 0;
       else if (arg == "--no-baselines")
@@ -395,6 +400,7 @@ bool report(const options& o, const std::vector<bench::row>& rows,
                              {"iterations", std::to_string(o.how.iterations)},
                              {"repetitions", std::to_string(o.how.repetitions)},
                              {"warmup", std::to_string(o.how.warmup)},
+                             {"scrub bytes", std::to_string(o.how.scrub_bytes)},
                              {"in place", o.in_place ? "all_gather in place" : "no"}});
   for (const auto& [key, value] : meta) std::cout << "# " << key << ": " << value << '\n';
   bench::print_table(std::cout, rows);
