@@ -164,3 +164,26 @@ function(plait_add_catch_test_from_file source)
   plait_read_markers("${source}" test plait-test)
   plait_add_catch_test(${name} SOURCES "${source}" LABELS ${test_LABELS} TIMEOUT "${test_TIMEOUT}" NEEDS ${test_NEEDS})
 endfunction()
+
+# Sets <out_var> to the flags mpiexec needs to start more ranks than cores:
+# Open MPI refuses without --oversubscribe, MPICH oversubscribes by default and
+# rejects the flag. Used by every test that starts mpiexec (tests/mpi, the
+# MPI examples, bench.smoke).
+function(plait_mpiexec_oversubscribe_flags out_var)
+  if(NOT PLAIT_MPIEXEC_CHECKED STREQUAL MPIEXEC_EXECUTABLE)
+    execute_process(COMMAND "${MPIEXEC_EXECUTABLE}" --version OUTPUT_VARIABLE version ERROR_VARIABLE version
+                    RESULT_VARIABLE rc)
+    if(version MATCHES "Open MPI|OpenRTE")
+      set(is_open_mpi ON)
+    else()
+      set(is_open_mpi OFF)
+    endif()
+    set(PLAIT_MPIEXEC_IS_OPEN_MPI ${is_open_mpi} CACHE INTERNAL "mpiexec is Open MPI's")
+    set(PLAIT_MPIEXEC_CHECKED "${MPIEXEC_EXECUTABLE}" CACHE INTERNAL "the mpiexec PLAIT_MPIEXEC_IS_OPEN_MPI is about")
+  endif()
+  if(PLAIT_MPIEXEC_IS_OPEN_MPI)
+    set(${out_var} --oversubscribe PARENT_SCOPE)
+  else()
+    set(${out_var} "" PARENT_SCOPE)
+  endif()
+endfunction()
