@@ -513,19 +513,24 @@ class communicator {
   }
 
   void check_usable(std::string_view operation) const {
+    if (!segment_ || poisoned_) [[unlikely]]
+      unusable(operation);
+  }
+  /// check_usable's throw; cold and out of line, like the other failure
+  /// paths (compile cost: message building stays out of isend/irecv).
+  [[noreturn, gnu::cold, gnu::noinline]] void unusable(std::string_view operation) const {
     if (!segment_)
       throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
-    if (poisoned_) {
-      throw error(poisoned_code_, "communicator is unusable after an earlier failure: " + poison_reason_,
-                  {rank_, operation});
-    }
+    plait::detail::fail(poisoned_code_, {"communicator is unusable after an earlier failure: ", poison_reason_},
+                        {rank_, operation});
   }
   void check_peer(int peer, std::string_view operation) const {
-    if (peer < 0 || peer >= size_) {
-      throw error(errc::invalid_argument,
-                  "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")",
-                  {rank_, operation, -1, peer});
-    }
+    if (peer < 0 || peer >= size_) [[unlikely]]
+      bad_peer(peer, operation);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_peer(int peer, std::string_view operation) const {
+    plait::detail::fail(errc::invalid_argument, {"peer ", peer, " is outside [0, ", size_, ")"},
+                        {rank_, operation, -1, peer});
   }
   void poison(const error& e) {
     poisoned_ = true;
@@ -674,24 +679,31 @@ class communicator {
 
   /// Throws unless `problem` is none: the slot `header` (a snapshot) is not what receive `m` expects.
   void check_header(int peer, const pending& m, const detail::slot_header& header, detail::slot_problem problem) const {
+    if (problem != detail::slot_problem::none) [[unlikely]]
+      header_failure(peer, m, header, problem);
+  }
+  /// check_header's throw. Cold and out of line (compile cost: message
+  /// building is not inlined into the receive path).
+  [[noreturn, gnu::cold, gnu::noinline]] void header_failure(int peer, const pending& m,
+                                                             const detail::slot_header& header,
+                                                             detail::slot_problem problem) const {
+    const error_context at{rank_, "irecv", -1, peer};
     switch (problem) {
-      case detail::slot_problem::none: return;
       case detail::slot_problem::tag_mismatch:
-        throw error(errc::transport,
-                    "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
-                        " was expected: the ranks called different operations or in a different order",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::transport,
+                            {"message with tag ", header.tag, " arrived where tag ", m.tag,
+                             " was expected: the ranks called different operations or in a different order"},
+                            at);
       case detail::slot_problem::size_mismatch:
-        throw error(errc::size_mismatch,
-                    "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
-                        std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
-                    {rank_, "irecv", -1, peer});
-      case detail::slot_problem::corrupt:
-        throw error(errc::transport,
-                    "corrupt message slot (offset " + std::to_string(header.offset) + ", " +
-                        std::to_string(header.chunk_bytes) + " bytes)",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::size_mismatch,
+                            {"peer sent ", header.message_bytes, " bytes where this rank expects ", m.bytes,
+                             " (do the ranks agree on the sizes?)"},
+                            at);
+      case detail::slot_problem::none:
+      case detail::slot_problem::corrupt: break;
     }
+    plait::detail::fail(errc::transport,
+                        {"corrupt message slot (offset ", header.offset, ", ", header.chunk_bytes, " bytes)"}, at);
   }
 
   /// Publishes send `m` as a reference in the next slot to `peer` (which is free).
@@ -822,10 +834,12 @@ class communicator {
   /// Throws peer_lost when any rank of the group has failed.
   void check_group(int peer) const {
     const int failed = segment_->failed_rank();
-    if (failed >= 0) {
-      throw error(errc::peer_lost, "rank " + std::to_string(failed) + " of the group failed",
-                  {rank_, {}, -1, peer >= 0 ? peer : failed});
-    }
+    if (failed >= 0) [[unlikely]]
+      group_failed(peer, failed);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void group_failed(int peer, int failed) const {
+    plait::detail::fail(errc::peer_lost, {"rank ", failed, " of the group failed"},
+                        {rank_, {}, -1, peer >= 0 ? peer : failed});
   }
   [[nodiscard]] static bool process_gone(std::int32_t pid) noexcept {
     return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
@@ -839,26 +853,25 @@ class communicator {
     }
     return true;
   }
-  [[nodiscard]] error lost_process(std::span<request> requests) const {
+  [[nodiscard, gnu::cold, gnu::noinline]] error lost_process(std::span<request> requests) const {
     for (const request& r : requests) {
       const std::int32_t pid = detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed);
       if (!complete(r) && process_gone(pid)) {
         return error(errc::peer_lost,
-                     "process of rank " + std::to_string(r.peer) + " (pid " + std::to_string(pid) + ") ended first",
+                     plait::detail::concat({"process of rank ", r.peer, " (pid ", pid, ") ended first"}),
                      {rank_, {}, -1, r.peer});
       }
     }
     return error(errc::peer_lost, "a peer process ended first", {rank_});
   }
-  [[nodiscard]] error timed_out(std::span<request> requests) const {
+  [[nodiscard, gnu::cold, gnu::noinline]] error timed_out(std::span<request> requests) const {
     for (const request& r : requests) {
       if (complete(r)) continue;
       const auto& p = peers_[static_cast<std::size_t>(r.peer)];
       const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
       return error(errc::timeout,
-                   std::string("timed out after ") + detail::seconds_text(timeout_) + " waiting to " +
-                       (r.is_send ? "send " : "receive ") + std::to_string(m.bytes) + " bytes (" +
-                       std::to_string(m.done) + " done)",
+                   plait::detail::concat({"timed out after ", detail::seconds_text(timeout_), " waiting to ",
+                                          r.is_send ? "send " : "receive ", m.bytes, " bytes (", m.done, " done)"}),
                    {rank_, {}, -1, r.peer});
     }
     return error(errc::timeout, "timed out", {rank_});
