@@ -573,10 +573,9 @@ class communicator {
     while (!p.sends.empty()) {
       const std::uint64_t tail = detail::atomic(channel.tail).load(std::memory_order_acquire);
       if (detail::pending_slots(p.head, tail, slots) < 0) {
-        throw error(errc::transport,
-                    "corrupt channel: peer reports " + std::to_string(tail) + " slots consumed of " +
-                        std::to_string(p.head) + " written",
-                    {rank_, "isend", -1, peer});
+        plait::detail::fail(errc::transport,
+                            {"corrupt channel: peer reports ", tail, " slots consumed of ", p.head, " written"},
+                            {rank_, "isend", -1, peer});
       }
       pending& m = p.sends.front();
       if (m.by_reference) {
@@ -593,10 +592,10 @@ class communicator {
           continue;
         }
         if (state != detail::reference_state::refused) {
-          throw error(errc::transport,
-                      "corrupt channel: peer released a single-copy slot in state " +
-                          std::to_string(static_cast<std::uint32_t>(state)),
-                      {rank_, "isend", -1, peer});
+          plait::detail::fail(
+              errc::transport,
+              {"corrupt channel: peer released a single-copy slot in state ", static_cast<std::uint32_t>(state)},
+              {rank_, "isend", -1, peer});
         }
         p.single_copy_refused = true;  // send this message (and later ones) in chunks
         continue;
@@ -634,10 +633,9 @@ class communicator {
     while (!p.recvs.empty()) {
       const std::uint64_t head = detail::atomic(channel.head).load(std::memory_order_acquire);
       if (detail::pending_slots(head, p.tail, slots) < 0) {
-        throw error(errc::transport,
-                    "corrupt channel: peer reports " + std::to_string(head) + " slots written, " +
-                        std::to_string(p.tail) + " consumed",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::transport,
+                            {"corrupt channel: peer reports ", head, " slots written, ", p.tail, " consumed"},
+                            {rank_, "irecv", -1, peer});
       }
       if (head == p.tail) break;  // nothing new yet
       pending& m = p.recvs.front();
@@ -657,8 +655,8 @@ class communicator {
         continue;
       }
       if (header.kind != static_cast<std::uint32_t>(detail::slot_kind::chunk)) {
-        throw error(errc::transport, "corrupt message slot (kind " + std::to_string(header.kind) + ")",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::transport, {"corrupt message slot (kind ", header.kind, ")"},
+                            {rank_, "irecv", -1, peer});
       }
       check_header(peer, m, header,
                    detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
@@ -744,22 +742,23 @@ class communicator {
     auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
     if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
                                        std::memory_order_acq_rel)) {
-      throw error(expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn) ? errc::peer_lost
-                                                                                             : errc::transport,
-                  expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)
-                      ? "the sender withdrew its message (it failed before this rank could copy it)"
-                      : "corrupt single-copy slot (state " + std::to_string(expected) + ")",
-                  {rank_, "irecv", -1, peer});
+      if (expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)) {
+        plait::detail::fail(errc::peer_lost,
+                            {"the sender withdrew its message (it failed before this rank could copy it)"},
+                            {rank_, "irecv", -1, peer});
+      }
+      plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"},
+                          {rank_, "irecv", -1, peer});
     }
     if (window_id != 0) {
       if (const auto w = find_window(window_id)) {
         const detail::window::part& part = w->of(peer);
         if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
           finish(detail::reference_state::refused);
-          throw error(errc::transport,
-                      "corrupt single-copy slot (" + std::to_string(m.bytes) + " bytes at offset " +
-                          std::to_string(offset) + " of a " + std::to_string(part.bytes) + "-byte shared buffer)",
-                      {rank_, "irecv", -1, peer});
+          plait::detail::fail(errc::transport,
+                              {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", part.bytes,
+                               "-byte shared buffer)"},
+                              {rank_, "irecv", -1, peer});
         }
         std::memcpy(m.in, part.base + offset, m.bytes);
         bytes_read_in_place_ += m.bytes;
@@ -779,8 +778,7 @@ class communicator {
     // so a corrupt descriptor fails here instead of reading our own memory.
     if (pid <= 0) {
       finish(detail::reference_state::refused);
-      throw error(errc::transport, "corrupt single-copy slot (pid " + std::to_string(pid) + ")",
-                  {rank_, "irecv", -1, peer});
+      plait::detail::fail(errc::transport, {"corrupt single-copy slot (pid ", pid, ")"}, {rank_, "irecv", -1, peer});
     }
     std::size_t copied = 0;
     while (copied < m.bytes) {
@@ -798,9 +796,9 @@ class communicator {
         return false;
       }
       finish(detail::reference_state::refused);
-      throw error(reason == ESRCH ? errc::peer_lost : errc::transport,
-                  "cannot read the sender's buffer (process_vm_readv: " + std::string(std::strerror(reason)) + ")",
-                  {rank_, "irecv", -1, peer});
+      plait::detail::fail(reason == ESRCH ? errc::peer_lost : errc::transport,
+                          {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
+                          {rank_, "irecv", -1, peer});
     }
     finish(detail::reference_state::done);
     return true;
