@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -117,23 +116,45 @@ void log_choice(int rank, int size, std::size_t block_bytes, const choice& picke
   write_choice(rank, Op::name, size, block_bytes, picked, candidates, m);
 }
 
+/// Automatic choices already made: a list that only grows, one node per
+/// distinct (P, bytes per block) a process uses (a few, even in a sweep). A
+/// list rather than std::map: the map's tree code costs every file that runs
+/// an automatic collective about 1.4e9 compiler instructions more (compile
+/// cost, docs/performance.md). Nodes live until the process ends.
+struct remembered_choice {
+  int size;
+  std::size_t block_bytes;
+  choice picked;
+  const remembered_choice* next;
+};
+
+/// The choice remembered for (size, block_bytes) in `list`, or null. The caller holds the lock.
+inline const remembered_choice* find_choice(const remembered_choice* list, int size, std::size_t block_bytes) {
+  for (; list != nullptr; list = list->next) {
+    if (list->size == size && list->block_bytes == block_bytes) return list;
+  }
+  return nullptr;
+}
+
 /// The automatic policy A's choice, computed once per (P, bytes) and process:
 /// the choice is a pure function of them, so every rank makes the same one.
 template <class A, class Op, class Transport>
 choice automatic_choice(int rank, int size, std::size_t block_bytes) {
   static std::mutex guard;
-  static std::map<std::pair<int, std::size_t>, choice> known;
-  const auto key = std::pair{size, block_bytes};
+  static const remembered_choice* known = nullptr;
   {
     const std::scoped_lock lock(guard);
-    if (auto it = known.find(key); it != known.end()) return it->second;
+    if (const remembered_choice* found = find_choice(known, size, block_bytes)) return found->picked;
   }
   constexpr cost_model m = model_of<A, Transport>();
   const choice picked = explain<Op, A>(size, block_bytes, m);
   bool first = false;
   {
     const std::scoped_lock lock(guard);
-    first = known.emplace(key, picked).second;
+    if (find_choice(known, size, block_bytes) == nullptr) {
+      known = new remembered_choice{size, block_bytes, picked, known};
+      first = true;
+    }
   }
   if (first) log_choice<Op>(rank, size, block_bytes, picked, m);
   return picked;

@@ -8,7 +8,8 @@
 #include <cstddef>
 #include <cstring>
 #include <span>
-#include <vector>
+
+#include "plait/core/scratch.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -132,7 +133,7 @@ inline void copy(const region& src, const region& dst) {
   if (dst.is_contiguous()) return pack(src, dst.data);
   // Both strided (rare: a strided all-to-all block onto itself): go through a
   // temporary rather than matching two run shapes.
-  std::vector<std::byte> bounce(src.bytes());
+  detail::byte_buffer bounce(src.bytes());
   pack(src, bounce.data());
   unpack(bounce.data(), dst);
 }

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
@@ -70,9 +69,7 @@ gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& se
   if (overlap(own, all)) {
     at.fail(errc::invalid_argument, {"send and recv overlap; for an in-place all-gather pass plait::in_place"});
   }
-  std::vector<std::size_t> offsets(static_cast<std::size_t>(at.size) + 1);
-  for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * own.size();
-  return gather_plan(own, all, std::move(offsets), at.rank, false);
+  return gather_plan(own, all, own.size(), at.rank, false);
 }
 
 template <recv_range Recv>
@@ -84,9 +81,7 @@ gather_plan make_plan(contiguous, op::all_gather, const call_site& at, in_place_
   }
   auto all = mutable_bytes(recv);
   const std::size_t shard = all.size() / static_cast<std::size_t>(at.size);
-  std::vector<std::size_t> offsets(static_cast<std::size_t>(at.size) + 1);
-  for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * shard;
-  return gather_plan({}, all, std::move(offsets), at.rank, true);
+  return gather_plan({}, all, shard, at.rank, true);
 }
 
 template <send_range Send, recv_range Recv>

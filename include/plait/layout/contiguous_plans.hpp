@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstring>
 #include <span>
-#include <vector>
 
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
@@ -27,20 +26,18 @@ struct host_copy {
   }
 };
 
-/// all-gather: block j occupies recv[offsets[j], offsets[j+1]).
+/// all-gather of equal shards: block j occupies recv[j * shard, (j + 1) * shard).
+/// (Uneven blocks go through region plans: tensor_gather_plan.)
 class gather_plan {
  public:
   /// `own` is this rank's shard, or an empty span with in_place.
-  gather_plan(std::span<const std::byte> own, std::span<std::byte> recv, std::vector<std::size_t> offsets, int rank,
-              bool in_place)
-      : own_(own), recv_(recv), offsets_(std::move(offsets)), rank_(rank), in_place_(in_place) {}
+  gather_plan(std::span<const std::byte> own, std::span<std::byte> recv, std::size_t shard, int rank, bool in_place)
+      : own_(own), recv_(recv), shard_(shard), rank_(rank), in_place_(in_place) {}
 
-  [[nodiscard]] std::size_t block_bytes(int block) const {
-    return offsets_[static_cast<std::size_t>(block) + 1] - offsets_[static_cast<std::size_t>(block)];
-  }
+  [[nodiscard]] std::size_t block_bytes(int /*block*/) const { return shard_; }
   [[nodiscard]] bool has_location(int /*block*/) const { return true; }
   [[nodiscard]] region location(int block) const {
-    return region::contiguous(recv_.data() + offsets_[static_cast<std::size_t>(block)], block_bytes(block));
+    return region::contiguous(recv_.data() + static_cast<std::size_t>(block) * shard_, shard_);
   }
   /// Local copies before the schedule, done by `copy(src, dst)` on regions.
   template <class Copy>
@@ -61,7 +58,7 @@ class gather_plan {
  private:
   std::span<const std::byte> own_;
   std::span<std::byte> recv_;
-  std::vector<std::size_t> offsets_;
+  std::size_t shard_;
   int rank_;
   bool in_place_;
 };

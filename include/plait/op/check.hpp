@@ -15,11 +15,11 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "plait/algorithm/ring.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/layout/contiguous_plans.hpp"
 #include "plait/op/executor.hpp"
 
@@ -65,7 +65,7 @@ struct call_signature {
     for (char c : shape) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
     return h;
   }
-  [[nodiscard]] std::string text() const {
+  [[nodiscard, gnu::cold, gnu::noinline]] std::string text() const {
     return std::string(operation.data(), strnlen(operation.data(), operation.size())) + " with " +
            std::string(shape.data(), strnlen(shape.data(), shape.size()));
   }
@@ -73,6 +73,19 @@ struct call_signature {
     return operation == other.operation && shape == other.shape;
   }
 };
+
+/// "blocks of 4 4 4 ... bytes" from the first `shown` of `blocks` block sizes.
+/// Not a template and cold: check mode is off by default, and its text
+/// building compiles once per program instead of once per plan type.
+[[gnu::cold, gnu::noinline]] inline std::string describe_blocks(std::span<const std::size_t> sizes, int blocks) {
+  std::string text = "blocks of";
+  for (std::size_t bytes : sizes) {
+    text += ' ';  // two appends: g++ 12 -O2 flags `" " + std::to_string(..)` with a false -Wrestrict
+    text += std::to_string(bytes);
+  }
+  if (blocks > static_cast<int>(sizes.size())) text += " ...";
+  return text + " bytes";
+}
 
 /// The plan's own description of its shape if it has one, else its block sizes.
 template <class Plan>
@@ -82,55 +95,53 @@ std::string describe_shape(const Plan& plan, int blocks) {
                 }) {
     return plan.describe();
   } else {
-    std::string text = "blocks of";
-    const int shown = std::min(blocks, 8);
-    for (int b = 0; b < shown; ++b) {
-      text += ' ';  // two appends: g++ 12 -O2 flags `" " + std::to_string(..)` with a false -Wrestrict
-      text += std::to_string(plan.block_bytes(b));
+    std::array<std::size_t, 8> sizes{};
+    const int shown = std::min(blocks, static_cast<int>(sizes.size()));
+    for (int b = 0; b < shown; ++b) sizes[static_cast<std::size_t>(b)] = plan.block_bytes(b);
+    return describe_blocks(std::span(sizes.data(), static_cast<std::size_t>(shown)), blocks);
+  }
+}
+
+/// Throws on this rank if the exchanged signatures `all` are corrupt or
+/// disagree. Not a template, cold: the same code for every call.
+[[gnu::cold, gnu::noinline]] inline void compare_signatures(std::span<const call_signature> all, int rank,
+                                                            std::string_view operation) {
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].checksum != all[r].digest()) {
+      fail(errc::transport, {"rank ", r, " sent a corrupt call signature"}, {rank, operation, -1, static_cast<int>(r)});
     }
-    if (blocks > shown) text += " ...";
-    return text + " bytes";
+  }
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (!all[r].same_call(all[0])) {
+      fail(errc::size_mismatch,
+           {"ranks disagree on the call: rank 0 calls ", all[0].text(), ", but rank ", r, " calls ", all[r].text()},
+           {rank, operation, -1, static_cast<int>(r)});
+    }
   }
 }
 
 /// Exchanges signatures over `comm` and throws errc::size_mismatch on every
-/// rank if any two disagree.
+/// rank if any two disagree. Cold and out of line: check mode is off by
+/// default, so -O2 need not inline the exchange into every collective.
 template <class Comm, class Plan, class Op>
-void check_call(Comm& comm, const Plan& plan, Op, std::string_view operation) {
+[[gnu::cold, gnu::noinline]] void check_call(Comm& comm, const Plan& plan, Op, std::string_view operation) {
   const int size = comm.size();
   const call_signature mine = call_signature::make(operation, describe_shape(plan, Op::blocks(size)));
-  std::vector<call_signature> all(static_cast<std::size_t>(size));
+  fixed_array<call_signature> all(static_cast<std::size_t>(size));
   const auto own = std::as_bytes(std::span(&mine, 1));
-  const auto everyone = std::as_writable_bytes(std::span(all));
+  const auto everyone = std::as_writable_bytes(std::span(all.data(), all.size()));
   if constexpr (requires { comm.exchange_control(own, everyone); }) {
     // A transport whose buffers are not host memory (NVLink) exchanges host records its own way.
     comm.exchange_control(own, everyone);
   } else {
-    std::vector<std::size_t> offsets(static_cast<std::size_t>(size) + 1);
-    for (std::size_t j = 0; j < offsets.size(); ++j) offsets[j] = j * sizeof(call_signature);
-    const gather_plan signatures(own, everyone, std::move(offsets), comm.rank(), false);
+    const gather_plan signatures(own, everyone, sizeof(call_signature), comm.rank(), false);
     const std::uint64_t payload_before = comm.bytes_sent();
     execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, "check", comm.next_tag());
     if constexpr (requires { comm.discount_control_bytes(std::uint64_t{}); }) {
       comm.discount_control_bytes(comm.bytes_sent() - payload_before);  // control traffic, not payload
     }
   }
-  for (int r = 0; r < size; ++r) {
-    const call_signature& theirs = all[static_cast<std::size_t>(r)];
-    if (theirs.checksum != theirs.digest()) {
-      throw error(errc::transport, "rank " + std::to_string(r) + " sent a corrupt call signature",
-                  {comm.rank(), operation, -1, r});
-    }
-  }
-  for (int r = 1; r < size; ++r) {
-    const call_signature& theirs = all[static_cast<std::size_t>(r)];
-    if (!theirs.same_call(all[0])) {
-      throw error(errc::size_mismatch,
-                  "ranks disagree on the call: rank 0 calls " + all[0].text() + ", but rank " + std::to_string(r) +
-                      " calls " + theirs.text(),
-                  {comm.rank(), operation, -1, r});
-    }
-  }
+  compare_signatures(std::span(all.data(), all.size()), comm.rank(), operation);
 }
 
 }  // namespace detail

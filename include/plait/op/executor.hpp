@@ -16,18 +16,19 @@
 //   buffer allocate(bytes)                      owning, with data() and size()
 //   pack(region, dst) / unpack(src, region) / copy(region, region)
 // and the executor does all its allocation, packing and local copies through
-// it. Host transports get detail::host_engine (std::vector and plait::pack).
+// it. Host transports get detail::host_engine (detail::byte_buffer and plait::pack).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
-#include <vector>
 
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/core/transport.hpp"
 
 namespace plait {
@@ -43,9 +44,10 @@ concept block_plan = requires(const P& plan, int block) {
 
 namespace detail {
 
-/// Allocation, packing and local copies in host memory.
+/// Allocation, packing and local copies in host memory (buffers uninitialised:
+/// the executor writes every byte before it reads it).
 struct host_engine {
-  using buffer = std::vector<std::byte>;
+  using buffer = byte_buffer;
   buffer allocate(std::size_t bytes) { return buffer(bytes); }
   void pack(const region& src, std::byte* dst) { plait::pack(src, dst); }
   void unpack(const std::byte* src, const region& dst) { plait::unpack(src, dst); }
@@ -67,26 +69,34 @@ auto& engine_for(Comm& comm, host_engine& host) {
   }
 }
 
-/// Blocks this rank forwards but neither starts nor ends with.
+/// Blocks this rank forwards but neither starts nor ends with, by block
+/// number (an array: block numbers are small and dense, and a hash map costs
+/// every translation unit its instantiation).
 template <class Engine>
 class transit_store {
  public:
   explicit transit_store(Engine& engine) : engine_(&engine) {}
   region at(int block, std::size_t bytes) {
-    auto& storage = blocks_[block];
+    const auto index = static_cast<std::size_t>(block);
+    if (blocks_.size() <= index) {  // grows to the highest block number seen
+      fixed_array<typename Engine::buffer> grown(std::max(index + 1, 2 * blocks_.size()));
+      for (std::size_t i = 0; i < blocks_.size(); ++i) grown[i] = std::move(blocks_[i]);
+      blocks_ = std::move(grown);
+    }
+    auto& storage = blocks_[index];
     if (storage.size() < bytes) storage = engine_->allocate(bytes);  // a block keeps its bytes between steps
     return region::contiguous(storage.data(), bytes);
   }
 
  private:
   Engine* engine_;
-  std::unordered_map<int, typename Engine::buffer> blocks_;
+  fixed_array<typename Engine::buffer> blocks_;
 };
 
 /// The bytes of one message when its blocks are contiguous and adjacent in
 /// order, so it can go straight from or into user memory; else an empty span
 /// with data() == nullptr.
-inline std::span<std::byte> direct_span(const std::vector<region>& blocks) {
+inline std::span<std::byte> direct_span(std::span<const region> blocks) {
   if (blocks.empty()) return {};
   std::byte* start = blocks.front().data;
   std::byte* next = start;
@@ -96,6 +106,34 @@ inline std::span<std::byte> direct_span(const std::vector<region>& blocks) {
   }
   if (start == nullptr && next != nullptr) return {};
   return {start, static_cast<std::size_t>(next - start)};
+}
+
+/// One message of a step with its blocks located: blocks [first, first +
+/// count) of the step's region list. The same type for every transport and
+/// plan.
+struct located_message {
+  int peer = -1;
+  std::size_t first = 0;
+  std::size_t count = 0;
+  std::size_t bytes = 0;
+  std::span<std::byte> direct;  // where it goes straight from or into user memory, else data() == nullptr
+  std::size_t staging_offset = 0;
+
+  [[nodiscard]] bool staged() const { return direct.data() == nullptr && bytes != 0; }
+};
+
+/// Sets `m`'s bytes and either its direct span or its place in staging
+/// (advancing `staged`), from its located blocks. Not a template.
+inline void place_message(located_message& m, std::span<const region> regions, std::size_t& staged) {
+  const auto blocks = regions.subspan(m.first, m.count);
+  m.bytes = 0;
+  for (const region& r : blocks) m.bytes += r.bytes();
+  m.direct = direct_span(blocks);
+  if (m.direct.size() != m.bytes || (m.direct.data() == nullptr && m.bytes != 0)) {
+    m.direct = {};
+    m.staging_offset = staged;
+    staged += m.bytes;
+  }
 }
 
 }  // namespace detail
@@ -118,92 +156,93 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
     plan.prepare();
   }
   detail::transit_store<engine_type> transit(engine);
-  auto locate = [&](int block) -> region {
-    return plan.has_location(block) ? plan.location(block) : transit.at(block, plan.block_bytes(block));
-  };
 
-  struct message {
-    const transfer* what;
-    std::vector<region> blocks;
-    std::size_t bytes = 0;
-    std::span<std::byte> direct;
-    std::size_t staging_offset = 0;
-  };
-  std::vector<message> sends;
-  std::vector<message> recvs;
+  // Per step: every message's blocks, located, in one list; the messages
+  // (receives first, then sends) point into it. Sized for the largest step.
+  std::size_t most_messages = 0;
+  std::size_t most_blocks = 0;
+  for (const step& s : steps.steps) {
+    std::size_t blocks = 0;
+    for (const transfer& t : s.recvs) blocks += t.blocks.size();
+    for (const transfer& t : s.sends) blocks += t.blocks.size();
+    most_messages = std::max(most_messages, s.recvs.size() + s.sends.size());
+    most_blocks = std::max(most_blocks, blocks);
+  }
+  detail::fixed_array<region> regions(most_blocks);
+  detail::fixed_array<detail::located_message> messages(most_messages);
+  detail::fixed_array<typename Comm::request> requests(most_messages);
+  std::size_t located_blocks = 0;
+  std::size_t located_messages = 0;
   typename engine_type::buffer staging;
-  std::vector<typename Comm::request> requests;
 
-  auto describe = [&](const std::vector<transfer>& transfers, std::vector<message>& out, std::size_t& staged,
-                      bool sending) {
-    out.clear();
-    for (const transfer& t : transfers) {
-      message m{&t, {}, 0, {}, 0};
-      m.blocks.reserve(t.blocks.size());
-      for (int block : t.blocks) {
-        // Host memory only. A device transport reads registered buffers in
-        // place, and a caller who registered only the receive buffer (where
-        // every block ends up) must still get that for its own shard.
-        if constexpr (!detail::has_copy_engine<Comm> && requires { plan.send_location(block); }) {
-          if (sending && t.blocks.size() == 1) {
-            m.blocks.push_back(plan.send_location(block));
-            m.bytes += m.blocks.back().bytes();
-            continue;
-          }
+  auto locate = [&](const transfer& t, bool sending) {
+    detail::located_message& m = messages[located_messages++];
+    m = {};
+    m.peer = t.peer;
+    m.first = located_blocks;
+    m.count = t.blocks.size();
+    for (int block : t.blocks) {
+      // Host memory only. A device transport reads registered buffers in
+      // place, and a caller who registered only the receive buffer (where
+      // every block ends up) must still get that for its own shard.
+      if constexpr (!detail::has_copy_engine<Comm> && requires { plan.send_location(block); }) {
+        if (sending && t.blocks.size() == 1) {
+          regions[located_blocks++] = plan.send_location(block);
+          continue;
         }
-        m.blocks.push_back(locate(block));
-        m.bytes += m.blocks.back().bytes();
       }
-      m.direct = detail::direct_span(m.blocks);
-      if (m.direct.size() != m.bytes || (m.direct.data() == nullptr && m.bytes != 0)) {
-        m.direct = {};
-        m.staging_offset = staged;
-        staged += m.bytes;
-      }
-      out.push_back(std::move(m));
+      regions[located_blocks++] =
+          plan.has_location(block) ? plan.location(block) : transit.at(block, plan.block_bytes(block));
     }
   };
-  auto is_staged = [](const message& m) { return m.direct.data() == nullptr && m.bytes != 0; };
 
   for (std::size_t index = 0; index < steps.steps.size(); ++index) {
     const step& current = steps.steps[index];
     const int step_number = static_cast<int>(index);
+    located_blocks = 0;
+    located_messages = 0;
+    for (const transfer& t : current.recvs) locate(t, false);
+    for (const transfer& t : current.sends) locate(t, true);
+    const std::size_t receives = current.recvs.size();
     std::size_t staged = 0;
-    describe(current.recvs, recvs, staged, false);
-    describe(current.sends, sends, staged, true);
+    for (std::size_t i = 0; i < located_messages; ++i) {
+      detail::place_message(messages[i], std::span<const region>(regions.data(), located_blocks), staged);
+    }
     if (staging.size() < staged) staging = engine.allocate(staged);  // contents need not survive a step
 
-    requests.clear();
-    requests.reserve(recvs.size() + sends.size());  // one allocation, not one per doubling
     try {
-      for (message& m : recvs) {
-        std::span<std::byte> into =
-            is_staged(m) ? std::span<std::byte>(staging.data() + m.staging_offset, m.bytes) : m.direct;
-        requests.push_back(comm.irecv(m.what->peer, into, tag));
-      }
-      for (message& m : sends) {
+      for (std::size_t i = 0; i < located_messages; ++i) {
+        const detail::located_message& m = messages[i];
+        if (i < receives) {
+          std::span<std::byte> into =
+              m.staged() ? std::span<std::byte>(staging.data() + m.staging_offset, m.bytes) : m.direct;
+          requests[i] = comm.irecv(m.peer, into, tag);
+          continue;
+        }
         std::span<const std::byte> from = m.direct;
-        if (is_staged(m)) {
+        if (m.staged()) {
           std::byte* out = staging.data() + m.staging_offset;
-          for (const region& r : m.blocks) {
-            engine.pack(r, out);
-            out += r.bytes();
+          for (std::size_t b = m.first; b < m.first + m.count; ++b) {
+            engine.pack(regions[b], out);
+            out += regions[b].bytes();
           }
           from = {staging.data() + m.staging_offset, m.bytes};
         }
-        requests.push_back(comm.isend(m.what->peer, from, tag));
+        requests[i] = comm.isend(m.peer, from, tag);
       }
-      comm.wait_all(std::span(requests), clock::now() + comm.timeout());
+      comm.wait_all(std::span(requests.data(), located_messages), clock::now() + comm.timeout());
+      for (std::size_t i = 0; i < located_messages; ++i) requests[i] = {};  // complete: released now, as before
     } catch (const error& e) {
       throw e.within({comm.rank(), operation, step_number, -1});
     }
 
-    for (const message& m : recvs) {
-      if (!is_staged(m)) continue;
+    for (std::size_t i = 0; i < receives; ++i) {
+      const detail::located_message& m = messages[i];
+      if (!m.staged()) continue;
       const std::byte* in = staging.data() + m.staging_offset;
-      for (const region& r : m.blocks) {
-        engine.unpack(in, r);
-        in += r.bytes();
+      for (std::size_t b = m.first; b < m.first + m.count; ++b) {
+        engine.unpack(in, regions[b]);
+        in += regions[b].bytes();
       }
     }
   }

@@ -526,19 +526,24 @@ class communicator {
   }
 
   void check_usable(std::string_view operation) const {
+    if (!segment_ || poisoned_) [[unlikely]]
+      unusable(operation);
+  }
+  /// check_usable's throw; cold and out of line, like the other failure
+  /// paths (compile cost: message building stays out of isend/irecv).
+  [[noreturn, gnu::cold, gnu::noinline]] void unusable(std::string_view operation) const {
     if (!segment_)
       throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
-    if (poisoned_) {
-      throw error(poisoned_code_, "communicator is unusable after an earlier failure: " + poison_reason_,
-                  {rank_, operation});
-    }
+    plait::detail::fail(poisoned_code_, {"communicator is unusable after an earlier failure: ", poison_reason_},
+                        {rank_, operation});
   }
   void check_peer(int peer, std::string_view operation) const {
-    if (peer < 0 || peer >= size_) {
-      throw error(errc::invalid_argument,
-                  "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")",
-                  {rank_, operation, -1, peer});
-    }
+    if (peer < 0 || peer >= size_) [[unlikely]]
+      bad_peer(peer, operation);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_peer(int peer, std::string_view operation) const {
+    plait::detail::fail(errc::invalid_argument, {"peer ", peer, " is outside [0, ", size_, ")"},
+                        {rank_, operation, -1, peer});
   }
   void poison(const error& e) {
     poisoned_ = true;
@@ -581,10 +586,9 @@ class communicator {
     while (!p.sends.empty()) {
       const std::uint64_t tail = detail::atomic(channel.tail).load(std::memory_order_acquire);
       if (detail::pending_slots(p.head, tail, slots) < 0) {
-        throw error(errc::transport,
-                    "corrupt channel: peer reports " + std::to_string(tail) + " slots consumed of " +
-                        std::to_string(p.head) + " written",
-                    {rank_, "isend", -1, peer});
+        plait::detail::fail(errc::transport,
+                            {"corrupt channel: peer reports ", tail, " slots consumed of ", p.head, " written"},
+                            {rank_, "isend", -1, peer});
       }
       pending& m = p.sends.front();
       if (m.by_reference) {
@@ -601,10 +605,10 @@ class communicator {
           continue;
         }
         if (state != detail::reference_state::refused) {
-          throw error(errc::transport,
-                      "corrupt channel: peer released a single-copy slot in state " +
-                          std::to_string(static_cast<std::uint32_t>(state)),
-                      {rank_, "isend", -1, peer});
+          plait::detail::fail(
+              errc::transport,
+              {"corrupt channel: peer released a single-copy slot in state ", static_cast<std::uint32_t>(state)},
+              {rank_, "isend", -1, peer});
         }
         p.single_copy_refused = true;  // send this message (and later ones) in chunks
         continue;
@@ -642,10 +646,9 @@ class communicator {
     while (!p.recvs.empty()) {
       const std::uint64_t head = detail::atomic(channel.head).load(std::memory_order_acquire);
       if (detail::pending_slots(head, p.tail, slots) < 0) {
-        throw error(errc::transport,
-                    "corrupt channel: peer reports " + std::to_string(head) + " slots written, " +
-                        std::to_string(p.tail) + " consumed",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::transport,
+                            {"corrupt channel: peer reports ", head, " slots written, ", p.tail, " consumed"},
+                            {rank_, "irecv", -1, peer});
       }
       if (head == p.tail) break;  // nothing new yet
       pending& m = p.recvs.front();
@@ -665,8 +668,8 @@ class communicator {
         continue;
       }
       if (header.kind != static_cast<std::uint32_t>(detail::slot_kind::chunk)) {
-        throw error(errc::transport, "corrupt message slot (kind " + std::to_string(header.kind) + ")",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::transport, {"corrupt message slot (kind ", header.kind, ")"},
+                            {rank_, "irecv", -1, peer});
       }
       check_header(peer, m, header,
                    detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
@@ -694,24 +697,31 @@ class communicator {
 
   /// Throws unless `problem` is none: the slot `header` (a snapshot) is not what receive `m` expects.
   void check_header(int peer, const pending& m, const detail::slot_header& header, detail::slot_problem problem) const {
+    if (problem != detail::slot_problem::none) [[unlikely]]
+      header_failure(peer, m, header, problem);
+  }
+  /// check_header's throw. Cold and out of line (compile cost: message
+  /// building is not inlined into the receive path).
+  [[noreturn, gnu::cold, gnu::noinline]] void header_failure(int peer, const pending& m,
+                                                             const detail::slot_header& header,
+                                                             detail::slot_problem problem) const {
+    const error_context at{rank_, "irecv", -1, peer};
     switch (problem) {
-      case detail::slot_problem::none: return;
       case detail::slot_problem::tag_mismatch:
-        throw error(errc::transport,
-                    "message with tag " + std::to_string(header.tag) + " arrived where tag " + std::to_string(m.tag) +
-                        " was expected: the ranks called different operations or in a different order",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::transport,
+                            {"message with tag ", header.tag, " arrived where tag ", m.tag,
+                             " was expected: the ranks called different operations or in a different order"},
+                            at);
       case detail::slot_problem::size_mismatch:
-        throw error(errc::size_mismatch,
-                    "peer sent " + std::to_string(header.message_bytes) + " bytes where this rank expects " +
-                        std::to_string(m.bytes) + " (do the ranks agree on the sizes?)",
-                    {rank_, "irecv", -1, peer});
-      case detail::slot_problem::corrupt:
-        throw error(errc::transport,
-                    "corrupt message slot (offset " + std::to_string(header.offset) + ", " +
-                        std::to_string(header.chunk_bytes) + " bytes)",
-                    {rank_, "irecv", -1, peer});
+        plait::detail::fail(errc::size_mismatch,
+                            {"peer sent ", header.message_bytes, " bytes where this rank expects ", m.bytes,
+                             " (do the ranks agree on the sizes?)"},
+                            at);
+      case detail::slot_problem::none:
+      case detail::slot_problem::corrupt: break;
     }
+    plait::detail::fail(errc::transport,
+                        {"corrupt message slot (offset ", header.offset, ", ", header.chunk_bytes, " bytes)"}, at);
   }
 
   /// Publishes send `m` as a reference in the next slot to `peer` (which is free).
@@ -752,22 +762,23 @@ class communicator {
     auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
     if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
                                        std::memory_order_acq_rel)) {
-      throw error(expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn) ? errc::peer_lost
-                                                                                             : errc::transport,
-                  expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)
-                      ? "the sender withdrew its message (it failed before this rank could copy it)"
-                      : "corrupt single-copy slot (state " + std::to_string(expected) + ")",
-                  {rank_, "irecv", -1, peer});
+      if (expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)) {
+        plait::detail::fail(errc::peer_lost,
+                            {"the sender withdrew its message (it failed before this rank could copy it)"},
+                            {rank_, "irecv", -1, peer});
+      }
+      plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"},
+                          {rank_, "irecv", -1, peer});
     }
     if (window_id != 0) {
       if (const auto w = find_window(window_id)) {
         const detail::window::part& part = w->of(peer);
         if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
           finish(detail::reference_state::refused);
-          throw error(errc::transport,
-                      "corrupt single-copy slot (" + std::to_string(m.bytes) + " bytes at offset " +
-                          std::to_string(offset) + " of a " + std::to_string(part.bytes) + "-byte shared buffer)",
-                      {rank_, "irecv", -1, peer});
+          plait::detail::fail(errc::transport,
+                              {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", part.bytes,
+                               "-byte shared buffer)"},
+                              {rank_, "irecv", -1, peer});
         }
         plait::detail::copy_bytes(m.in, part.base + offset, m.bytes);  // streams when large
         bytes_read_in_place_ += m.bytes;
@@ -788,8 +799,7 @@ class communicator {
     // so a corrupt descriptor fails here instead of reading our own memory.
     if (pid <= 0) {
       finish(detail::reference_state::refused);
-      throw error(errc::transport, "corrupt single-copy slot (pid " + std::to_string(pid) + ")",
-                  {rank_, "irecv", -1, peer});
+      plait::detail::fail(errc::transport, {"corrupt single-copy slot (pid ", pid, ")"}, {rank_, "irecv", -1, peer});
     }
     std::size_t copied = 0;
     while (copied < m.bytes) {
@@ -807,9 +817,9 @@ class communicator {
         return false;
       }
       finish(detail::reference_state::refused);
-      throw error(reason == ESRCH ? errc::peer_lost : errc::transport,
-                  "cannot read the sender's buffer (process_vm_readv: " + std::string(std::strerror(reason)) + ")",
-                  {rank_, "irecv", -1, peer});
+      plait::detail::fail(reason == ESRCH ? errc::peer_lost : errc::transport,
+                          {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
+                          {rank_, "irecv", -1, peer});
     }
     finish(detail::reference_state::done);
     return true;
@@ -843,10 +853,12 @@ class communicator {
   /// Throws peer_lost when any rank of the group has failed.
   void check_group(int peer) const {
     const int failed = segment_->failed_rank();
-    if (failed >= 0) {
-      throw error(errc::peer_lost, "rank " + std::to_string(failed) + " of the group failed",
-                  {rank_, {}, -1, peer >= 0 ? peer : failed});
-    }
+    if (failed >= 0) [[unlikely]]
+      group_failed(peer, failed);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void group_failed(int peer, int failed) const {
+    plait::detail::fail(errc::peer_lost, {"rank ", failed, " of the group failed"},
+                        {rank_, {}, -1, peer >= 0 ? peer : failed});
   }
   [[nodiscard]] static bool process_gone(std::int32_t pid) noexcept {
     return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
@@ -860,26 +872,25 @@ class communicator {
     }
     return true;
   }
-  [[nodiscard]] error lost_process(std::span<request> requests) const {
+  [[nodiscard, gnu::cold, gnu::noinline]] error lost_process(std::span<request> requests) const {
     for (const request& r : requests) {
       const std::int32_t pid = detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed);
       if (!complete(r) && process_gone(pid)) {
         return error(errc::peer_lost,
-                     "process of rank " + std::to_string(r.peer) + " (pid " + std::to_string(pid) + ") ended first",
+                     plait::detail::concat({"process of rank ", r.peer, " (pid ", pid, ") ended first"}),
                      {rank_, {}, -1, r.peer});
       }
     }
     return error(errc::peer_lost, "a peer process ended first", {rank_});
   }
-  [[nodiscard]] error timed_out(std::span<request> requests) const {
+  [[nodiscard, gnu::cold, gnu::noinline]] error timed_out(std::span<request> requests) const {
     for (const request& r : requests) {
       if (complete(r)) continue;
       const auto& p = peers_[static_cast<std::size_t>(r.peer)];
       const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
       return error(errc::timeout,
-                   std::string("timed out after ") + detail::seconds_text(timeout_) + " waiting to " +
-                       (r.is_send ? "send " : "receive ") + std::to_string(m.bytes) + " bytes (" +
-                       std::to_string(m.done) + " done)",
+                   plait::detail::concat({"timed out after ", detail::seconds_text(timeout_), " waiting to ",
+                                          r.is_send ? "send " : "receive ", m.bytes, " bytes (", m.done, " done)"}),
                    {rank_, {}, -1, r.peer});
     }
     return error(errc::timeout, "timed out", {rank_});
