@@ -1,8 +1,10 @@
-# Header self-containment: every include/plait/**/*.hpp gets a generated
+# Header self-containment: every include/plait/**/*.hpp (and implementation
+# file, *.ipp) gets a generated
 # translation unit that includes only that header (twice, so a missing
 # #pragma once shows up too), compiled with the project's warnings. A header
 # that forgets one of its includes breaks the build, not a user's build later.
 #
+#   src.hpp                                  the compiled core, built by plait::compiled instead
 #   */mpi/* and mpi.hpp                      only with MPI, linking plait::mpi
 #   cuda.hpp, cuda/*, transport/cuda/*, .cuh  only with nvcc, as generated .cu files
 #
@@ -11,14 +13,18 @@
 function(plait_add_header_check)
   set(include_root "${PROJECT_SOURCE_DIR}/include")
   file(GLOB_RECURSE headers CONFIGURE_DEPENDS RELATIVE "${include_root}" "${include_root}/plait/*.hpp"
-       "${include_root}/plait/*.cuh")
+       "${include_root}/plait/*.ipp" "${include_root}/plait/*.cuh")
   list(SORT headers)
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/header_check")
   set(host_sources "")
+  set(host_declaring_sources "")  # the .hpp files among host_sources
   set(mpi_sources "")
   set(cuda_sources "")
   foreach(header IN LISTS headers)
     string(MAKE_C_IDENTIFIER "${header}" stem)
+    if(header STREQUAL "plait/src.hpp")
+      continue()
+    endif()
     if(header MATCHES "(^|/)cuda(/|\\.hpp$)" OR header MATCHES "\\.cuh$")
       set(kind cuda)
       set(ext cu)
@@ -37,11 +43,19 @@ function(plait_add_header_check)
 #include <${header}>  // twice: the header must guard against re-inclusion
 " @ONLY)
     list(APPEND ${kind}_sources "${tu}")
+    if(kind STREQUAL "host" AND header MATCHES "\\.hpp$")
+      list(APPEND host_declaring_sources "${tu}")
+    endif()
   endforeach()
 
   if(host_sources)
     add_library(plait_header_check OBJECT ${host_sources})
     target_link_libraries(plait_header_check PRIVATE plait::plait plait_warnings)
+    # Again as users of the compiled core see them: declarations only, no
+    # implementation files (plait/core/config.hpp).
+    add_library(plait_header_check_compiled OBJECT ${host_declaring_sources})
+    target_compile_definitions(plait_header_check_compiled PRIVATE PLAIT_SEPARATE_COMPILATION)
+    target_link_libraries(plait_header_check_compiled PRIVATE plait::plait plait_warnings)
   endif()
   if(mpi_sources AND PLAIT_HAS_MPI)
     add_library(plait_header_check_mpi OBJECT ${mpi_sources})

@@ -8,6 +8,8 @@
 #   // plait-test-needs: cuda                  (links plait::cuda; built only when the toolkit is found)
 #   // plait-test-needs: gpu                   (also: registered only when a GPU is visible)
 #   // plait-test-needs: openmp                (links OpenMP::OpenMP_CXX; built only when OpenMP is found)
+#   // plait-test-also: compiled               (also built as <name>_compiled against plait::compiled,
+#                                                the separately compiled core; not in the sanitizer builds)
 #
 # Labels: `quick` runs in CI (scripts/test), `full` only in scripts/test-full,
 # `sanitize` is what the asan/tsan presets build and run. Every test case gets
@@ -55,6 +57,7 @@ function(plait_read_markers file prefix marker)
   set(labels "")
   set(timeout "")
   set(needs "")
+  set(also "")
   foreach(line IN LISTS head)
     if(line MATCHES "^[ \t]*//[ \t]*${marker}-labels:(.*)$")
       separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
@@ -64,6 +67,9 @@ function(plait_read_markers file prefix marker)
     elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-needs:(.*)$")
       separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
       list(APPEND needs ${more})
+    elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-also:(.*)$")
+      separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
+      list(APPEND also ${more})
     elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-")
       message(FATAL_ERROR "plait: ${file}: unknown marker line `${line}`")
     endif()
@@ -75,7 +81,13 @@ function(plait_read_markers file prefix marker)
   endforeach()
   set(${prefix}_LABELS "${labels}" PARENT_SCOPE)
   set(${prefix}_TIMEOUT "${timeout}" PARENT_SCOPE)
+  foreach(variant IN LISTS also)
+    if(NOT variant STREQUAL "compiled")
+      message(FATAL_ERROR "plait: ${file}: unknown variant `${variant}` (known: compiled)")
+    endif()
+  endforeach()
   set(${prefix}_NEEDS "${needs}" PARENT_SCOPE)
+  set(${prefix}_ALSO "${also}" PARENT_SCOPE)
 endfunction()
 
 # plait_needs_met(<out-var> <needs...>): whether this build can satisfy them.
@@ -95,11 +107,22 @@ endfunction()
 
 # plait_add_catch_test needs Catch.cmake included at directory scope (its
 # discovery script path is a directory variable); tests/CMakeLists.txt does it.
-# plait_add_catch_test(<name> SOURCES <src...> [LABELS <l...>] [TIMEOUT <s>] [NEEDS <n...>])
+# plait_add_catch_test(<name> SOURCES <src...> [LABELS <l...>] [TIMEOUT <s>] [NEEDS <n...>]
+#                      [ALSO compiled] [COMPILED])
 # One Catch2 executable linked with the shared main, registered test case by
 # test case as `<name>.<case>`. Usable from tests/mpi/ and other subdirectories.
+# COMPILED links plait::compiled (the separately compiled core) instead of the
+# header-only library; ALSO compiled adds that variant as `<name>_compiled`.
 function(plait_add_catch_test name)
-  cmake_parse_arguments(arg "" "TIMEOUT" "SOURCES;LABELS;NEEDS" ${ARGN})
+  cmake_parse_arguments(arg "COMPILED" "TIMEOUT" "SOURCES;LABELS;NEEDS;ALSO" ${ARGN})
+  if("compiled" IN_LIST arg_ALSO)
+    set(compiled_labels ${arg_LABELS})
+    list(REMOVE_ITEM compiled_labels sanitize)
+    if(compiled_labels)
+      plait_add_catch_test(${name}_compiled SOURCES ${arg_SOURCES} LABELS ${compiled_labels} TIMEOUT "${arg_TIMEOUT}"
+                           NEEDS ${arg_NEEDS} COMPILED)
+    endif()
+  endif()
   if(NOT arg_LABELS)
     set(arg_LABELS ${PLAIT_DEFAULT_TEST_LABELS})
   endif()
@@ -125,6 +148,9 @@ function(plait_add_catch_test name)
   add_executable(${name} ${arg_SOURCES})
   target_link_libraries(${name} PRIVATE plait::plait plait_catch_main plait_warnings)
   target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
+  if(arg_COMPILED)
+    target_link_libraries(${name} PRIVATE plait::compiled)
+  endif()
   if("mpi" IN_LIST arg_NEEDS)
     target_link_libraries(${name} PRIVATE plait::mpi)
   endif()
@@ -162,7 +188,8 @@ endfunction()
 function(plait_add_catch_test_from_file source)
   get_filename_component(name "${source}" NAME_WLE)
   plait_read_markers("${source}" test plait-test)
-  plait_add_catch_test(${name} SOURCES "${source}" LABELS ${test_LABELS} TIMEOUT "${test_TIMEOUT}" NEEDS ${test_NEEDS})
+  plait_add_catch_test(${name} SOURCES "${source}" LABELS ${test_LABELS} TIMEOUT "${test_TIMEOUT}" NEEDS ${test_NEEDS}
+                       ALSO ${test_ALSO})
 endfunction()
 
 # Sets <out_var> to the flags mpiexec needs to start more ranks than cores:

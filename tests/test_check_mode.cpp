@@ -1,4 +1,5 @@
 // plait-test-labels: quick shm sanitize
+// plait-test-also: compiled
 // Check mode: ranks that disagree on a call fail on every rank with
 // size_mismatch naming both ranks and their shapes, instead of hanging or
 // returning silently wrong data.

@@ -1,4 +1,5 @@
 // plait-test-labels: quick
+// plait-test-also: compiled
 // plait::error and plait::errc: codes, categories and messages.
 #include <catch2/catch.hpp>
 

@@ -5,6 +5,8 @@
 
 #include "plait/version.hpp"
 
+#include "plait/core/config.hpp"
+
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"

@@ -1,0 +1,33 @@
+// plait's compiled core: include this in exactly one source file of a project
+// that defines PLAIT_SEPARATE_COMPILATION everywhere (plait::compiled in CMake
+// does both). It defines the non-template functions the headers declare and
+// instantiates the common templates once. See plait/core/config.hpp.
+#pragma once
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#error "plait: <plait/src.hpp> is the compiled core; define PLAIT_SEPARATE_COMPILATION for the whole project (or link plait::compiled) before including it"
+#endif
+#if defined(PLAIT_EXTERN_TEMPLATE)
+#error "plait: include <plait/src.hpp> before any other plait header in the file that compiles the core"
+#endif
+#define PLAIT_COMPILING_CORE
+
+#include "plait/plait.hpp"
+
+// ---- core --------------------------------------------------------------
+
+
+// ---- layout ------------------------------------------------------------
+
+
+// ---- algorithm ---------------------------------------------------------
+
+
+// ---- op ----------------------------------------------------------------
+
+
+// ---- transport/shm -----------------------------------------------------
+
+
+// ---- template instances for the shm transport (see plait/core/config.hpp)
+
