@@ -319,7 +319,7 @@ class communicator {
     // keep polling, yielding the core, for about a second before falling back
     // to sleeps.
     plait::detail::backoff waiting(200000, busy_poll_, busy_yield);
-    const unsigned every = busy_poll_ > clock::duration::zero() ? clock_polls : 1;
+    unsigned every = busy_poll_ > clock::duration::zero() ? clock_polls : 1;
     for (unsigned polls = 0;; ++polls) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -330,7 +330,13 @@ class communicator {
       if (done != 0) break;
       if (polls % every != 0) continue;
       const auto now = clock::now();
-      if (polls == 0) started = now;
+      if (polls == 0) {
+        started = now;
+      } else if (every != 1 && now - started >= busy_poll_) {
+        // Past the busy phase every pause yields or sleeps, which costs far
+        // more than a clock read: one poll per pause from here on.
+        every = 1;
+      }
       if (now >= until) timed_out(requests, now - started);
       waiting.pause();
     }
