@@ -2,7 +2,8 @@
 # by a project that knows nothing of this source tree.
 #   1. cmake --install BUILD_DIR into a fresh prefix,
 #   2. configure tests/install with only that prefix on CMAKE_PREFIX_PATH,
-#   3. build it and run its program (which verifies an all-gather).
+#   3. build it and run its program (which verifies an all-gather), header-only
+#      and with the compiled core (<plait/src.hpp> in one of its files).
 # Inputs: BUILD_DIR SOURCE_DIR WORK_DIR WITH_MPI CXX_COMPILER GENERATOR CONFIG.
 set(prefix "${WORK_DIR}/prefix")
 set(build "${WORK_DIR}/build")
@@ -35,3 +36,4 @@ run("configure" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${build}" -G "${GENERA
     "-DPLAIT_WITH_MPI=${WITH_MPI}" "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON")
 run("build" "${CMAKE_COMMAND}" --build "${build}" ${config_args})
 run("run" "${build}/plait_consumer")
+run("run compiled core" "${build}/plait_consumer_compiled")
