@@ -31,7 +31,7 @@ PLAIT_DECL void record_failure(const segment& seg, int rank, std::exception_ptr 
 PLAIT_DECL error recorded_failure(const rank_record& shared, int rank);
 
 /// A rank's body, type-erased without allocating: `call(fn, comm)` runs the
-/// user's callable that `fn` points to. The templates below make one, and all
+/// user's callable that `fn` leads to. The templates below make one, and all
 /// the work (segment, threads or children, reaping, rethrow) is in one
 /// non-template function, compiled once (impl/run.ipp).
 struct rank_function {
@@ -40,10 +40,13 @@ struct rank_function {
   void operator()(communicator& comm) const { call(fn, comm); }
 };
 
-template <class Fn>
-rank_function erase_rank_function(Fn& fn) noexcept {
-  return {const_cast<void*>(static_cast<const void*>(std::addressof(fn))),
-          [](void* f, communicator& comm) { (*static_cast<Fn*>(f))(comm); }};
+/// Erases `*fn`: `fn` is a pointer to the callable (to a function, for a
+/// plain function; so `fn` itself, an object, is what `rank_function::fn`
+/// points to). It must outlive the call that uses the result. The callable
+/// is called as an lvalue, as `fn(comm)` in the template would.
+template <class F>
+rank_function erase_rank_function(F*& fn) noexcept {
+  return {static_cast<void*>(&fn), [](void* p, communicator& comm) { (**static_cast<F**>(p))(comm); }};
 }
 
 /// What shm::run_threads and shm::run_processes do, for a type-erased body.
@@ -56,7 +59,8 @@ PLAIT_DECL void run_processes(int ranks, rank_function fn);
 /// errc::peer_lost) and the first exception is rethrown once all ranks end.
 template <class Fn>
 void run_threads(int ranks, Fn&& fn) {
-  detail::run_threads(ranks, detail::erase_rank_function(fn));
+  auto* callable = std::addressof(fn);
+  detail::run_threads(ranks, detail::erase_rank_function(callable));
 }
 
 /// Runs fn(communicator&) in `ranks` forked child processes, one rank each, and
@@ -66,7 +70,8 @@ void run_threads(int ranks, Fn&& fn) {
 /// state (memory, Catch2 results) does not come back.
 template <class Fn>
 void run_processes(int ranks, Fn&& fn) {
-  detail::run_processes(ranks, detail::erase_rank_function(fn));
+  auto* callable = std::addressof(fn);
+  detail::run_processes(ranks, detail::erase_rank_function(callable));
 }
 
 }  // namespace shm
