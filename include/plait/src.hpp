@@ -27,6 +27,10 @@
 
 
 // ---- transport/shm -----------------------------------------------------
+#include "plait/transport/shm/impl/segment.ipp"
+#include "plait/transport/shm/impl/shared_buffer.ipp"
+#include "plait/transport/shm/impl/communicator.ipp"
+#include "plait/transport/shm/impl/run.ipp"
 
 
 // ---- template instances for the shm transport (see plait/core/config.hpp)

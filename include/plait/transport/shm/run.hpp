@@ -3,22 +3,12 @@
 // private segment whose name is removed before any rank runs.
 #pragma once
 
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <thread>
-#include <vector>
+#include <string_view>
+#include <type_traits>
 
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/segment.hpp"
@@ -28,58 +18,40 @@ inline namespace v0 {
 namespace shm {
 
 namespace detail {
-inline void check_group_size(int ranks, std::string_view operation) {
-  if (ranks < 1 || ranks > max_ranks) {
-    throw error(errc::invalid_argument,
-                "a group needs 1 to " + std::to_string(max_ranks) + " ranks, not " + std::to_string(ranks),
-                {-1, operation});
-  }
-}
+PLAIT_DECL void check_group_size(int ranks, std::string_view operation);
 
-inline void copy_text(char* to, std::size_t capacity, std::string_view text) {
-  const std::size_t n = std::min(text.size(), capacity - 1);
-  std::memcpy(to, text.data(), n);
-  to[n] = '\0';
-}
+/// Copies `text` into `to` (`capacity` bytes), cut short and terminated.
+PLAIT_DECL void copy_text(char* to, std::size_t capacity, std::string_view text);
 
 /// Writes how `rank` failed into its record, for the parent to rethrow.
-inline void record_failure(const segment& seg, int rank, std::exception_ptr failure) {
-  rank_record& r = seg.record(rank);
-  try {
-    std::rethrow_exception(failure);
-  } catch (const error& e) {
-    r.code = static_cast<std::int32_t>(e.value());
-    r.step = e.step();
-    r.peer = e.peer();
-    copy_text(r.operation, sizeof r.operation, e.operation());
-    copy_text(r.detail, sizeof r.detail, e.detail());
-  } catch (const std::exception& e) {
-    r.code = static_cast<std::int32_t>(errc::transport);
-    r.step = -1;
-    r.peer = -1;
-    copy_text(r.operation, sizeof r.operation, "");
-    copy_text(r.detail, sizeof r.detail, std::string("exception: ") + e.what());
-  } catch (...) {
-    r.code = static_cast<std::int32_t>(errc::transport);
-    r.step = -1;
-    r.peer = -1;
-    copy_text(r.operation, sizeof r.operation, "");
-    copy_text(r.detail, sizeof r.detail, "unknown exception");
-  }
-}
+PLAIT_DECL void record_failure(const segment& seg, int rank, std::exception_ptr failure);
 
 /// Rebuilds a child's failure from its record. The record lives in shared
 /// memory, so every field is checked before use.
-inline error recorded_failure(const rank_record& shared, int rank) {
-  const rank_record r = shared;  // a snapshot: the child could still be writing
-  errc code = errc::transport;
-  if (r.code >= static_cast<int>(errc::invalid_argument) && r.code <= static_cast<int>(errc::unsupported)) {
-    code = static_cast<errc>(r.code);
-  }
-  const std::string operation(r.operation, strnlen(r.operation, sizeof r.operation));
-  const std::string detail(r.detail, strnlen(r.detail, sizeof r.detail));
-  return error(code, detail.empty() ? "failed without a message" : detail, {rank, operation, r.step, r.peer});
+PLAIT_DECL error recorded_failure(const rank_record& shared, int rank);
+
+/// A rank's body, type-erased without allocating: `call(fn, comm)` runs the
+/// user's callable that `fn` leads to. The templates below make one, and all
+/// the work (segment, threads or children, reaping, rethrow) is in one
+/// non-template function, compiled once (impl/run.ipp).
+struct rank_function {
+  void* fn;
+  void (*call)(void* fn, communicator& comm);
+  void operator()(communicator& comm) const { call(fn, comm); }
+};
+
+/// Erases `*fn`: `fn` is a pointer to the callable (to a function, for a
+/// plain function; so `fn` itself, an object, is what `rank_function::fn`
+/// points to). It must outlive the call that uses the result. The callable
+/// is called as an lvalue, as `fn(comm)` in the template would.
+template <class F>
+rank_function erase_rank_function(F*& fn) noexcept {
+  return {static_cast<void*>(&fn), [](void* p, communicator& comm) { (**static_cast<F**>(p))(comm); }};
 }
+
+/// What shm::run_threads and shm::run_processes do, for a type-erased body.
+PLAIT_DECL void run_threads(int ranks, rank_function fn);
+PLAIT_DECL void run_processes(int ranks, rank_function fn);
 }  // namespace detail
 
 /// Runs fn(communicator&) on `ranks` threads of this process, one rank each.
@@ -87,32 +59,8 @@ inline error recorded_failure(const rank_record& shared, int rank) {
 /// errc::peer_lost) and the first exception is rethrown once all ranks end.
 template <class Fn>
 void run_threads(int ranks, Fn&& fn) {
-  detail::check_group_size(ranks, "run_threads");
-  auto seg = detail::segment::create_private(detail::geometry{static_cast<std::uint32_t>(ranks)}, {-1, "run_threads"});
-  const auto timeout = detail::default_timeout();
-  std::exception_ptr first;
-  std::mutex first_lock;
-  auto body = [&](int rank) {
-    try {
-      communicator comm(seg, rank, timeout);
-      fn(comm);
-    } catch (...) {
-      const bool was_first = seg->mark_failed(rank);
-      std::lock_guard lock(first_lock);
-      if (was_first || !first) first = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(ranks));
-  try {
-    for (int rank = 0; rank < ranks; ++rank) threads.emplace_back(body, rank);
-  } catch (...) {
-    seg->mark_failed(static_cast<int>(threads.size()));  // the running ranks end with peer_lost
-    for (auto& t : threads) t.join();
-    throw error(errc::transport, "cannot start " + std::to_string(ranks) + " threads", {-1, "run_threads"});
-  }
-  for (auto& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
+  auto* callable = std::addressof(fn);
+  detail::run_threads(ranks, detail::erase_rank_function(callable));
 }
 
 /// Runs fn(communicator&) in `ranks` forked child processes, one rank each, and
@@ -122,73 +70,14 @@ void run_threads(int ranks, Fn&& fn) {
 /// state (memory, Catch2 results) does not come back.
 template <class Fn>
 void run_processes(int ranks, Fn&& fn) {
-  detail::check_group_size(ranks, "run_processes");
-  auto seg =
-      detail::segment::create_private(detail::geometry{static_cast<std::uint32_t>(ranks)}, {-1, "run_processes"});
-  const auto timeout = detail::default_timeout();
-  std::fflush(nullptr);  // or buffered output would be written once per child
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < ranks; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      int status = 0;
-      try {
-        communicator comm(seg, rank, timeout);
-        fn(comm);
-      } catch (...) {
-        detail::record_failure(*seg, rank, std::current_exception());
-        seg->mark_failed(rank);
-        status = 1;
-      }
-      std::fflush(nullptr);
-      _exit(status);  // no atexit handlers or destructors of the parent's objects in the child
-    }
-    if (pid < 0) {
-      const std::string reason = std::strerror(errno);
-      seg->mark_failed(rank);
-      for (pid_t child : children) waitpid(child, nullptr, 0);
-      throw error(errc::transport, "fork failed for rank " + std::to_string(rank) + ": " + reason,
-                  {-1, "run_processes"});
-    }
-    children.push_back(pid);
-  }
-  // Reap children as they end; a child that dies without reporting (a signal,
-  // _exit elsewhere) is marked failed here so its peers stop waiting for it.
-  std::vector<bool> done(children.size(), false);
-  std::size_t remaining = children.size();
-  std::vector<std::string> deaths(children.size());
-  while (remaining > 0) {
-    bool reaped = false;
-    for (std::size_t rank = 0; rank < children.size(); ++rank) {
-      if (done[rank]) continue;
-      int status = 0;
-      const pid_t result = waitpid(children[rank], &status, WNOHANG);
-      if (result == 0 || (result < 0 && errno == EINTR)) continue;
-      done[rank] = true;
-      --remaining;
-      reaped = true;
-      const bool clean = result > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      const bool reported =
-          result > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 1 && seg->record(static_cast<int>(rank)).code != 0;
-      if (!clean && !reported) {
-        deaths[rank] =
-            result > 0 && WIFSIGNALED(status) ? "process was killed by signal " + std::to_string(WTERMSIG(status)) +
-                                                    " (" + strsignal(WTERMSIG(status)) + ")"
-            : result > 0 && WIFEXITED(status)
-                ? "process exited with status " + std::to_string(WEXITSTATUS(status)) + " without an exception"
-                : "process ended abnormally";
-        seg->mark_failed(static_cast<int>(rank));
-      }
-    }
-    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const int failed = seg->failed_rank();
-  if (failed < 0 || failed >= ranks) return;
-  const auto index = static_cast<std::size_t>(failed);
-  if (!deaths[index].empty()) throw error(errc::peer_lost, deaths[index], {failed, "run_processes"});
-  throw detail::recorded_failure(seg->record(failed), failed);
+  auto* callable = std::addressof(fn);
+  detail::run_processes(ranks, detail::erase_rank_function(callable));
 }
 
 }  // namespace shm
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/transport/shm/impl/run.ipp"
+#endif

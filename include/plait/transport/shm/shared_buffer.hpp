@@ -14,7 +14,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,11 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/transport/shm/segment.hpp"
 
@@ -51,29 +46,12 @@ inline constexpr std::string_view window_name_prefix = "/plait-w";
 
 /// A fresh name for this process's part of a window: "/plait-w<pid>-<32 hex
 /// digits>", so a part left behind by a crash names its creator.
-inline std::string window_name() {
-  return std::string(window_name_prefix) + std::to_string(getpid()) + "-" +
-         random_name().substr(std::string_view("/plait-").size());
-}
+PLAIT_DECL std::string window_name();
 
 /// True when `name` (at most `capacity` characters, maybe unterminated) is a
 /// name window_name() makes. A peer's name is opened only when it passes, so
 /// a hostile peer cannot point us at another object.
-inline bool is_window_name(const char* name, std::size_t capacity) noexcept {
-  const std::size_t length = strnlen(name, capacity);
-  if (length == capacity) return false;  // unterminated
-  const std::string_view text(name, length);
-  if (text.substr(0, window_name_prefix.size()) != window_name_prefix) return false;
-  const std::size_t dash = text.find('-', window_name_prefix.size());
-  const std::size_t digits = dash == std::string_view::npos ? 0 : dash - window_name_prefix.size();
-  if (digits == 0 || digits > 10 || text.size() != dash + 1 + 32) return false;
-  for (std::size_t i = window_name_prefix.size(); i < text.size(); ++i) {
-    const char c = text[i];
-    const bool ok = i < dash ? (c >= '0' && c <= '9') : i == dash || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    if (!ok) return false;
-  }
-  return true;
-}
+PLAIT_DECL bool is_window_name(const char* name, std::size_t capacity) noexcept;
 
 /// True when a read of `bytes` at `offset` (from a peer's descriptor) lies
 /// inside a part of `part_bytes`.
@@ -92,56 +70,19 @@ class window {
   window(std::uint64_t id, int size) : id_(id), parts_(static_cast<std::size_t>(size)) {}
   window(const window&) = delete;
   window& operator=(const window&) = delete;
-  ~window() {
-    for (const part& p : parts_) {
-      if (p.base != nullptr) munmap(p.base, p.bytes);
-    }
-  }
+  ~window();
 
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] const part& of(int rank) const noexcept { return parts_[static_cast<std::size_t>(rank)]; }
 
   /// Creates this rank's part under a fresh random name; returns the name.
-  std::string create_part(int rank, std::size_t bytes, const error_context& at) {
-    std::string name = window_name();
-    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw error(errc::transport, system_message("cannot create shared buffer", name), at);
-    // fchmod: the umask may have cleared bits of 0600 but never adds any.
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      const std::string message = system_message("cannot size shared buffer", name);
-      close(fd);
-      shm_unlink(name.c_str());
-      throw error(errc::transport, message + " (" + std::to_string(bytes) + " bytes; is /dev/shm large enough?)", at);
-    }
-    try {
-      map(rank, fd, bytes, name, at);
-    } catch (...) {
-      shm_unlink(name.c_str());
-      throw;
-    }
-    return name;
-  }
+  std::string create_part(int rank, std::size_t bytes, const error_context& at);
 
   /// Maps `rank`'s part, named by that rank; checks owner, mode and size.
-  void open_part(int rank, const std::string& name, std::size_t bytes, const error_context& at) {
-    const int fd = shm_open(name.c_str(), O_RDWR, 0);
-    if (fd < 0) throw error(errc::transport, system_message("cannot open rank's shared buffer", name), at);
-    struct stat info {};
-    if (fstat(fd, &info) != 0 || info.st_uid != geteuid() || (info.st_mode & 0777) != 0600 ||
-        static_cast<std::uint64_t>(info.st_size) != bytes) {
-      close(fd);
-      throw error(errc::transport,
-                  "shared buffer " + name + " of rank " + std::to_string(rank) + " is not this user's, mode 0600 and " +
-                      std::to_string(bytes) + " bytes; refusing to use it",
-                  at);
-    }
-    map(rank, fd, bytes, name, at);
-  }
+  void open_part(int rank, const std::string& name, std::size_t bytes, const error_context& at);
 
  private:
-  void map(int rank, int fd, std::size_t bytes, const std::string& name, const error_context& at) {
-    parts_[static_cast<std::size_t>(rank)] = {map_and_close(fd, bytes, "shared buffer", name, at), bytes};
-  }
+  void map(int rank, int fd, std::size_t bytes, const std::string& name, const error_context& at);
 
   std::uint64_t id_;
   std::vector<part> parts_;
@@ -202,3 +143,7 @@ class shared_buffer {
 }  // namespace shm
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/transport/shm/impl/shared_buffer.ipp"
+#endif
