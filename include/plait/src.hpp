@@ -21,6 +21,10 @@
 
 
 // ---- algorithm ---------------------------------------------------------
+#include "plait/algorithm/impl/algorithm_id.ipp"
+#include "plait/algorithm/impl/automatic.ipp"
+#include "plait/algorithm/impl/select.ipp"
+#include "plait/algorithm/impl/verify.ipp"
 
 
 // ---- op ----------------------------------------------------------------
