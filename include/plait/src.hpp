@@ -28,10 +28,15 @@
 
 
 // ---- op ----------------------------------------------------------------
+#include "plait/op/impl/check.ipp"
+#include "plait/op/impl/collective.ipp"
+#include "plait/op/impl/executor.ipp"
+#include "plait/op/impl/split_all_gather.ipp"
 
 
 // ---- transport/shm -----------------------------------------------------
 
 
 // ---- template instances for the shm transport (see plait/core/config.hpp)
+#include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions
 
