@@ -28,7 +28,9 @@ namespace detail {
 /// Out of line: one copy of the formatting for every collective in a program.
 class operation_label {
  public:
-  operation_label(std::string_view operation, std::string_view algorithm) noexcept { compose(operation, algorithm); }
+  [[gnu::noinline]] operation_label(std::string_view operation, std::string_view algorithm) noexcept {
+    compose(operation, algorithm);
+  }
   operation_label(const operation_label&) = delete;
   operation_label& operator=(const operation_label&) = delete;
 
@@ -37,9 +39,10 @@ class operation_label {
 
  private:
   static constexpr std::size_t capacity = 96;
-  // Out of line, noinline in the definition (g++ ignores noinline on an
-  // out-of-class constructor definition, and warns when it is on a member's
-  // declaration apart from an inline definition).
+  // The formatting, defined out of line. The constructor stays noinline and
+  // in the class: g++ ignores noinline on an out-of-class constructor
+  // definition and warns (-Wattributes) when a member's noinline declaration
+  // is apart from its inline definition.
   void compose(std::string_view operation, std::string_view algorithm) noexcept;
   void append(std::string_view part) noexcept;
   char text_[capacity];

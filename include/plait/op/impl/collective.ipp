@@ -11,8 +11,7 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 
-[[gnu::noinline]] PLAIT_DECL void operation_label::compose(std::string_view operation,
-                                                           std::string_view algorithm) noexcept {
+PLAIT_DECL void operation_label::compose(std::string_view operation, std::string_view algorithm) noexcept {
   append(operation);
   append("<");
   append(algorithm);
