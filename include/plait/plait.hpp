@@ -42,3 +42,10 @@
 
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
+
+// Last: in compiled mode, the template instances the compiled core holds
+// (extern template declarations; nothing header-only). The core itself
+// includes the list at the end of <plait/src.hpp>, as definitions.
+#if !defined(PLAIT_COMPILING_CORE)
+#include "plait/op/shm_instances.hpp"
+#endif

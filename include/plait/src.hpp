@@ -21,9 +21,17 @@
 
 
 // ---- algorithm ---------------------------------------------------------
+#include "plait/algorithm/impl/algorithm_id.ipp"
+#include "plait/algorithm/impl/automatic.ipp"
+#include "plait/algorithm/impl/select.ipp"
+#include "plait/algorithm/impl/verify.ipp"
 
 
 // ---- op ----------------------------------------------------------------
+#include "plait/op/impl/check.ipp"
+#include "plait/op/impl/collective.ipp"
+#include "plait/op/impl/executor.ipp"
+#include "plait/op/impl/split_all_gather.ipp"
 
 
 // ---- transport/shm -----------------------------------------------------
@@ -34,4 +42,5 @@
 
 
 // ---- template instances for the shm transport (see plait/core/config.hpp)
+#include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions
 

@@ -18,6 +18,7 @@
 #include "plait/algorithm/ring.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/tree.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 
@@ -56,7 +57,7 @@ constexpr std::string_view to_string(algorithm_id id) {
   return visit_algorithm(id, []<class A>(std::type_identity<A>) { return A::name; });
 }
 
-inline std::ostream& operator<<(std::ostream& out, algorithm_id id) { return out << to_string(id); }
+PLAIT_DECL std::ostream& operator<<(std::ostream& out, algorithm_id id);
 
 /// The id named `text` (as to_string writes it), or nullopt.
 constexpr std::optional<algorithm_id> algorithm_from_string(std::string_view text) noexcept {
@@ -117,5 +118,18 @@ constexpr schedule plan(algorithm_id id, Op, int rank, int size) {
   });
 }
 
+namespace detail {
+/// plan(id, op, rank, size) for the run-time path (automatic's choice): not a
+/// template and not constexpr, so a file that calls a collective does not
+/// instantiate and optimise every algorithm's planner (in the compiled core,
+/// only the core does). Same schedules and errors as plan.
+PLAIT_DECL schedule run_time_plan(algorithm_id id, op::all_gather, int rank, int size);
+PLAIT_DECL schedule run_time_plan(algorithm_id id, op::all_to_all, int rank, int size);
+}  // namespace detail
+
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/algorithm/impl/algorithm_id.ipp"
+#endif

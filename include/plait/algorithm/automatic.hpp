@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 
 #include "plait/algorithm/algorithm_id.hpp"
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 
@@ -53,10 +55,7 @@ struct cost_model {
   constexpr bool operator==(const cost_model&) const = default;
 };
 
-inline std::ostream& operator<<(std::ostream& out, const cost_model& m) {
-  return out << "{alpha " << m.alpha << " s, alpha_message " << m.alpha_message << " s, beta " << m.beta
-             << " s/B, contention " << m.contention << ", beta_pack " << m.beta_pack << " s/B}";
-}
+PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m);
 
 /// Generic parameters: a shared-memory node (microsecond synchronisation, ~10 GB/s copies).
 inline constexpr cost_model default_cost_model{};
@@ -124,6 +123,20 @@ constexpr bool allowed(algorithm_id id) {
   }
   return true;
 }
+
+/// A set of algorithm ids: bit i stands for all_algorithm_ids[i]. How the
+/// run-time choice receives automatic_with's restriction as a value.
+using algorithm_set = std::uint32_t;
+
+/// The candidates an automatic policy A allows.
+template <class A>
+constexpr algorithm_set allowed_set() {
+  algorithm_set set = 0;
+  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
+    if (allowed<A>(all_algorithm_ids[i])) set |= algorithm_set{1} << i;
+  }
+  return set;
+}
 }  // namespace detail
 
 namespace detail {
@@ -171,9 +184,7 @@ struct choice {
   constexpr bool operator==(const choice&) const = default;
 };
 
-inline std::ostream& operator<<(std::ostream& out, const choice& c) {
-  return out << c.name() << " (predicted " << c.predicted_seconds << " s)";
-}
+PLAIT_DECL std::ostream& operator<<(std::ostream& out, const choice& c);
 
 /// The predicted time of algorithm `id` for Op on `size` ranks. Throws
 /// errc::unsupported when `id` cannot run Op on `size` ranks.
@@ -187,14 +198,15 @@ constexpr choice explain(algorithm_id id, int size, std::size_t bytes_per_block,
 }
 
 namespace detail {
-/// The cheapest allowed candidate; ties go to the earlier algorithm_id.
-template <class Op, class A>
-constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model& m) {
+/// The cheapest candidate in `allowed`; ties go to the earlier algorithm_id.
+template <class Op>
+constexpr choice choose_among(int size, std::size_t bytes_per_block, const cost_model& m, algorithm_set allowed) {
   if (size < 1) fail(errc::invalid_argument, {"a group needs at least one rank"});
   bool found = false;
   choice best{algorithm_id::ring, 0};
-  for (algorithm_id id : all_algorithm_ids) {
-    if (!supports<Op>(id, size) || !allowed<A>(id)) continue;
+  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
+    const algorithm_id id = all_algorithm_ids[i];
+    if (!supports<Op>(id, size) || (allowed & (algorithm_set{1} << i)) == 0) continue;
     const choice c = explain<Op>(id, size, bytes_per_block, m);
     if (!found || c.predicted_seconds < best.predicted_seconds) best = c;
     found = true;
@@ -205,6 +217,21 @@ constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model&
   }
   return best;
 }
+
+/// The cheapest candidate that the automatic policy A allows.
+template <class Op, class A>
+constexpr choice choose(int size, std::size_t bytes_per_block, const cost_model& m) {
+  return choose_among<Op>(size, bytes_per_block, m, allowed_set<A>());
+}
+
+/// choose_among for the run-time path: not a template and not constexpr, so
+/// the cost model and every algorithm's planner compile where it is defined
+/// (once, in the compiled core) rather than in every file that calls a
+/// collective. The policy's model and restriction come in as values.
+PLAIT_DECL choice run_time_choice(op::all_gather, int size, std::size_t bytes_per_block, const cost_model& m,
+                                  algorithm_set allowed);
+PLAIT_DECL choice run_time_choice(op::all_to_all, int size, std::size_t bytes_per_block, const cost_model& m,
+                                  algorithm_set allowed);
 }  // namespace detail
 
 /// Which algorithm `Algorithm` (automatic by default) would run for Op on
@@ -234,3 +261,7 @@ constexpr choice explain(int size, std::size_t bytes_per_block, const cost_model
 
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/algorithm/impl/automatic.ipp"
+#endif

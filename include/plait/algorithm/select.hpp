@@ -11,11 +11,9 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -24,6 +22,7 @@
 #include "plait/algorithm/algorithm_id.hpp"
 #include "plait/algorithm/automatic.hpp"
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 
@@ -82,39 +81,13 @@ consteval bool check_algorithm() {
 }
 
 /// PLAIT_DEBUG=1 in the environment.
-inline bool debug_logging() {
-  const char* flag = std::getenv("PLAIT_DEBUG");
-  return flag != nullptr && std::string_view(flag) == "1";
-}
-
-/// Writes one automatic choice to stderr; `candidates` holds each algorithm's
-/// predicted seconds in all_algorithm_ids order, negative where it cannot run.
-/// Not a template and cold: it compiles once, away from the hot path.
-[[gnu::cold, gnu::noinline]] inline void write_choice(int rank, std::string_view operation, int size,
-                                                      std::size_t block_bytes, const choice& picked,
-                                                      const std::array<double, all_algorithm_ids.size()>& candidates,
-                                                      const cost_model& m) {
-  std::ostringstream line;
-  line << "plait: rank " << rank << ": automatic " << operation << " on " << size << " ranks, " << block_bytes
-       << " bytes per block: " << picked << "; candidates";
-  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
-    if (candidates[i] >= 0) line << ' ' << all_algorithm_ids[i] << ' ' << candidates[i];
-  }
-  line << "; model " << m << '\n';
-  std::fputs(line.str().c_str(), stderr);
-}
+PLAIT_DECL bool debug_logging();
 
 /// Logs an automatic choice to stderr when PLAIT_DEBUG=1.
-template <class Op>
-void log_choice(int rank, int size, std::size_t block_bytes, const choice& picked, const cost_model& m) {
-  if (!debug_logging()) return;
-  std::array<double, all_algorithm_ids.size()> candidates{};
-  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
-    const algorithm_id id = all_algorithm_ids[i];
-    candidates[i] = supports<Op>(id, size) ? explain<Op>(id, size, block_bytes, m).predicted_seconds : -1.0;
-  }
-  write_choice(rank, Op::name, size, block_bytes, picked, candidates, m);
-}
+PLAIT_DECL void log_choice(op::all_gather, int rank, int size, std::size_t block_bytes, const choice& picked,
+                           const cost_model& m);
+PLAIT_DECL void log_choice(op::all_to_all, int rank, int size, std::size_t block_bytes, const choice& picked,
+                           const cost_model& m);
 
 /// Automatic choices already made: a list that only grows, one node per
 /// distinct (P, bytes per block) a process uses (a few, even in a sweep). A
@@ -128,36 +101,41 @@ struct remembered_choice {
   const remembered_choice* next;
 };
 
+/// The choices one automatic policy made in this process, behind a lock. Each
+/// (policy, operation, transport) has its own, a function-local static of
+/// automatic_choice (constant-initialised: no guard on the call path).
+struct choice_memory {
+  std::mutex guard;
+  const remembered_choice* known = nullptr;
+};
+
 /// The choice remembered for (size, block_bytes) in `list`, or null. The caller holds the lock.
-inline const remembered_choice* find_choice(const remembered_choice* list, int size, std::size_t block_bytes) {
-  for (; list != nullptr; list = list->next) {
-    if (list->size == size && list->block_bytes == block_bytes) return list;
-  }
-  return nullptr;
-}
+PLAIT_DECL const remembered_choice* find_choice(const remembered_choice* list, int size, std::size_t block_bytes);
+
+/// The run-time part of automatic_choice, for each built-in operation: not a
+/// template, so a user's file compiles neither the cost model nor the
+/// planners (see run_time_choice). `allowed` and `m` are the policy's.
+PLAIT_DECL choice choose_once(choice_memory& memory, op::all_gather, int rank, int size, std::size_t block_bytes,
+                              const cost_model& m, algorithm_set allowed);
+PLAIT_DECL choice choose_once(choice_memory& memory, op::all_to_all, int rank, int size, std::size_t block_bytes,
+                              const cost_model& m, algorithm_set allowed);
+
+/// The operations with run-time entry points (run_time_plan, run_time_choice, choose_once).
+template <class Op>
+concept built_in_operation = std::same_as<Op, op::all_gather> || std::same_as<Op, op::all_to_all>;
 
 /// The automatic policy A's choice, computed once per (P, bytes) and process:
 /// the choice is a pure function of them, so every rank makes the same one.
 template <class A, class Op, class Transport>
 choice automatic_choice(int rank, int size, std::size_t block_bytes) {
-  static std::mutex guard;
-  static const remembered_choice* known = nullptr;
-  {
-    const std::scoped_lock lock(guard);
-    if (const remembered_choice* found = find_choice(known, size, block_bytes)) return found->picked;
-  }
   constexpr cost_model m = model_of<A, Transport>();
-  const choice picked = explain<Op, A>(size, block_bytes, m);
-  bool first = false;
-  {
-    const std::scoped_lock lock(guard);
-    if (find_choice(known, size, block_bytes) == nullptr) {
-      known = new remembered_choice{size, block_bytes, picked, known};
-      first = true;
-    }
+  if constexpr (built_in_operation<Op>) {
+    constexpr algorithm_set allowed = allowed_set<A>();
+    static choice_memory memory;
+    return choose_once(memory, Op{}, rank, size, block_bytes, m, allowed);
+  } else {
+    return choose<Op, A>(size, block_bytes, m);  // no built-in algorithm schedules Op: this throws
   }
-  if (first) log_choice<Op>(rank, size, block_bytes, picked, m);
-  return picked;
 }
 
 /// This rank's schedule for one call of Op under policy A. Throws
@@ -167,7 +145,11 @@ planned_schedule plan_schedule(int rank, int size, std::size_t block_bytes) {
   static_assert(check_algorithm<A, Op>());
   if constexpr (is_automatic<A>) {
     const choice picked = automatic_choice<A, Op, Transport>(rank, size, block_bytes);
-    return {plan(picked.id, Op{}, rank, size), to_string(picked.id)};
+    if constexpr (built_in_operation<Op>) {
+      return {run_time_plan(picked.id, Op{}, rank, size), to_string(picked.id)};
+    } else {
+      return {plan(picked.id, Op{}, rank, size), to_string(picked.id)};
+    }
   } else if constexpr (schedules<A, Op>) {
     if (!accepts<A, Op>(size)) {
       fail(errc::unsupported, {algorithm_name<A>(), " cannot run ", Op::name, " on ", size, " ranks"},
@@ -182,3 +164,7 @@ planned_schedule plan_schedule(int rank, int size, std::size_t block_bytes) {
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/algorithm/impl/select.ipp"
+#endif

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/operation.hpp"
 
 namespace plait {
@@ -267,37 +268,7 @@ constexpr std::string_view to_string(verify_fault fault) noexcept {
 }
 
 /// A sentence describing `result`; empty when it found nothing wrong.
-inline std::string describe(const verify_result& result) {
-  if (result) return {};
-  auto num = [](int v) { return std::to_string(v); };
-  const std::string at = "rank " + num(result.rank) + (result.step >= 0 ? ", step " + num(result.step) : std::string{});
-  switch (result.fault) {
-    case verify_fault::none: return {};
-    case verify_fault::bad_size: return "the group size must be at least 1";
-    case verify_fault::unsupported: return "the algorithm does not accept this group size";
-    case verify_fault::bad_peer: return at + ": peer " + num(result.peer) + " is not a rank of the group";
-    case verify_fault::self_transfer: return at + ": a transfer with itself (the executor copies local blocks)";
-    case verify_fault::bad_block:
-      return at + ": block " + num(result.block) + " does not exist (peer " + num(result.peer) + ")";
-    case verify_fault::duplicate_block:
-      return at + ": the message with peer " + num(result.peer) + " lists block " + num(result.block) + " twice";
-    case verify_fault::send_unheld:
-      return at + ": sends block " + num(result.block) + " to rank " + num(result.peer) + " without holding it";
-    case verify_fault::recv_held:
-      return at + ": receives block " + num(result.block) + " from rank " + num(result.peer) + " but already holds it";
-    case verify_fault::recv_twice:
-      return at + ": receives block " + num(result.block) + " (from rank " + num(result.peer) + ") a second time";
-    case verify_fault::missing_block: return "rank " + num(result.rank) + " never receives block " + num(result.block);
-    case verify_fault::unmatched:
-      return at + ": a message with rank " + num(result.peer) + " has no matching counterpart on that rank";
-    case verify_fault::mismatched_blocks:
-      return at + ": the message to rank " + num(result.peer) +
-             " and that rank's receive list different blocks (first difference: block " + num(result.block) + ")";
-    case verify_fault::deadlock:
-      return at + ": deadlock, waiting for rank " + num(result.peer) + " which never posts the other side";
-  }
-  return "unknown fault";
-}
+PLAIT_DECL std::string describe(const verify_result& result);
 
 /// What is wrong with A's schedules for Op on `size` ranks, in words; empty when they are correct.
 template <class A, class Op>
@@ -305,3 +276,7 @@ requires schedules<A, Op> std::string verify_report(int size) { return describe(
 
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/algorithm/impl/verify.ipp"
+#endif

@@ -10,13 +10,12 @@
 #include <array>
 #include <concepts>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "plait/algorithm/ring.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/scratch.hpp"
@@ -28,10 +27,7 @@ inline namespace v0 {
 namespace detail {
 
 /// PLAIT_CHECK set to anything but "" or "0".
-inline bool check_mode_from_environment() {
-  const char* value = std::getenv("PLAIT_CHECK");  // read per call: cheap next to a collective
-  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
-}
+PLAIT_DECL bool check_mode_from_environment();
 
 template <class Comm>
 bool check_mode(const Comm& comm) {
@@ -52,23 +48,9 @@ struct call_signature {
   std::array<char, 184> shape{};
   std::uint64_t checksum = 0;  // of the fields above: a torn or foreign message is caught too
 
-  static call_signature make(std::string_view operation, std::string_view shape) {
-    call_signature s;
-    std::memcpy(s.operation.data(), operation.data(), std::min(operation.size(), s.operation.size() - 1));
-    std::memcpy(s.shape.data(), shape.data(), std::min(shape.size(), s.shape.size() - 1));
-    s.checksum = s.digest();
-    return s;
-  }
-  [[nodiscard]] std::uint64_t digest() const {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
-    for (char c : operation) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    for (char c : shape) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return h;
-  }
-  [[nodiscard, gnu::cold, gnu::noinline]] std::string text() const {
-    return std::string(operation.data(), strnlen(operation.data(), operation.size())) + " with " +
-           std::string(shape.data(), strnlen(shape.data(), shape.size()));
-  }
+  static call_signature make(std::string_view operation, std::string_view shape);
+  [[nodiscard]] std::uint64_t digest() const;
+  [[nodiscard, gnu::cold]] std::string text() const;
   [[nodiscard]] bool same_call(const call_signature& other) const {
     return operation == other.operation && shape == other.shape;
   }
@@ -77,15 +59,10 @@ struct call_signature {
 /// "blocks of 4 4 4 ... bytes" from the first `shown` of `blocks` block sizes.
 /// Not a template and cold: check mode is off by default, and its text
 /// building compiles once per program instead of once per plan type.
-[[gnu::cold, gnu::noinline]] inline std::string describe_blocks(std::span<const std::size_t> sizes, int blocks) {
-  std::string text = "blocks of";
-  for (std::size_t bytes : sizes) {
-    text += ' ';  // two appends: g++ 12 -O2 flags `" " + std::to_string(..)` with a false -Wrestrict
-    text += std::to_string(bytes);
-  }
-  if (blocks > static_cast<int>(sizes.size())) text += " ...";
-  return text + " bytes";
-}
+/// Declared without PLAIT_DECL and noinline, which its definition carries:
+/// g++ warns (-Wattributes) when an inline declaration and a noinline one are
+/// apart; a plain declaration before an inline definition is fine.
+[[gnu::cold]] std::string describe_blocks(std::span<const std::size_t> sizes, int blocks);
 
 /// The plan's own description of its shape if it has one, else its block sizes.
 template <class Plan>
@@ -103,22 +80,9 @@ std::string describe_shape(const Plan& plan, int blocks) {
 }
 
 /// Throws on this rank if the exchanged signatures `all` are corrupt or
-/// disagree. Not a template, cold: the same code for every call.
-[[gnu::cold, gnu::noinline]] inline void compare_signatures(std::span<const call_signature> all, int rank,
-                                                            std::string_view operation) {
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r].checksum != all[r].digest()) {
-      fail(errc::transport, {"rank ", r, " sent a corrupt call signature"}, {rank, operation, -1, static_cast<int>(r)});
-    }
-  }
-  for (std::size_t r = 1; r < all.size(); ++r) {
-    if (!all[r].same_call(all[0])) {
-      fail(errc::size_mismatch,
-           {"ranks disagree on the call: rank 0 calls ", all[0].text(), ", but rank ", r, " calls ", all[r].text()},
-           {rank, operation, -1, static_cast<int>(r)});
-    }
-  }
-}
+/// disagree. Not a template, cold: the same code for every call. (Declared
+/// as describe_blocks is.)
+[[gnu::cold]] void compare_signatures(std::span<const call_signature> all, int rank, std::string_view operation);
 
 /// Exchanges signatures over `comm` and throws errc::size_mismatch on every
 /// rank if any two disagree. Cold and out of line: check mode is off by
@@ -147,3 +111,7 @@ template <class Comm, class Plan, class Op>
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/check.ipp"
+#endif

@@ -6,11 +6,11 @@
 
 #include <array>
 #include <cstddef>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
 #include "plait/algorithm/select.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/transport.hpp"
@@ -29,14 +29,7 @@ namespace detail {
 class operation_label {
  public:
   [[gnu::noinline]] operation_label(std::string_view operation, std::string_view algorithm) noexcept {
-    append(operation);
-    append("<");
-    append(algorithm);
-    append(">");
-    if (truncated_) {
-      size_ = capacity - 3;
-      append("...");
-    }
+    compose(operation, algorithm);
   }
   operation_label(const operation_label&) = delete;
   operation_label& operator=(const operation_label&) = delete;
@@ -46,13 +39,12 @@ class operation_label {
 
  private:
   static constexpr std::size_t capacity = 96;
-  void append(std::string_view part) noexcept {
-    const std::size_t room = capacity - size_;
-    const std::size_t n = part.size() < room ? part.size() : room;
-    if (n < part.size()) truncated_ = true;
-    std::memcpy(text_ + size_, part.data(), n);
-    size_ += n;
-  }
+  // The formatting, defined out of line. The constructor stays noinline and
+  // in the class: g++ ignores noinline on an out-of-class constructor
+  // definition and warns (-Wattributes) when a member's noinline declaration
+  // is apart from its inline definition.
+  void compose(std::string_view operation, std::string_view algorithm) noexcept;
+  void append(std::string_view part) noexcept;
   char text_[capacity];
   std::size_t size_ = 0;
   bool truncated_ = false;
@@ -118,3 +110,7 @@ struct collective {
 
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/collective.ipp"
+#endif

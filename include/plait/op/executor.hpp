@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/scratch.hpp"
@@ -96,17 +97,7 @@ class transit_store {
 /// The bytes of one message when its blocks are contiguous and adjacent in
 /// order, so it can go straight from or into user memory; else an empty span
 /// with data() == nullptr.
-inline std::span<std::byte> direct_span(std::span<const region> blocks) {
-  if (blocks.empty()) return {};
-  std::byte* start = blocks.front().data;
-  std::byte* next = start;
-  for (const region& r : blocks) {
-    if (!r.is_contiguous() || (r.bytes() != 0 && r.data != next)) return {};
-    if (r.bytes() != 0) next = r.data + r.bytes();
-  }
-  if (start == nullptr && next != nullptr) return {};
-  return {start, static_cast<std::size_t>(next - start)};
-}
+PLAIT_DECL std::span<std::byte> direct_span(std::span<const region> blocks);
 
 /// One message of a step with its blocks located: blocks [first, first +
 /// count) of the step's region list. The same type for every transport and
@@ -124,17 +115,7 @@ struct located_message {
 
 /// Sets `m`'s bytes and either its direct span or its place in staging
 /// (advancing `staged`), from its located blocks. Not a template.
-inline void place_message(located_message& m, std::span<const region> regions, std::size_t& staged) {
-  const auto blocks = regions.subspan(m.first, m.count);
-  m.bytes = 0;
-  for (const region& r : blocks) m.bytes += r.bytes();
-  m.direct = direct_span(blocks);
-  if (m.direct.size() != m.bytes || (m.direct.data() == nullptr && m.bytes != 0)) {
-    m.direct = {};
-    m.staging_offset = staged;
-    staged += m.bytes;
-  }
-}
+PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged);
 
 }  // namespace detail
 
@@ -250,3 +231,7 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
 
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/executor.ipp"
+#endif

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "plait/algorithm/select.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
@@ -76,6 +77,15 @@ inline span_of part(std::size_t total, std::size_t parts, std::size_t index) {
   const std::size_t extra = total % parts;
   return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
 }
+
+/// How many pieces each shard is cut into: enough that one is about
+/// `piece_bytes`, never more than the smallest shard has slices (every piece
+/// of every shard is >= 1 slice); 1 when piece_bytes is 0.
+PLAIT_DECL std::size_t piece_count(std::size_t extent, std::size_t shards, std::size_t slice_bytes,
+                                   std::size_t piece_bytes);
+
+/// "split_all_gather.all_gather<ring>": how errors name a boundary's all-gather.
+PLAIT_DECL std::string boundary_gather_name(std::string_view algorithm);
 
 /// An in-place all-gather whose block j is an arbitrary region (pieces of uneven shards).
 class region_gather_plan {
@@ -168,7 +178,7 @@ class boundary {
       const int rank = intra_.rank();
       auto planned =
           detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
-      const std::string name = "split_all_gather.all_gather<" + std::string(planned.algorithm) + ">";
+      const std::string name = detail::boundary_gather_name(planned.algorithm);
       execute(intra_, planned.steps, plan, name, intra_.next_tag());
     }
   }
@@ -178,8 +188,7 @@ class boundary {
  private:
   void check_peer(const detail::call_site& at, int peer) const {
     if (peer < 0 || peer >= inter_.size()) {
-      throw at.fail(errc::invalid_argument, "peer " + std::to_string(peer) + " is outside the inter communicator [0, " +
-                                                std::to_string(inter_.size()) + ")");
+      at.fail(errc::invalid_argument, {"peer ", peer, " is outside the inter communicator [0, ", inter_.size(), ")"});
     }
   }
 
@@ -193,14 +202,7 @@ class boundary {
     const std::size_t shards = static_cast<std::size_t>(intra_.size());
     const std::size_t extent = box.extent[dimension];
     const std::size_t slice_bytes = extent == 0 ? 0 : box.elements() / extent * box.element;
-    // Pieces: enough that one is about piece_bytes, never more than the
-    // smallest shard has slices (every piece of every shard is >= 1 slice).
-    const std::size_t smallest = extent / shards;
-    std::size_t count = 1;
-    if (options_.piece_bytes != 0 && slice_bytes != 0 && smallest > 1) {
-      const std::size_t shard_bytes = smallest * slice_bytes;
-      count = std::clamp<std::size_t>((shard_bytes + options_.piece_bytes - 1) / options_.piece_bytes, 1, smallest);
-    }
+    const std::size_t count = detail::piece_count(extent, shards, slice_bytes, options_.piece_bytes);
     const auto shard = detail::part(extent, shards, static_cast<std::size_t>(intra_.rank()));
     std::vector<region> pieces;
     for (std::size_t k = 0; k < count; ++k) {
@@ -244,3 +246,7 @@ void split_all_gather(Inter&, Intra&&, boundary_options = {}) = delete;
 
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/split_all_gather.ipp"
+#endif
