@@ -164,9 +164,9 @@ region to_region(const byte_box<Rank>& box, const call_site& at, std::string_vie
     }
   }
   if (kept > static_cast<std::size_t>(region::max_dims)) {
-    throw at.fail(errc::unsupported, "a block of " + std::string(which) + " has " + std::to_string(kept) +
-                                         " strided dimensions after merging contiguous ones; a region holds at most " +
-                                         std::to_string(region::max_dims));
+    at.fail(errc::unsupported,
+            {"a block of ", which, " has ", kept,
+             " strided dimensions after merging contiguous ones; a region holds at most ", region::max_dims});
   }
   region out = region::contiguous(box.data, run);
   out.dims = static_cast<int>(kept);
@@ -194,10 +194,8 @@ void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_vi
   for (std::size_t r : order) {
     if (box.extent[r] == 1) continue;
     if (box.stride[r] < reach) {
-      throw at.fail(errc::invalid_argument, std::string(which) + " view's stride along dimension " + std::to_string(r) +
-                                                " (" + std::to_string(box.stride[r] / box.element) +
-                                                " elements) makes elements overlap; a destination must name each "
-                                                "element once");
+      at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", box.stride[r] / box.element,
+                                       " elements) makes elements overlap; a destination must name each element once"});
     }
     reach = box.stride[r] * box.extent[r];
   }
@@ -206,12 +204,10 @@ void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_vi
 template <std::size_t Rank>
 void check_disjoint(const byte_box<Rank>& send, const byte_box<Rank>& recv, const call_site& at) {
   if (overlap(send.footprint(), recv.footprint())) {
-    throw at.fail(errc::invalid_argument,
-                  "send and recv views overlap; for an in-place all-gather pass plait::in_place as send");
+    at.fail(errc::invalid_argument,
+            {"send and recv views overlap; for an in-place all-gather pass plait::in_place as send"});
   }
 }
-
-inline std::string dimension_text(std::size_t dim) { return "dimension " + std::to_string(dim); }
 
 /// all-gather over tensors: block j is slice [j*n, (j+1)*n) of recv along dim.
 class tensor_gather_plan {
@@ -275,20 +271,17 @@ tensor_gather_plan gather_along(std::string_view layout, std::size_t dim, const 
   const auto p = static_cast<std::size_t>(at.size);
   check_view_not_null(at, send.data_handle(), send.size(), "send");
   check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
-  const std::string who = std::string(layout) + ": ";
   for (std::size_t r = 0; r < Rank; ++r) {
     if (r == dim) continue;
     if (send.extent(r) != recv.extent(r)) {
-      throw at.fail(errc::size_mismatch, who + dimension_text(r) + ": send extent " + std::to_string(send.extent(r)) +
-                                             ", recv extent " + std::to_string(recv.extent(r)) +
-                                             "; all but the gathered dimension must be equal");
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; all but the gathered dimension must be equal"});
     }
   }
   const std::size_t n = send.extent(dim);
   if (recv.extent(dim) != p * n) {
-    throw at.fail(errc::size_mismatch, who + dimension_text(dim) + ": recv extent " + std::to_string(recv.extent(dim)) +
-                                           ", but " + std::to_string(p) + " ranks x send extent " + std::to_string(n) +
-                                           " need " + std::to_string(p * n));
+    at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": recv extent ", recv.extent(dim), ", but ", p,
+                                  " ranks x send extent ", n, " need ", p * n});
   }
   const auto send_box = to_box(send);
   const auto recv_box = to_box(recv);
@@ -309,9 +302,8 @@ tensor_gather_plan gather_along_in_place(std::string_view layout, std::size_t di
   const auto p = static_cast<std::size_t>(at.size);
   check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
   if (recv.extent(dim) % p != 0) {
-    throw at.fail(errc::size_mismatch, std::string(layout) + ": " + dimension_text(dim) + ": in-place recv extent " +
-                                           std::to_string(recv.extent(dim)) + ", which " + std::to_string(p) +
-                                           " ranks do not divide");
+    at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": in-place recv extent ", recv.extent(dim), ", which ",
+                                  p, " ranks do not divide"});
   }
   const std::size_t n = recv.extent(dim) / p;
   const auto recv_box = to_box(recv);
@@ -331,16 +323,13 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
   const auto p = static_cast<std::size_t>(at.size);
   check_view_not_null(at, send.data_handle(), send.size(), "send");
   check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
-  const std::string who = std::string(layout) + ": ";
   if (send.extent(split) % p != 0) {
-    throw at.fail(errc::size_mismatch, who + dimension_text(split) + ": send extent " +
-                                           std::to_string(send.extent(split)) + ", which " + std::to_string(p) +
-                                           " ranks do not divide into equal slices");
+    at.fail(errc::size_mismatch, {layout, ": dimension ", split, ": send extent ", send.extent(split), ", which ", p,
+                                  " ranks do not divide into equal slices"});
   }
   if (recv.extent(concat) % p != 0) {
-    throw at.fail(errc::size_mismatch, who + dimension_text(concat) + ": recv extent " +
-                                           std::to_string(recv.extent(concat)) + ", which " + std::to_string(p) +
-                                           " ranks do not divide into equal slices");
+    at.fail(errc::size_mismatch, {layout, ": dimension ", concat, ": recv extent ", recv.extent(concat), ", which ", p,
+                                  " ranks do not divide into equal slices"});
   }
   const std::size_t a = send.extent(split) / p;
   const std::size_t b = recv.extent(concat) / p;
@@ -350,20 +339,21 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
     const std::size_t from = r == split ? a : send.extent(r);
     const std::size_t into = r == concat ? b : recv.extent(r);
     if (from == into) continue;
-    std::string detail_text;
     if (r == split && r == concat) {
-      detail_text = "; redistribute<S, S> needs them equal";
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; redistribute<S, S> needs them equal"});
     } else if (r == split) {
-      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(a) +
-                    " each go out), so recv extent must be " + std::to_string(a);
+      at.fail(errc::size_mismatch,
+              {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ", recv.extent(r), " (", p,
+               " slices of ", a, " each go out), so recv extent must be ", a});
     } else if (r == concat) {
-      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(b) +
-                    " each come in), so send extent must be " + std::to_string(b);
+      at.fail(errc::size_mismatch,
+              {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ", recv.extent(r), " (", p,
+               " slices of ", b, " each come in), so send extent must be ", b});
     } else {
-      detail_text = "; all but the split and concat dimensions must be equal";
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; all but the split and concat dimensions must be equal"});
     }
-    throw at.fail(errc::size_mismatch, who + dimension_text(r) + ": send extent " + std::to_string(send.extent(r)) +
-                                           ", recv extent " + std::to_string(recv.extent(r)) + detail_text);
   }
   const auto send_box = to_box(send);
   const auto recv_box = to_box(recv);
