@@ -53,6 +53,15 @@ class error : public std::system_error {
   // declaration follows a noinline one.
   [[gnu::cold]] error(errc code, std::string_view detail, const error_context& where = {});
 
+  // Copyable and movable as before; the destructor is out of line so that it
+  // is the key function: the compiled core alone then emits the vtable and
+  // the type_info (header-only, every file that needs them still does).
+  error(const error&) = default;
+  error(error&&) = default;
+  error& operator=(const error&) = default;
+  error& operator=(error&&) = default;
+  ~error() override;
+
   /// "plait, rank R, OPERATION, step S, peer P: detail" (unknown parts left out).
   [[nodiscard]] const char* what() const noexcept override { return message_.c_str(); }
   [[nodiscard]] int rank() const noexcept { return rank_; }

@@ -45,6 +45,8 @@ PLAIT_DECL const std::error_category& error_category() noexcept {
       operation_(where.operation),
       detail_(detail) {}
 
+PLAIT_DECL error::~error() = default;
+
 [[gnu::noinline]] PLAIT_DECL error error::within(const error_context& outer) const {
   error_context merged{rank_ >= 0 ? rank_ : outer.rank, operation_.empty() ? outer.operation : operation_,
                        step_ >= 0 ? step_ : outer.step, peer_ >= 0 ? peer_ : outer.peer};
