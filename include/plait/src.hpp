@@ -24,6 +24,7 @@
 
 // ---- layout ------------------------------------------------------------
 #include "plait/layout/impl/along.ipp"
+#include "plait/layout/impl/tensor_plans.ipp"
 
 
 // ---- algorithm ---------------------------------------------------------

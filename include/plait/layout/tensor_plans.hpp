@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
@@ -130,51 +131,25 @@ byte_box<Rank> to_box(const tensor_view<T, Rank>& v) {
   return box;
 }
 
+/// to_region and check_unique for any rank: one function each, compiled once
+/// (impl/tensor_plans.ipp), not once per rank. `extent` and `stride` (bytes)
+/// hold `rank` entries; `scratch` and `scratch2` are `rank` entries the
+/// function may overwrite (the caller's stack, so no allocation).
+PLAIT_DECL region box_region(std::byte* data, std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                             std::size_t rank, std::size_t* scratch, std::size_t* scratch2, const call_site& at,
+                             std::string_view which);
+PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                 std::size_t rank, std::size_t* scratch, const call_site& at, std::string_view which);
+
 /// The region of a box: extent-1 dimensions dropped, the contiguous innermost
 /// dimensions folded into one run, evenly stepping outer dimensions merged.
 /// Throws `unsupported` when more strided dimensions remain than a region holds.
 template <std::size_t Rank>
 region to_region(const byte_box<Rank>& box, const call_site& at, std::string_view which) {
-  if (box.elements() == 0) return region::contiguous(box.data, 0);
   std::array<std::size_t, Rank> extent{};
   std::array<std::size_t, Rank> stride{};
-  std::size_t n = 0;
-  for (std::size_t r = 0; r < Rank; ++r) {
-    if (box.extent[r] == 1) continue;
-    extent[n] = box.extent[r];
-    stride[n] = box.stride[r];
-    ++n;
-  }
-  std::size_t run = box.element;
-  while (n > 0 && stride[n - 1] == run) {
-    run *= extent[n - 1];
-    --n;
-  }
-  // Merge dimension i + 1 into i when stepping i is the same as stepping
-  // i + 1 extent times: the runs then lie at one even stride.
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (kept > 0 && stride[kept - 1] == stride[i] * extent[i]) {
-      extent[kept - 1] *= extent[i];
-      stride[kept - 1] = stride[i];
-    } else {
-      extent[kept] = extent[i];
-      stride[kept] = stride[i];
-      ++kept;
-    }
-  }
-  if (kept > static_cast<std::size_t>(region::max_dims)) {
-    at.fail(errc::unsupported,
-            {"a block of ", which, " has ", kept,
-             " strided dimensions after merging contiguous ones; a region holds at most ", region::max_dims});
-  }
-  region out = region::contiguous(box.data, run);
-  out.dims = static_cast<int>(kept);
-  for (std::size_t i = 0; i < kept; ++i) {
-    out.extent[i] = extent[i];
-    out.stride[i] = static_cast<std::ptrdiff_t>(stride[i]);
-  }
-  return out;
+  return box_region(box.data, box.element, box.extent.data(), box.stride.data(), Rank, extent.data(), stride.data(), at,
+                    which);
 }
 
 inline void check_view_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
@@ -186,19 +161,8 @@ inline void check_view_not_null(const call_site& at, const void* data, std::size
 /// ones, which every row-major, column-major or padded layout does.
 template <std::size_t Rank>
 void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_view which) {
-  if (box.elements() == 0) return;
   std::array<std::size_t, Rank> order{};
-  for (std::size_t r = 0; r < Rank; ++r) order[r] = r;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return box.stride[a] < box.stride[b]; });
-  std::size_t reach = box.element;  // bytes spanned by the dimensions so far
-  for (std::size_t r : order) {
-    if (box.extent[r] == 1) continue;
-    if (box.stride[r] < reach) {
-      at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", box.stride[r] / box.element,
-                                       " elements) makes elements overlap; a destination must name each element once"});
-    }
-    reach = box.stride[r] * box.extent[r];
-  }
+  check_box_unique(box.element, box.extent.data(), box.stride.data(), Rank, order.data(), at, which);
 }
 
 template <std::size_t Rank>
@@ -401,3 +365,7 @@ requires some_mdspan<Send, Recv> tensor_exchange_plan make_plan(contiguous, op::
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/layout/impl/tensor_plans.ipp"
+#endif
