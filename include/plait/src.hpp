@@ -15,9 +15,16 @@
 #include "plait/plait.hpp"
 
 // ---- core --------------------------------------------------------------
+#include "plait/core/impl/backoff.ipp"
+#include "plait/core/impl/error.ipp"
+#include "plait/core/impl/region.ipp"
+#include "plait/core/impl/stream_copy.ipp"
+#include "plait/core/impl/timeout.ipp"
 
 
 // ---- layout ------------------------------------------------------------
+#include "plait/layout/impl/along.ipp"
+#include "plait/layout/impl/tensor_plans.ipp"
 
 
 // ---- algorithm ---------------------------------------------------------

@@ -19,29 +19,20 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "plait/core/config.hpp"
+
 namespace plait {
 inline namespace v0 {
 namespace detail {
 
 /// The CPUs this node has online (not this process's affinity mask: MPI
 /// launchers bind each rank to one core).
-inline int online_cpus() noexcept {
-  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus < 1 ? 1 : static_cast<int>(std::min<long>(cpus, INT_MAX));
-}
+PLAIT_DECL int online_cpus() noexcept;
 
 /// The CPUs this process may run on (its affinity mask, as `taskset` or a
 /// cpuset leaves it), at most online_cpus(): what threads and forked children
 /// of it share.
-inline int usable_cpus() noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int allowed = CPU_COUNT(&set);
-    if (allowed > 0) return std::min(allowed, online_cpus());
-  }
-  return online_cpus();
-}
+PLAIT_DECL int usable_cpus() noexcept;
 
 /// A CPU hint that this thread is spinning (frees pipeline resources for a sibling hyperthread).
 inline void cpu_relax() noexcept {
@@ -68,31 +59,7 @@ class backoff {
       : yield_polls_(yield_polls), busy_(busy), busy_yield_(busy_yield) {}
 
   /// Call once per unsuccessful poll.
-  void pause() noexcept {
-    if (busy_ > std::chrono::nanoseconds::zero() && polls_ == 0) {
-      const auto now = std::chrono::steady_clock::now();
-      if (busy_since_ == std::chrono::steady_clock::time_point{}) busy_since_ = last_yield_ = now;
-      if (now - busy_since_ < busy_) {
-        if (now - last_yield_ >= busy_yield_) {
-          sched_yield();
-          last_yield_ = now;
-        } else {
-          cpu_relax();
-        }
-        return;
-      }
-    }
-    ++polls_;
-    if (polls_ < spin_polls) return;
-    if (polls_ < spin_polls + yield_polls_) {
-      sched_yield();
-      return;
-    }
-    // Sleep, doubling up to a cap: long waits (a peer that is busy computing)
-    // cost no CPU, and the cap bounds the extra latency.
-    std::this_thread::sleep_for(sleep_);
-    if (sleep_ < max_sleep) sleep_ *= 2;
-  }
+  void pause() noexcept;
   /// Progress was made: the next wait starts from the beginning (busy phase included).
   void reset() noexcept {
     polls_ = 0;
@@ -120,3 +87,7 @@ class backoff {
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/core/impl/backoff.ipp"
+#endif

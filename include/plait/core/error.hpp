@@ -9,6 +9,8 @@
 #include <system_error>
 #include <type_traits>
 
+#include "plait/core/config.hpp"
+
 namespace plait {
 inline namespace v0 {
 
@@ -23,29 +25,9 @@ enum class errc {
   unsupported = 6,       ///< a valid request this algorithm/transport cannot serve (odd P for neighbor_exchange)
 };
 
-namespace detail {
-class errc_category final : public std::error_category {
- public:
-  [[nodiscard]] const char* name() const noexcept override { return "plait"; }
-  [[nodiscard]] std::string message(int value) const override {
-    switch (static_cast<errc>(value)) {
-      case errc::invalid_argument: return "invalid argument";
-      case errc::size_mismatch: return "size mismatch";
-      case errc::timeout: return "timeout";
-      case errc::peer_lost: return "peer lost";
-      case errc::transport: return "transport failure";
-      case errc::unsupported: return "unsupported";
-    }
-    return "unknown plait error";
-  }
-};
-}  // namespace detail
-
-/// The category of plait::errc (one object for the whole program: inline variable).
-inline const std::error_category& error_category() noexcept {
-  static const detail::errc_category category;
-  return category;
-}
+/// The category of plait::errc (one object for the whole program: a
+/// function-local static).
+PLAIT_DECL const std::error_category& error_category() noexcept;
 
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
@@ -67,14 +49,18 @@ class error : public std::system_error {
  public:
   // Out of line and cold: a throw site compiles to a call, and -O2 does not
   // inline message building into every function that can fail (compile cost).
-  [[gnu::cold, gnu::noinline]] error(errc code, std::string_view detail, const error_context& where = {})
-      : std::system_error(make_error_code(code)),
-        message_(compose(where, detail)),
-        rank_(where.rank),
-        peer_(where.peer),
-        step_(where.step),
-        operation_(where.operation),
-        detail_(detail) {}
+  // noinline is on the definitions (impl/error.ipp): g++ warns when an inline
+  // declaration follows a noinline one.
+  [[gnu::cold]] error(errc code, std::string_view detail, const error_context& where = {});
+
+  // Copyable and movable as before; the destructor is out of line so that it
+  // is the key function: the compiled core alone then emits the vtable and
+  // the type_info (header-only, every file that needs them still does).
+  error(const error&) = default;
+  error(error&&) = default;
+  error& operator=(const error&) = default;
+  error& operator=(error&&) = default;
+  ~error() override;
 
   /// "plait, rank R, OPERATION, step S, peer P: detail" (unknown parts left out).
   [[nodiscard]] const char* what() const noexcept override { return message_.c_str(); }
@@ -88,30 +74,10 @@ class error : public std::system_error {
 
   /// The same error seen from an outer layer that knows more (the executor adds
   /// operation and step to a transport's error); fields already known are kept.
-  [[nodiscard, gnu::cold, gnu::noinline]] error within(const error_context& outer) const {
-    error_context merged{rank_ >= 0 ? rank_ : outer.rank, operation_.empty() ? outer.operation : operation_,
-                         step_ >= 0 ? step_ : outer.step, peer_ >= 0 ? peer_ : outer.peer};
-    if (!outer.operation.empty() && !operation_.empty() && outer.operation != operation_) {
-      std::string op = std::string(outer.operation) + " (" + operation_ + ")";
-      merged.operation = op;
-      return error(value(), detail_, merged);
-    }
-    return error(value(), detail_, merged);
-  }
+  [[nodiscard, gnu::cold]] error within(const error_context& outer) const;
 
  private:
-  [[gnu::cold, gnu::noinline]] static std::string compose(const error_context& where, std::string_view detail) {
-    std::string text = "plait";
-    auto field = [&text](std::string_view label, int value) {
-      if (value >= 0) text += std::string(", ").append(label).append(" ").append(std::to_string(value));
-    };
-    field("rank", where.rank);
-    if (!where.operation.empty()) text.append(", ").append(where.operation);
-    field("step", where.step);
-    field("peer", where.peer);
-    text.append(": ").append(detail);
-    return text;
-  }
+  [[gnu::cold]] static std::string compose(const error_context& where, std::string_view detail);
 
   std::string message_;
   int rank_;
@@ -135,13 +101,7 @@ class message_piece {
         signed_(static_cast<long long>(value)),
         unsigned_(static_cast<unsigned long long>(value)) {}
 
-  void append_to(std::string& out) const {
-    switch (kind_) {
-      case kind::text: out.append(text_); return;
-      case kind::signed_number: out.append(std::to_string(signed_)); return;
-      case kind::unsigned_number: out.append(std::to_string(unsigned_)); return;
-    }
-  }
+  void append_to(std::string& out) const;
 
  private:
   enum class kind { text, signed_number, unsigned_number };
@@ -151,20 +111,20 @@ class message_piece {
   unsigned long long unsigned_ = 0;
 };
 
+// concat and fail are declared without PLAIT_DECL and defined with it, noinline
+// on the definitions (impl/error.ipp): g++ warns about a declaration that is
+// both inline and noinline, and about one that follows a noinline declaration.
+// A function first declared without `inline` and defined `inline` later is
+// fine: the definition is in every file that includes this header.
+
 /// The pieces concatenated. Out of line and cold: error messages are built on
 /// failure only, and a call site compiles to an array of pieces and a call
 /// instead of inlined std::string concatenation (what -O2 spends time on).
-[[gnu::cold, gnu::noinline]] inline std::string concat(std::initializer_list<message_piece> pieces) {
-  std::string text;
-  for (const message_piece& piece : pieces) piece.append_to(text);
-  return text;
-}
+[[gnu::cold]] std::string concat(std::initializer_list<message_piece> pieces);
 
 /// throw error(code, concat(pieces), where), from one cold out-of-line place.
-[[noreturn, gnu::cold, gnu::noinline]] inline void fail(errc code, std::initializer_list<message_piece> pieces,
-                                                        const error_context& where = {}) {
-  throw error(code, concat(pieces), where);
-}
+[[noreturn, gnu::cold]] void fail(errc code, std::initializer_list<message_piece> pieces,
+                                  const error_context& where = {});
 }  // namespace detail
 
 }  // namespace v0
@@ -172,3 +132,7 @@ class message_piece {
 
 template <>
 struct std::is_error_code_enum<plait::errc> : std::true_type {};
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/core/impl/error.ipp"
+#endif

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "plait/core/config.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/tensor_view.hpp"
 #include "plait/core/views.hpp"
@@ -34,7 +35,8 @@ struct along {
 
 namespace detail {
 
-inline std::string along_name(std::size_t d) { return "along<" + std::to_string(d) + ">"; }
+/// "along<D>", as error messages name the layout.
+PLAIT_DECL std::string along_name(std::size_t d);
 
 template <std::size_t D, tensor_argument Send, tensor_argument Recv>
 tensor_gather_plan make_plan(along<D>, op::all_gather, const call_site& at, Send&& send, Recv&& recv) {
@@ -52,3 +54,7 @@ tensor_gather_plan make_plan(along<D>, op::all_gather, const call_site& at, in_p
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/layout/impl/along.ipp"
+#endif

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
@@ -130,51 +131,25 @@ byte_box<Rank> to_box(const tensor_view<T, Rank>& v) {
   return box;
 }
 
+/// to_region and check_unique for any rank: one function each, compiled once
+/// (impl/tensor_plans.ipp), not once per rank. `extent` and `stride` (bytes)
+/// hold `rank` entries; `scratch` and `scratch2` are `rank` entries the
+/// function may overwrite (the caller's stack, so no allocation).
+PLAIT_DECL region box_region(std::byte* data, std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                             std::size_t rank, std::size_t* scratch, std::size_t* scratch2, const call_site& at,
+                             std::string_view which);
+PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                 std::size_t rank, std::size_t* scratch, const call_site& at, std::string_view which);
+
 /// The region of a box: extent-1 dimensions dropped, the contiguous innermost
 /// dimensions folded into one run, evenly stepping outer dimensions merged.
 /// Throws `unsupported` when more strided dimensions remain than a region holds.
 template <std::size_t Rank>
 region to_region(const byte_box<Rank>& box, const call_site& at, std::string_view which) {
-  if (box.elements() == 0) return region::contiguous(box.data, 0);
   std::array<std::size_t, Rank> extent{};
   std::array<std::size_t, Rank> stride{};
-  std::size_t n = 0;
-  for (std::size_t r = 0; r < Rank; ++r) {
-    if (box.extent[r] == 1) continue;
-    extent[n] = box.extent[r];
-    stride[n] = box.stride[r];
-    ++n;
-  }
-  std::size_t run = box.element;
-  while (n > 0 && stride[n - 1] == run) {
-    run *= extent[n - 1];
-    --n;
-  }
-  // Merge dimension i + 1 into i when stepping i is the same as stepping
-  // i + 1 extent times: the runs then lie at one even stride.
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (kept > 0 && stride[kept - 1] == stride[i] * extent[i]) {
-      extent[kept - 1] *= extent[i];
-      stride[kept - 1] = stride[i];
-    } else {
-      extent[kept] = extent[i];
-      stride[kept] = stride[i];
-      ++kept;
-    }
-  }
-  if (kept > static_cast<std::size_t>(region::max_dims)) {
-    throw at.fail(errc::unsupported, "a block of " + std::string(which) + " has " + std::to_string(kept) +
-                                         " strided dimensions after merging contiguous ones; a region holds at most " +
-                                         std::to_string(region::max_dims));
-  }
-  region out = region::contiguous(box.data, run);
-  out.dims = static_cast<int>(kept);
-  for (std::size_t i = 0; i < kept; ++i) {
-    out.extent[i] = extent[i];
-    out.stride[i] = static_cast<std::ptrdiff_t>(stride[i]);
-  }
-  return out;
+  return box_region(box.data, box.element, box.extent.data(), box.stride.data(), Rank, extent.data(), stride.data(), at,
+                    which);
 }
 
 inline void check_view_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
@@ -186,32 +161,17 @@ inline void check_view_not_null(const call_site& at, const void* data, std::size
 /// ones, which every row-major, column-major or padded layout does.
 template <std::size_t Rank>
 void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_view which) {
-  if (box.elements() == 0) return;
   std::array<std::size_t, Rank> order{};
-  for (std::size_t r = 0; r < Rank; ++r) order[r] = r;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return box.stride[a] < box.stride[b]; });
-  std::size_t reach = box.element;  // bytes spanned by the dimensions so far
-  for (std::size_t r : order) {
-    if (box.extent[r] == 1) continue;
-    if (box.stride[r] < reach) {
-      throw at.fail(errc::invalid_argument, std::string(which) + " view's stride along dimension " + std::to_string(r) +
-                                                " (" + std::to_string(box.stride[r] / box.element) +
-                                                " elements) makes elements overlap; a destination must name each "
-                                                "element once");
-    }
-    reach = box.stride[r] * box.extent[r];
-  }
+  check_box_unique(box.element, box.extent.data(), box.stride.data(), Rank, order.data(), at, which);
 }
 
 template <std::size_t Rank>
 void check_disjoint(const byte_box<Rank>& send, const byte_box<Rank>& recv, const call_site& at) {
   if (overlap(send.footprint(), recv.footprint())) {
-    throw at.fail(errc::invalid_argument,
-                  "send and recv views overlap; for an in-place all-gather pass plait::in_place as send");
+    at.fail(errc::invalid_argument,
+            {"send and recv views overlap; for an in-place all-gather pass plait::in_place as send"});
   }
 }
-
-inline std::string dimension_text(std::size_t dim) { return "dimension " + std::to_string(dim); }
 
 /// all-gather over tensors: block j is slice [j*n, (j+1)*n) of recv along dim.
 class tensor_gather_plan {
@@ -275,20 +235,17 @@ tensor_gather_plan gather_along(std::string_view layout, std::size_t dim, const 
   const auto p = static_cast<std::size_t>(at.size);
   check_view_not_null(at, send.data_handle(), send.size(), "send");
   check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
-  const std::string who = std::string(layout) + ": ";
   for (std::size_t r = 0; r < Rank; ++r) {
     if (r == dim) continue;
     if (send.extent(r) != recv.extent(r)) {
-      throw at.fail(errc::size_mismatch, who + dimension_text(r) + ": send extent " + std::to_string(send.extent(r)) +
-                                             ", recv extent " + std::to_string(recv.extent(r)) +
-                                             "; all but the gathered dimension must be equal");
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; all but the gathered dimension must be equal"});
     }
   }
   const std::size_t n = send.extent(dim);
   if (recv.extent(dim) != p * n) {
-    throw at.fail(errc::size_mismatch, who + dimension_text(dim) + ": recv extent " + std::to_string(recv.extent(dim)) +
-                                           ", but " + std::to_string(p) + " ranks x send extent " + std::to_string(n) +
-                                           " need " + std::to_string(p * n));
+    at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": recv extent ", recv.extent(dim), ", but ", p,
+                                  " ranks x send extent ", n, " need ", p * n});
   }
   const auto send_box = to_box(send);
   const auto recv_box = to_box(recv);
@@ -309,9 +266,8 @@ tensor_gather_plan gather_along_in_place(std::string_view layout, std::size_t di
   const auto p = static_cast<std::size_t>(at.size);
   check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
   if (recv.extent(dim) % p != 0) {
-    throw at.fail(errc::size_mismatch, std::string(layout) + ": " + dimension_text(dim) + ": in-place recv extent " +
-                                           std::to_string(recv.extent(dim)) + ", which " + std::to_string(p) +
-                                           " ranks do not divide");
+    at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": in-place recv extent ", recv.extent(dim), ", which ",
+                                  p, " ranks do not divide"});
   }
   const std::size_t n = recv.extent(dim) / p;
   const auto recv_box = to_box(recv);
@@ -331,16 +287,13 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
   const auto p = static_cast<std::size_t>(at.size);
   check_view_not_null(at, send.data_handle(), send.size(), "send");
   check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
-  const std::string who = std::string(layout) + ": ";
   if (send.extent(split) % p != 0) {
-    throw at.fail(errc::size_mismatch, who + dimension_text(split) + ": send extent " +
-                                           std::to_string(send.extent(split)) + ", which " + std::to_string(p) +
-                                           " ranks do not divide into equal slices");
+    at.fail(errc::size_mismatch, {layout, ": dimension ", split, ": send extent ", send.extent(split), ", which ", p,
+                                  " ranks do not divide into equal slices"});
   }
   if (recv.extent(concat) % p != 0) {
-    throw at.fail(errc::size_mismatch, who + dimension_text(concat) + ": recv extent " +
-                                           std::to_string(recv.extent(concat)) + ", which " + std::to_string(p) +
-                                           " ranks do not divide into equal slices");
+    at.fail(errc::size_mismatch, {layout, ": dimension ", concat, ": recv extent ", recv.extent(concat), ", which ", p,
+                                  " ranks do not divide into equal slices"});
   }
   const std::size_t a = send.extent(split) / p;
   const std::size_t b = recv.extent(concat) / p;
@@ -350,20 +303,21 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
     const std::size_t from = r == split ? a : send.extent(r);
     const std::size_t into = r == concat ? b : recv.extent(r);
     if (from == into) continue;
-    std::string detail_text;
     if (r == split && r == concat) {
-      detail_text = "; redistribute<S, S> needs them equal";
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; redistribute<S, S> needs them equal"});
     } else if (r == split) {
-      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(a) +
-                    " each go out), so recv extent must be " + std::to_string(a);
+      at.fail(errc::size_mismatch,
+              {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ", recv.extent(r), " (", p,
+               " slices of ", a, " each go out), so recv extent must be ", a});
     } else if (r == concat) {
-      detail_text = " (" + std::to_string(p) + " slices of " + std::to_string(b) +
-                    " each come in), so send extent must be " + std::to_string(b);
+      at.fail(errc::size_mismatch,
+              {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ", recv.extent(r), " (", p,
+               " slices of ", b, " each come in), so send extent must be ", b});
     } else {
-      detail_text = "; all but the split and concat dimensions must be equal";
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; all but the split and concat dimensions must be equal"});
     }
-    throw at.fail(errc::size_mismatch, who + dimension_text(r) + ": send extent " + std::to_string(send.extent(r)) +
-                                           ", recv extent " + std::to_string(recv.extent(r)) + detail_text);
   }
   const auto send_box = to_box(send);
   const auto recv_box = to_box(recv);
@@ -411,3 +365,7 @@ requires some_mdspan<Send, Recv> tensor_exchange_plan make_plan(contiguous, op::
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/layout/impl/tensor_plans.ipp"
+#endif
