@@ -5,7 +5,9 @@
 #pragma once
 
 #if !defined(PLAIT_SEPARATE_COMPILATION)
-#error "plait: <plait/src.hpp> is the compiled core; define PLAIT_SEPARATE_COMPILATION for the whole project (or link plait::compiled) before including it"
+// The compiled core needs PLAIT_SEPARATE_COMPILATION for the whole project
+// (plait::compiled in CMake defines it).
+#error "plait: <plait/src.hpp> needs PLAIT_SEPARATE_COMPILATION"
 #endif
 #if defined(PLAIT_EXTERN_TEMPLATE)
 #error "plait: include <plait/src.hpp> before any other plait header in the file that compiles the core"
@@ -21,11 +23,9 @@
 #include "plait/core/impl/stream_copy.ipp"
 #include "plait/core/impl/timeout.ipp"
 
-
 // ---- layout ------------------------------------------------------------
 #include "plait/layout/impl/along.ipp"
 #include "plait/layout/impl/tensor_plans.ipp"
-
 
 // ---- algorithm ---------------------------------------------------------
 #include "plait/algorithm/impl/algorithm_id.ipp"
@@ -33,21 +33,17 @@
 #include "plait/algorithm/impl/select.ipp"
 #include "plait/algorithm/impl/verify.ipp"
 
-
 // ---- op ----------------------------------------------------------------
 #include "plait/op/impl/check.ipp"
 #include "plait/op/impl/collective.ipp"
 #include "plait/op/impl/executor.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 
-
 // ---- transport/shm -----------------------------------------------------
-#include "plait/transport/shm/impl/segment.ipp"
-#include "plait/transport/shm/impl/shared_buffer.ipp"
 #include "plait/transport/shm/impl/communicator.ipp"
 #include "plait/transport/shm/impl/run.ipp"
-
+#include "plait/transport/shm/impl/segment.ipp"
+#include "plait/transport/shm/impl/shared_buffer.ipp"
 
 // ---- template instances for the shm transport (see plait/core/config.hpp)
 #include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions
-
