@@ -86,6 +86,19 @@ TEST_CASE("PLAIT_CHECK=1 turns check mode on for every communicator", "[check][s
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+TEST_CASE("PLAIT_CHECK is read when a shm communicator is created, not at every call", "[check][shm][env]") {
+  setenv("PLAIT_CHECK", "1", 1);
+  const auto created_under_it = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) {
+    return std::string(comm.check_mode() ? "" : "check mode off although PLAIT_CHECK=1 at creation");
+  });
+  unsetenv("PLAIT_CHECK");
+  const auto created_without = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) {
+    return std::string(comm.check_mode() ? "check mode on without PLAIT_CHECK" : "");
+  });
+  REQUIRE(plait_test::failures(created_under_it) == "");
+  REQUIRE(plait_test::failures(created_without) == "");
+}
+
 TEST_CASE("PLAIT_TIMEOUT bounds every wait of a new communicator", "[timeout][shm][env]") {
   setenv("PLAIT_TIMEOUT", "0.2", 1);
   const auto start = std::chrono::steady_clock::now();

@@ -7,6 +7,7 @@
 
 #include "plait/core/config.hpp"
 
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"

@@ -18,6 +18,7 @@
 
 // ---- core --------------------------------------------------------------
 #include "plait/core/impl/backoff.ipp"
+#include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
 #include "plait/core/impl/region.ipp"
 #include "plait/core/impl/stream_copy.ipp"

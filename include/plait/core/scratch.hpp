@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 #include <utility>
 
 namespace plait {
@@ -40,6 +41,41 @@ class fixed_array {
   T* end() const noexcept { return data_ + size_; }
 
  private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// `size` value-initialised T, in place when `size` <= N and on the heap
+/// beyond: the executor's per-call scratch (one entry per message or block of
+/// a step), which for a few peers then costs no allocation. Neither copyable
+/// nor movable: it lives on the stack of one call.
+template <class T, std::size_t N>
+class small_array {
+ public:
+  explicit small_array(std::size_t size) : size_(size) {
+    if (size > N) {
+      heap_ = fixed_array<T>(size);
+      data_ = heap_.data();
+      return;
+    }
+    for (std::size_t i = 0; i < size; ++i) ::new (static_cast<void*>(in_place_ + i * sizeof(T))) T();
+    data_ = std::launder(reinterpret_cast<T*>(in_place_));
+  }
+  small_array(const small_array&) = delete;
+  small_array& operator=(const small_array&) = delete;
+  ~small_array() {
+    if (size_ <= N) {
+      for (std::size_t i = 0; i < size_; ++i) data_[i].~T();
+    }
+  }
+
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  T& operator[](std::size_t i) const noexcept { return data_[i]; }
+
+ private:
+  alignas(T) std::byte in_place_[N * sizeof(T)];
+  fixed_array<T> heap_;
   T* data_ = nullptr;
   std::size_t size_ = 0;
 };

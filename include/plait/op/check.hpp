@@ -16,6 +16,7 @@
 
 #include "plait/algorithm/ring.hpp"
 #include "plait/core/config.hpp"
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/scratch.hpp"
@@ -25,9 +26,6 @@
 namespace plait {
 inline namespace v0 {
 namespace detail {
-
-/// PLAIT_CHECK set to anything but "" or "0".
-PLAIT_DECL bool check_mode_from_environment();
 
 template <class Comm>
 bool check_mode(const Comm& comm) {

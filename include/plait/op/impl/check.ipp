@@ -1,4 +1,4 @@
-// Defines check mode's non-template part: the environment switch, call signatures and their comparison (see
+// Defines check mode's non-template part: call signatures and their comparison (see
 // plait/op/check.hpp).
 #pragma once
 
@@ -17,11 +17,6 @@
 namespace plait {
 inline namespace v0 {
 namespace detail {
-
-PLAIT_DECL bool check_mode_from_environment() {
-  const char* value = std::getenv("PLAIT_CHECK");  // read per call: cheap next to a collective
-  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
-}
 
 PLAIT_DECL call_signature call_signature::make(std::string_view operation, std::string_view shape) {
   call_signature s;

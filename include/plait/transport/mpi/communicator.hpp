@@ -26,6 +26,7 @@
 
 #include "plait/algorithm/automatic.hpp"
 #include "plait/core/backoff.hpp"
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
@@ -89,13 +90,6 @@ inline int launcher_local_ranks() noexcept {
     }
   }
   return most;
-}
-
-/// PLAIT_CHECK set to anything but "" or "0" (op/check.hpp reads it the same
-/// way), read when a communicator is created rather than at every call.
-inline bool check_mode_from_environment() noexcept {
-  const char* value = std::getenv("PLAIT_CHECK");
-  return value != nullptr && *value != '\0' && !(value[0] == '0' && value[1] == '\0');
 }
 
 }  // namespace detail
@@ -232,7 +226,7 @@ class communicator {
 
   /// Duplicates `comm` (collective over it). MPI_COMM_NULL gives a null communicator.
   explicit communicator(MPI_Comm comm)
-      : timeout_(detail::default_timeout()), check_mode_(detail::check_mode_from_environment()) {
+      : timeout_(detail::default_timeout()), check_mode_(plait::detail::check_mode_from_environment()) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized == 0 || detail::finalized()) {

@@ -156,9 +156,12 @@ class communicator {
   void discount_control_bytes(std::uint64_t bytes) noexcept { bytes_sent_ -= std::min(bytes, bytes_sent_); }
 
   /// Check mode: collectives first verify that every rank makes the same call
-  /// (also on with PLAIT_CHECK=1).
+  /// (also on with PLAIT_CHECK=1 when the communicator is created).
   void set_check_mode(bool on) noexcept { check_mode_ = on; }
   [[nodiscard]] bool check_mode() const noexcept { return check_mode_; }
+  /// check_mode() already covers PLAIT_CHECK: collectives do not read the
+  /// environment on every call.
+  static constexpr bool check_mode_reads_environment = true;
 
   /// A fresh tag for one collective call; every rank draws the same sequence.
   int next_tag() {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "plait/core/backoff.hpp"
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/stream_copy.hpp"
 #include "plait/transport/shm/communicator.hpp"
@@ -53,7 +54,8 @@ PLAIT_DECL communicator::communicator(std::shared_ptr<detail::segment> seg, int 
       size_(static_cast<int>(segment_->shape().ranks)),
       timeout_(timeout),
       busy_poll_(size_ <= plait::detail::usable_cpus() ? detail::default_busy_poll : std::chrono::nanoseconds{}),
-      peers_(static_cast<std::size_t>(size_)) {
+      peers_(static_cast<std::size_t>(size_)),
+      check_mode_(plait::detail::check_mode_from_environment()) {
   segment_->mark_local(rank_);
   auto& record = segment_->record(rank_);
   detail::atomic(record.pid).store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
