@@ -28,13 +28,16 @@ namespace detail {
 /// Out of line: one copy of the formatting for every collective in a program.
 class operation_label {
  public:
-  [[gnu::noinline]] operation_label(std::string_view operation, std::string_view algorithm) noexcept {
+  [[gnu::noinline]] operation_label(std::string_view operation, std::string_view algorithm) noexcept
+      : algorithm_(algorithm) {
     compose(operation, algorithm);
   }
   operation_label(const operation_label&) = delete;
   operation_label& operator=(const operation_label&) = delete;
 
   [[nodiscard]] std::string_view view() const noexcept { return {text_, size_}; }
+  /// The algorithm's name as given (not cut short).
+  [[nodiscard]] std::string_view algorithm() const noexcept { return algorithm_; }
   operator std::string_view() const noexcept { return view(); }  // NOLINT: used where a name is expected
 
  private:
@@ -45,6 +48,7 @@ class operation_label {
   // is apart from its inline definition.
   void compose(std::string_view operation, std::string_view algorithm) noexcept;
   void append(std::string_view part) noexcept;
+  std::string_view algorithm_;  // a name with static storage (Algorithm::name or a built-in's)
   char text_[capacity];
   std::size_t size_ = 0;
   bool truncated_ = false;
@@ -92,7 +96,7 @@ struct collective {
   /// Runs the operation. `send` may be plait::in_place for an all-gather.
   template <class Send, class Recv>
   static void run(Transport& comm, Send&& send, Recv&& recv) {
-    const detail::operation_label requested(Op::name, algorithm_name<Algorithm>());
+    const detail::operation_label& requested = requested_label();
     const detail::call_site at{comm.rank(), comm.size(), requested};
     // Unqualified on purpose: argument-dependent lookup (call_site lives in
     // plait::detail) finds make_plan overloads declared after this header,
@@ -101,10 +105,28 @@ struct collective {
     auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
     const detail::planned_schedule& planned =
         detail::remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
-    const detail::operation_label running(Op::name, planned.algorithm);
-    if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, running);
+    if (planned.algorithm == requested_label().algorithm()) {
+      run_schedule(comm, planned, plan, requested);
+    } else {  // automatic: name the algorithm that runs
+      const detail::operation_label running(Op::name, planned.algorithm);
+      run_schedule(comm, planned, plan, running);
+    }
+  }
+
+ private:
+  /// "all_gather<ring>", built once per program: a small call's own work is
+  /// a few thousand instructions, and formatting its name took a tenth.
+  static const detail::operation_label& requested_label() {
+    static const detail::operation_label label(Op::name, algorithm_name<Algorithm>());
+    return label;
+  }
+
+  template <class Plan>
+  static void run_schedule(Transport& comm, const detail::planned_schedule& planned, const Plan& plan,
+                           std::string_view name) {
+    if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, name);
     const int tag = comm.next_tag();
-    execute(comm, planned.steps, plan, running, tag);
+    execute(comm, planned.steps, plan, name, tag);
   }
 };
 
