@@ -60,6 +60,11 @@ function(plait_add_header_check)
   if(mpi_sources AND PLAIT_HAS_MPI)
     add_library(plait_header_check_mpi OBJECT ${mpi_sources})
     target_link_libraries(plait_header_check_mpi PRIVATE plait::mpi plait_warnings)
+    # The MPI transport stays header-only with the compiled core, over the
+    # core's declarations: it must compile that way too.
+    add_library(plait_header_check_mpi_compiled OBJECT ${mpi_sources})
+    target_compile_definitions(plait_header_check_mpi_compiled PRIVATE PLAIT_SEPARATE_COMPILATION)
+    target_link_libraries(plait_header_check_mpi_compiled PRIVATE plait::mpi plait_warnings)
   elseif(mpi_sources)
     message(STATUS "plait: MPI headers not self-checked (MPI not found)")
   endif()
