@@ -4,6 +4,7 @@
 // barrier, split, join, timeouts, failures and segment cleanup.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -19,6 +20,40 @@
 using namespace std::chrono_literals;
 using plait_test::mode;
 using plait_test::pattern;
+
+namespace {
+std::atomic<int> ranks_seen{0};
+void count_rank(plait::shm::communicator& comm) {
+  comm.barrier();
+  ranks_seen.fetch_add(1);
+}
+// Exits non-zero in the rank whose size is wrong, so run_processes throws.
+void check_size_of_three(plait::shm::communicator& comm) {
+  if (comm.size() != 3) throw std::runtime_error("wrong size");
+  comm.barrier();
+}
+}  // namespace
+
+// run_threads/run_processes erase the callable before the non-template part
+// (impl/run.ipp): a plain function, a function pointer and a const functor
+// must reach it as a lambda does.
+TEST_CASE("run_threads and run_processes take plain functions and const functors, not only lambdas", "[shm]") {
+  ranks_seen = 0;
+  plait::shm::run_threads(3, count_rank);
+  void (*pointer)(plait::shm::communicator&) = count_rank;
+  plait::shm::run_threads(2, pointer);
+  struct counter {
+    std::atomic<int>* seen;
+    void operator()(plait::shm::communicator& comm) const {
+      comm.barrier();
+      seen->fetch_add(1);
+    }
+  };
+  const counter functor{&ranks_seen};
+  plait::shm::run_threads(4, functor);
+  REQUIRE(ranks_seen.load() == 9);
+  REQUIRE_NOTHROW(plait::shm::run_processes(3, check_size_of_three));
+}
 
 namespace {
 std::string unique_name(std::string_view what) {

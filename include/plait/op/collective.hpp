@@ -23,8 +23,9 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 /// "all_gather<ring>": how errors name a call. Built in place, not on the
-/// heap: a collective names itself at every call but uses the name only when
-/// it raises an error. A name longer than the buffer is cut short with "...".
+/// heap, and used only when a call raises an error: a collective builds its
+/// requested name once per program and, under automatic, the chosen one per
+/// call. A name longer than the buffer is cut short with "...".
 /// Out of line: one copy of the formatting for every collective in a program.
 class operation_label {
  public:
