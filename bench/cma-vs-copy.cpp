@@ -19,6 +19,19 @@
 //                     rest through the ring, interleaved chunk by chunk
 //   ntlocal           a suffix (e.g. cma+ntlocal): the own block is copied with
 //                     streaming stores too (memcpy+ntlocal: the ceiling's copy)
+//   cmatee:C          all-gather: the peer's block by process_vm_readv in pieces
+//                     of C bytes, each piece then written on into the peer's own
+//                     slot with process_vm_writev (the peer skips its local copy)
+//
+// And with buffers both ranks map (what comm.allocate gives), every copy
+// streamed, one barrier per call (the signal either direction needs):
+//   shpull            own block copied locally, the peer's read from its buffer
+//   shpush            own block copied locally and written into the peer's result
+//   shfused:C         all-gather: the own block written into both results, a
+//                     piece of C bytes at a time (read once)
+//   shtee:C           all-gather: the peer's block read once, a piece at a time,
+//                     and written into both results (the peer skips its local
+//                     copy): what plait's isend_with_copy does
 //
 // Samples: barrier, `iters` calls, barrier; the time is rank 0's (the closing
 // barrier waits for both). Variants are interleaved, in a new random order
@@ -34,7 +47,7 @@
 // buffer, busbw = size/time x (P-1)/P), with the ratio to `cma`.
 //
 // Usage: cma-vs-copy [--sizes 4M,16M,64M] [--reps 9] [--op all_gather,all_to_all,all_gather_in_place]
-//                    [--variants memcpy,cma,pipe:256K:4:rn,...] [--hugepages] [--fresh]
+//                    [--variants memcpy,cma,pipe:256K:4:rn,shtee:64K,...] [--hugepages] [--fresh]
 //                    [--no-pin] [--scrub 64M]
 //   --hugepages  madvise(MADV_HUGEPAGE) on the send and result buffers
 //   --fresh      map a new, untouched result buffer for every call (first-touch
@@ -81,6 +94,7 @@ struct control {
   line_counter preempted[2];  // involuntary context switches in the last sample
   pid_t pid[2];
   std::uintptr_t send_address[2];  // each rank's send buffer, for process_vm_readv
+  std::uintptr_t recv_address[2];  // each rank's result, for process_vm_writev (cmatee)
   alignas(64) unsigned char ring[2][max_ring_bytes];
 };
 
@@ -128,11 +142,12 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 struct variant {
   std::string name;
-  enum kind_t { memcpy_ceiling, cma, cmaiov, pipe, split_path } kind = cma;
+  enum kind_t { memcpy_ceiling, cma, cmaiov, pipe, split_path, shared_pull, shared_push, shared_fused, shared_tee, cma_tee } kind = cma;
   std::size_t piece = 0;  // cma: bytes per call (0: one call)
   std::size_t chunk = 0, depth = 0;
   bool nt_in = false, nt_out = false, nt_local = false;
   double cma_fraction = 0;
+  bool shared() const { return kind == shared_pull || kind == shared_push || kind == shared_fused || kind == shared_tee; }
 };
 
 variant parse_variant(const std::string& text) {
@@ -162,6 +177,19 @@ variant parse_variant(const std::string& text) {
     v.chunk = parse_size(f[1]);
     v.depth = std::stoul(f[2]);
     stores(f[3]);
+  } else if (f[0] == "shpull") {
+    v.kind = variant::shared_pull;
+  } else if (f[0] == "shpush") {
+    v.kind = variant::shared_push;
+  } else if (f[0] == "shfused" && f.size() == 2) {
+    v.kind = variant::shared_fused;
+    v.chunk = parse_size(f[1]);
+  } else if (f[0] == "cmatee" && f.size() == 2) {
+    v.kind = variant::cma_tee;
+    v.chunk = parse_size(f[1]);
+  } else if (f[0] == "shtee" && f.size() == 2) {
+    v.kind = variant::shared_tee;
+    v.chunk = parse_size(f[1]);
   } else if (f[0] == "split" && f.size() == 5) {
     v.kind = variant::split_path;
     v.cma_fraction = std::stod(f[1]);
@@ -318,7 +346,15 @@ struct result_row {
   int clean, total;  // samples without a preemption on either rank, samples
 };
 
-void run_rank(int rank, control& c, const options& opt, std::vector<result_row>* out) {
+// Buffers both ranks map (what comm.allocate gives): rank r's send and result.
+struct shared_region {
+  unsigned char* base = nullptr;
+  std::size_t send_capacity = 0, recv_capacity = 0;
+  unsigned char* send(int r) const { return base + static_cast<std::size_t>(r) * (send_capacity + recv_capacity); }
+  unsigned char* recv(int r) const { return send(r) + send_capacity; }
+};
+
+void run_rank(int rank, control& c, const options& opt, const shared_region& sh, std::vector<result_row>* out) {
   const int peer = 1 - rank;
   if (opt.pin) {
     cpu_set_t set;
@@ -347,9 +383,12 @@ void run_rank(int rank, control& c, const options& opt, std::vector<result_row>*
         const int dest = gather ? peer : static_cast<int>(i / b.block);
         b.send[i] = pattern(rank, dest, i % b.block);
       }
+      std::memcpy(sh.send(rank), b.send, b.send_bytes);
       std::memset(b.recv, 0, 2 * b.block);
+      std::memset(sh.recv(rank), 0, 2 * b.block);
       std::memset(b.scratch, 0, b.block);
       c.send_address[rank] = reinterpret_cast<std::uintptr_t>(b.send);
+      c.recv_address[rank] = reinterpret_cast<std::uintptr_t>(b.recv);
       barrier(c);
 
       // This rank's own block (stays) and where the peer's block lives over there.
@@ -370,6 +409,57 @@ void run_rank(int rank, control& c, const options& opt, std::vector<result_row>*
           } else {
             std::memcpy(b.scratch, own, b.block);
           }
+          return true;
+        }
+        if (v.shared()) {
+          // Every copy streams, as plait's copies out of and into comm.allocate buffers do at these sizes.
+          const unsigned char* own_sh = sh.send(rank) + (own - b.send);
+          const unsigned char* to_peer_sh = sh.send(rank) + (to_peer - b.send);
+          unsigned char* own_to_sh = sh.recv(rank) + static_cast<std::size_t>(rank) * b.block;
+          // Where this rank's block lands in the peer's result (push), and where the peer's block is (pull).
+          unsigned char* at_peer = sh.recv(peer) + static_cast<std::size_t>(rank) * b.block;
+          const unsigned char* from_peer = sh.send(peer) + (gather ? 0 : static_cast<std::size_t>(rank) * b.block);
+          if (in_place) own_sh = own_to_sh;
+          if (v.kind == variant::shared_tee && gather && !in_place) {
+            // Pull the peer's block once, write it into this rank's result and
+            // into the peer's own slot (the peer's local copy, done here).
+            unsigned char* mine = sh.recv(rank) + static_cast<std::size_t>(peer) * b.block;
+            unsigned char* theirs = sh.recv(peer) + static_cast<std::size_t>(peer) * b.block;
+            for (std::size_t off = 0; off < b.block; off += v.chunk) {
+              const std::size_t n = std::min(v.chunk, b.block - off);
+              stream_copy(mine + off, from_peer + off, n);
+              stream_copy(theirs + off, from_peer + off, n);
+            }
+          } else if (v.kind == variant::shared_fused && gather) {
+            for (std::size_t off = 0; off < b.block; off += v.chunk) {
+              const std::size_t n = std::min(v.chunk, b.block - off);
+              if (!in_place) stream_copy(own_to_sh + off, own_sh + off, n);
+              stream_copy(at_peer + off, own_sh + off, n);
+            }
+          } else {
+            if (!in_place) stream_copy(own_to_sh, own_sh, b.block);
+            if (v.kind == variant::shared_pull)
+              stream_copy(sh.recv(rank) + static_cast<std::size_t>(peer) * b.block, from_peer, b.block);
+            else
+              stream_copy(at_peer, in_place ? own_sh : to_peer_sh, b.block);
+          }
+          stream_fence();
+          barrier(c);  // the one signal a call needs either way: data read (pull) or arrived (push)
+          return true;
+        }
+        if (v.kind == variant::cma_tee && gather && !in_place) {
+          // The peer's block by process_vm_readv into this rank's result, a
+          // piece at a time, each piece then written on into the peer's own
+          // slot with process_vm_writev (the peer's local copy, done here).
+          const std::uintptr_t theirs = c.recv_address[peer] + static_cast<std::size_t>(peer) * b.block;
+          for (std::size_t off = 0; off < b.block; off += v.chunk) {
+            const std::size_t n = std::min(v.chunk, b.block - off);
+            if (!mv.cma_read(peer_dst + off, remote + off, n, 0)) return false;
+            iovec local{peer_dst + off, n};
+            iovec far{reinterpret_cast<void*>(theirs + off), n};
+            if (process_vm_writev(c.pid[peer], &local, 1, &far, 1, 0) != static_cast<ssize_t>(n)) return false;
+          }
+          barrier(c);  // the peer's own slot is written before its call ends
           return true;
         }
         if (in_place) {
@@ -396,6 +486,7 @@ void run_rank(int rank, control& c, const options& opt, std::vector<result_row>*
       };
       auto check = [&](const variant& v, const unsigned char* recv) {
         if (v.kind == variant::memcpy_ceiling) return true;
+        if (v.shared()) recv = sh.recv(rank);
         for (std::size_t i = 0; i < b.block; ++i) {
           if (recv[static_cast<std::size_t>(peer) * b.block + i] != pattern(peer, rank, i)) return false;
           if (!in_place && recv[static_cast<std::size_t>(rank) * b.block + i] != pattern(rank, gather ? peer : rank, i))
@@ -409,6 +500,13 @@ void run_rank(int rank, control& c, const options& opt, std::vector<result_row>*
       // Warm-up and verification, once per variant.
       for (const variant& v : variants) {
         std::memset(b.recv, 0, 2 * b.block);
+        if (in_place) {  // the own block already sits in the result
+          std::memcpy(b.recv + static_cast<std::size_t>(rank) * b.block, own, b.block);
+          std::memcpy(sh.recv(rank) + static_cast<std::size_t>(rank) * b.block, own, b.block);
+          std::memset(sh.recv(rank) + static_cast<std::size_t>(peer) * b.block, 0, b.block);
+        } else {
+          std::memset(sh.recv(rank), 0, 2 * b.block);
+        }
         barrier(c);
         bool ok = call(v, b.recv);
         barrier(c);
@@ -503,7 +601,8 @@ int main(int argc, char** argv) {
         std::fprintf(
             stderr,
             "usage: cma-vs-copy [--sizes 4M,16M,64M] [--reps N] [--op all_gather,all_to_all,all_gather_in_place]\n"
-            "                   [--variants memcpy,cma,cma:1M,cmaiov:1M,pipe:C:D:XY,split:F:C:D:XY[+ntlocal]]\n"
+            "                   [--variants memcpy,cma,cma:1M,cmaiov:1M,pipe:C:D:XY,split:F:C:D:XY[+ntlocal],\n"
+            "                               cmatee:C,shpull,shpush,shfused:C,shtee:C]\n"
             "                   [--hugepages] [--fresh] [--no-pin] [--scrub 64M]\n");
         return 2;
       }
@@ -523,6 +622,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto* c = new (mem) control{};
+  shared_region sh;
+  for (const std::size_t s : opt.sizes) {
+    sh.send_capacity = std::max(sh.send_capacity, s);
+    sh.recv_capacity = std::max(sh.recv_capacity, s);
+  }
+  if (void* m = mmap(nullptr, 2 * (sh.send_capacity + sh.recv_capacity), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      m != MAP_FAILED) {
+    sh.base = static_cast<unsigned char*>(m);
+  } else {
+    std::perror("mmap");
+    return 2;
+  }
   c->pid[0] = getpid();
   const pid_t child = fork();
   if (child < 0) {
@@ -532,12 +644,12 @@ int main(int argc, char** argv) {
   if (child == 0) {
     c->pid[1] = getpid();
     barrier(*c);
-    run_rank(1, *c, opt, nullptr);
+    run_rank(1, *c, opt, sh, nullptr);
     _exit(0);
   }
   barrier(*c);
   std::vector<result_row> rows;
-  run_rank(0, *c, opt, &rows);
+  run_rank(0, *c, opt, sh, &rows);
   int status = 0;
   waitpid(child, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

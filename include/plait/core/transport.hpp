@@ -41,6 +41,10 @@ inline constexpr int user_tag = 0;
 ///   timeout()                               how long one wait may take
 ///   bytes_sent()                            payload bytes this rank has sent
 ///   barrier()
+/// Optional, used by the executor when present:
+///   isend_with_copy(peer, bytes, copy, tag) -> request
+///                                           isend, and `copy` holds the same bytes once the send
+///                                           completes (the receiver may write it while it reads)
 // clang-format 14 lays out requires-expressions badly (it unindents their
 // bodies and splits every static_assert below): keep it off them.
 // clang-format off

@@ -47,6 +47,10 @@ class gather_plan {
     }
   }
   void prepare() const { prepare(host_copy{}); }
+  /// The copy prepare() makes (own shard into the result), which a transport
+  /// with isend_with_copy may take over with the shard's first send.
+  [[nodiscard]] int own_copy_block() const { return in_place_ || own_.empty() ? -1 : rank_; }
+  void prepare_without_own_copy() const {}  // that copy is all prepare() does
   /// Where a message that carries only `block` reads it: this rank's own
   /// shard straight from the send buffer (not the copy prepare() just wrote
   /// into recv, which is still dirty in this core's cache).

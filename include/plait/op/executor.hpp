@@ -10,6 +10,14 @@
 //   void prepare() const                        local copies before the schedule (own shard -> recv)
 //   void prepare(copy) const                    the same through copy(src, dst) on regions (device transports)
 // Blocks without a location (all-to-all blocks in transit) go to scratch.
+// Optionally (the all-gather plan):
+//   region send_location(int block) const      where a single-block send reads `block` (its own shard: the send buffer)
+//   int own_copy_block() const                 the block prepare() copies from send_location to location, or -1
+//   void prepare_without_own_copy() const      prepare() less that copy
+// With a transport that offers isend_with_copy (the shm transport), the
+// executor then skips that local copy and hands it to the block's first send:
+// the receiver, which reads the shard anyway, may write both copies, so the
+// shard is read from memory once (docs/architecture.md, "Data flow").
 //
 // Memory is the transport's business: a transport whose buffers are not host
 // memory (the NVLink transport) offers `copy_engine()`, an object with
@@ -99,6 +107,24 @@ class transit_store {
 /// with data() == nullptr.
 PLAIT_DECL std::span<std::byte> direct_span(std::span<const region> blocks);
 
+template <class Comm>
+concept sends_with_copy = requires(Comm& comm, std::span<const std::byte> out, std::span<std::byte> copy) {
+  { comm.isend_with_copy(0, out, copy, 0) } -> std::same_as<typename Comm::request>;
+};
+
+template <class Plan>
+concept defers_own_copy = requires(const Plan& plan, int block) {
+  { plan.own_copy_block() } -> std::convertible_to<int>;
+  plan.prepare_without_own_copy();
+  { plan.send_location(block) } -> std::same_as<region>;
+};
+
+/// The step whose send may carry the local copy of `block`: the first step
+/// that moves `block`, provided it only sends it, each time as a message of
+/// that block alone (read from the send buffer, never from the result the
+/// copy writes). -1 when there is no such step.
+PLAIT_DECL int own_copy_step(const schedule& steps, int block);
+
 /// One message of a step with its blocks located: blocks [first, first +
 /// count) of the step's region list. The same type for every transport and
 /// plan.
@@ -127,12 +153,29 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
   detail::host_engine host;
   auto& engine = detail::engine_for(comm, host);
   using engine_type = std::remove_reference_t<decltype(engine)>;
+  // The own shard's local copy rides with its first send (deferred_step), when
+  // both transport and plan allow it and both ends of the copy are contiguous.
+  int deferred_block = -1;
+  int deferred_step = -1;
+  if constexpr (!detail::has_copy_engine<Comm> && detail::sends_with_copy<Comm> && detail::defers_own_copy<Plan>) {
+    deferred_block = plan.own_copy_block();
+    if (deferred_block >= 0 && plan.block_bytes(deferred_block) != 0 &&
+        plan.send_location(deferred_block).is_contiguous() && plan.location(deferred_block).is_contiguous()) {
+      deferred_step = detail::own_copy_step(steps, deferred_block);
+    }
+  }
   if constexpr (detail::has_copy_engine<Comm>) {
     auto device_copy = [&](const region& src, const region& dst) { engine.copy(src, dst); };
     static_assert(
         requires { plan.prepare(device_copy); },
         "plait: this transport's memory is not host memory: the block plan needs prepare(copy)");
     plan.prepare(device_copy);
+  } else if constexpr (detail::sends_with_copy<Comm> && detail::defers_own_copy<Plan>) {
+    if (deferred_step >= 0) {
+      plan.prepare_without_own_copy();
+    } else {
+      plan.prepare();
+    }
   } else {
     plan.prepare();
   }
@@ -210,6 +253,17 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
             out += regions[b].bytes();
           }
           from = {staging.data() + m.staging_offset, m.bytes};
+        }
+        if constexpr (detail::sends_with_copy<Comm>) {
+          // The first send of the deferred block in its step (a message of that
+          // block alone, direct from the send buffer: own_copy_step checked).
+          const auto& blocks = current.sends[i - receives].blocks;
+          if (step_number == deferred_step && !blocks.empty() && blocks.front() == deferred_block) {
+            const region own = plan.location(deferred_block);
+            requests[i] = comm.isend_with_copy(m.peer, from, std::span<std::byte>(own.data, own.bytes()), tag);
+            deferred_step = -1;
+            continue;
+          }
         }
         requests[i] = comm.isend(m.peer, from, tag);
       }

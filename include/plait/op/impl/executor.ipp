@@ -1,6 +1,8 @@
-// Defines the executor's non-template helpers: direct_span and place_message (see plait/op/executor.hpp).
+// Defines the executor's non-template helpers: direct_span, own_copy_step and place_message (see
+// plait/op/executor.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 
@@ -21,6 +23,26 @@ PLAIT_DECL std::span<std::byte> direct_span(std::span<const region> blocks) {
   }
   if (start == nullptr && next != nullptr) return {};
   return {start, static_cast<std::size_t>(next - start)};
+}
+
+PLAIT_DECL int own_copy_step(const schedule& steps, int block) {
+  const auto holds = [block](const transfer& t) {
+    return std::find(t.blocks.begin(), t.blocks.end(), block) != t.blocks.end();
+  };
+  for (std::size_t index = 0; index < steps.steps.size(); ++index) {
+    const step& s = steps.steps[index];
+    const bool received = std::any_of(s.recvs.begin(), s.recvs.end(), holds);
+    bool sent = false;
+    bool alone = true;
+    for (const transfer& t : s.sends) {
+      if (!holds(t)) continue;
+      sent = true;
+      alone = alone && t.blocks.size() == 1;
+    }
+    if (!received && !sent) continue;
+    return !received && sent && alone ? static_cast<int>(index) : -1;
+  }
+  return -1;
 }
 
 PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged) {

@@ -29,7 +29,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 3;                    // 3: references into shared buffers
+inline constexpr std::uint32_t segment_version = 4;                    // 4: a reference may carry a copy for the sender
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -88,14 +88,26 @@ enum class slot_kind : std::uint32_t {
 /// the sender's buffer and to done (or refused, when the kernel does not let it
 /// read another process's memory) before it releases the slot; a sender that
 /// fails moves it from posted to withdrawn, so no receiver starts reading a
-/// buffer its owner has given up. Everything but `state` is written once by
-/// the sender before it publishes the slot.
+/// buffer its owner has given up. Everything but `state` and `copy_written`
+/// is written once by the sender before it publishes the slot.
+///
+/// A reference may also ask the receiver to write the same bytes into a
+/// second buffer of the sender's (`copy_*`: the sender's own shard of an
+/// all-gather into its own result), so the bytes are read from memory once
+/// for both copies. The receiver does it only where it can write that buffer
+/// without the kernel (a thread of the same process, or a shared buffer), sets
+/// `copy_written` to 1 before `done`, and otherwise leaves it 0: the sender
+/// then makes the copy itself.
 struct reference_descriptor {
   std::uint64_t address;  ///< the sender's buffer, in the sender's address space
   std::int32_t pid;       ///< the sender's process
   std::uint32_t state;    ///< reference_state
   std::uint64_t window;   ///< 0, or the shared buffer (window id) the message lies in ...
   std::uint64_t offset;   ///< ... at this offset of the sender's part: the receiver reads its own mapping
+  std::uint64_t copy_address;  ///< 0, or the sender's second buffer (same length), in its address space
+  std::uint64_t copy_window;   ///< 0, or the shared buffer that second buffer lies in ...
+  std::uint64_t copy_offset;   ///< ... at this offset of the sender's part
+  std::uint32_t copy_written;  ///< set by the receiver: 1 when it wrote the second buffer
 };
 
 enum class reference_state : std::uint32_t { posted = 1, copying = 2, done = 3, refused = 4, withdrawn = 5 };

@@ -86,6 +86,10 @@ PLAIT_DECL error recorded_failure(const rank_record& shared, int rank) {
 PLAIT_DECL void run_threads(int ranks, rank_function fn) {
   detail::check_group_size(ranks, "run_threads");
   auto seg = detail::segment::create_private(detail::geometry{static_cast<std::uint32_t>(ranks)}, {-1, "run_threads"});
+  // Every rank is a thread of this process: known before any starts, so a
+  // rank's first message does not take a process's path (chunks, the sender
+  // copying for itself) because its peer's thread has not run yet.
+  for (int rank = 0; rank < ranks; ++rank) seg->mark_local(rank);
   const auto timeout = detail::default_timeout();
   std::exception_ptr first;
   std::mutex first_lock;
