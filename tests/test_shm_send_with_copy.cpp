@@ -86,10 +86,9 @@ std::string gather_checked(plait::shm::communicator& comm, bool threads, int alg
   std::string verdict = plait_test::compare(got, want, "all_gather");
 
   // Who can take the copy over: a thread of the same process, or a peer
-  // process when both buffers are shared; and only for messages that go by
-  // reference (from 4 KiB for both).
+  // process when both buffers are shared; and only from 256 KiB.
   const std::uint64_t shard = n * sizeof(float);
-  const bool receiver_can = comm.size() > 1 && shard >= 4096 &&
+  const bool receiver_can = comm.size() > 1 && shard >= plait::shm::detail::copy_for_sender_bytes &&
                             (threads || kind == buffers::shared);
   const std::uint64_t copied = copied_by_group(comm);
   // Ring and direct send the own shard alone in their first step: every
@@ -110,9 +109,10 @@ TEST_CASE("all-gathers whose receivers copy the senders' own shards match the re
   const buffers kind = GENERATE(buffers::plain, buffers::shared);
   const int ranks = GENERATE(1, 2, 3, 5, 8);
   const int algorithm = GENERATE(0, 1, 2, 3, 4);
-  // 0 and 1 element, just under and at the 4 KiB threshold, and 1 MiB.
-  const std::size_t n = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{1023}, std::size_t{1024},
-                                 std::size_t{1} << 18);
+  // 0 and 1 element, 4 KiB (by reference, copied by the sender), just under
+  // and at the 256 KiB from which the receiver copies, and 1 MiB.
+  const std::size_t n = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{1024}, std::size_t{65535},
+                                 std::size_t{65536}, std::size_t{1} << 18);
   CAPTURE(plait_test::to_string(m), to_string(kind), ranks, algorithm, n);
   const auto verdicts = plait_test::run_ranks(m, ranks, [=](plait::shm::communicator& comm) {
     return gather_checked(comm, m == mode::threads, algorithm, kind, n);
@@ -124,8 +124,10 @@ TEST_CASE("all-gathers whose receivers copy the senders' own shards match the re
 TEST_CASE("isend_with_copy's copy holds the bytes once the send completes, on every path", "[shm][send_with_copy]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   const buffers kind = GENERATE(buffers::plain, buffers::shared);
-  // Chunks, by reference just over the thresholds, and large enough to stream.
-  const std::size_t bytes = GENERATE(std::size_t{100}, std::size_t{1} << 16, std::size_t{5} << 20);
+  // Chunks; by reference, copied by the sender; copied by the receiver; and
+  // large enough to stream.
+  const std::size_t bytes =
+      GENERATE(std::size_t{100}, std::size_t{1} << 16, std::size_t{1} << 18, std::size_t{5} << 20);
   CAPTURE(plait_test::to_string(m), to_string(kind), bytes);
   const auto verdicts = plait_test::run_ranks(m, 2, [=](plait::shm::communicator& comm) -> std::string {
     const auto expected = plait_test::pattern(bytes, 3);
@@ -135,7 +137,12 @@ TEST_CASE("isend_with_copy's copy holds the bytes once the send completes, on ev
     if (comm.rank() == 1) {
       std::vector<std::byte> in(bytes);
       comm.recv(0, in);
-      return in == expected ? "" : "the message differs";
+      if (in != expected) return "the message differs";
+      const bool receiver_copies = bytes >= plait::shm::detail::copy_for_sender_bytes &&
+                                   (m == mode::threads || kind == buffers::shared);
+      if (comm.bytes_copied_for_senders() != (receiver_copies ? bytes : 0))
+        return "copied " + std::to_string(comm.bytes_copied_for_senders()) + " bytes for the sender";
+      return {};
     }
     std::vector<std::byte> plain_copy(kind == buffers::plain ? bytes : 0);
     std::span<const std::byte> out = expected;

@@ -81,6 +81,14 @@ inline std::size_t chunk_stream_bytes() noexcept {
   return local > SIZE_MAX / 4 ? SIZE_MAX : 4 * local;
 }
 
+/// isend_with_copy leaves its copy to the receiver from this size on. Below
+/// it the shard is still in the cache when the sender copies it, so reading it
+/// once saves nothing and the extra bookkeeping costs a little. Measured
+/// (plait-bench, 2-process all-gather of allocate buffers, three interleaved
+/// pairs of runs): 3-10 % slower for 32-64 KiB shards, even at 128 KiB, 0-7 %
+/// faster at 256 KiB, 1.06-1.6x at 512 KiB - 1 MiB.
+inline constexpr std::size_t copy_for_sender_bytes = std::size_t{256} << 10;
+
 /// From a shared buffer, single copy pays off much earlier: the receiver reads
 /// with a plain memcpy, the only cost over chunks is the acknowledgement.
 inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;
@@ -184,8 +192,8 @@ class communicator {
   /// shared buffer), the receiver writes both while it reads the message, so
   /// the shard is read from memory once instead of twice (about 1.35x faster
   /// for a 2-process all-gather of allocate buffers at 16-64 MiB,
-  /// docs/performance.md). Otherwise this rank copies at once, as the
-  /// executor would have.
+  /// docs/performance.md); from detail::copy_for_sender_bytes (256 KiB) on.
+  /// Otherwise this rank copies at once, as the executor would have.
   request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag = user_tag);
 
   /// Completes every request, or throws plait::error (timeout, peer_lost,

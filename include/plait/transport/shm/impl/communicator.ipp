@@ -116,7 +116,7 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
     // The receiver can take the copy over only where it reads the message
     // and writes the copy with plain stores: not through process_vm_readv.
     const bool local = segment_->is_local(peer);
-    if ((local || window != 0) && goes_by_reference(m, state, peer)) {
+    if ((local || window != 0) && bytes.size() >= detail::copy_for_sender_bytes && goes_by_reference(m, state, peer)) {
       const auto [copy_window, copy_offset] = find_window(copy);
       if (local || copy_window != 0) {
         m.copy = copy.data();
