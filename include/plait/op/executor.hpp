@@ -256,16 +256,19 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
         }
         if constexpr (detail::sends_with_copy<Comm>) {
           // The first send of the deferred block in its step (a message of that
-          // block alone, direct from the send buffer: own_copy_step checked).
+          // block alone, direct from the send buffer: own_copy_step checked)
+          // carries the copy; one call site for both (compile cost).
+          std::span<std::byte> copy;
           const auto& blocks = current.sends[i - receives].blocks;
           if (step_number == deferred_step && !blocks.empty() && blocks.front() == deferred_block) {
             const region own = plan.location(deferred_block);
-            requests[i] = comm.isend_with_copy(m.peer, from, std::span<std::byte>(own.data, own.bytes()), tag);
+            copy = std::span<std::byte>(own.data, own.bytes());
             deferred_step = -1;
-            continue;
           }
+          requests[i] = comm.isend_with_copy(m.peer, from, copy, tag);
+        } else {
+          requests[i] = comm.isend(m.peer, from, tag);
         }
-        requests[i] = comm.isend(m.peer, from, tag);
       }
       comm.wait_all(std::span(requests.data(), located_messages), clock::now() + comm.timeout());
       for (std::size_t i = 0; i < located_messages; ++i) requests[i] = {};  // complete: released now, as before

@@ -643,7 +643,7 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   return true;
 }
 
-PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std::uint64_t address,
+[[gnu::noinline]] PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std::uint64_t address,
                                                 std::uint64_t window_id, std::uint64_t offset) const noexcept {
   if (window_id != 0) {
     const auto w = find_window(window_id);
@@ -657,7 +657,7 @@ PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std
   return nullptr;
 }
 
-PLAIT_DECL void communicator::copy_for_both(std::byte* dst, std::byte* also, const std::byte* src,
+[[gnu::noinline]] PLAIT_DECL void communicator::copy_for_both(std::byte* dst, std::byte* also, const std::byte* src,
                                             std::size_t bytes) noexcept {
   if (also == nullptr) return plait::detail::copy_bytes(dst, src, bytes);  // streams when large
   // A piece at a time, so the second copy reads what the first has just
