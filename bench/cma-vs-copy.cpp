@@ -142,12 +142,25 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 struct variant {
   std::string name;
-  enum kind_t { memcpy_ceiling, cma, cmaiov, pipe, split_path, shared_pull, shared_push, shared_fused, shared_tee, cma_tee } kind = cma;
+  enum kind_t {
+    memcpy_ceiling,
+    cma,
+    cmaiov,
+    pipe,
+    split_path,
+    shared_pull,
+    shared_push,
+    shared_fused,
+    shared_tee,
+    cma_tee
+  } kind = cma;
   std::size_t piece = 0;  // cma: bytes per call (0: one call)
   std::size_t chunk = 0, depth = 0;
   bool nt_in = false, nt_out = false, nt_local = false;
   double cma_fraction = 0;
-  bool shared() const { return kind == shared_pull || kind == shared_push || kind == shared_fused || kind == shared_tee; }
+  bool shared() const {
+    return kind == shared_pull || kind == shared_push || kind == shared_fused || kind == shared_tee;
+  }
 };
 
 variant parse_variant(const std::string& text) {

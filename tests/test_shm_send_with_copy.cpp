@@ -88,8 +88,8 @@ std::string gather_checked(plait::shm::communicator& comm, bool threads, int alg
   // Who can take the copy over: a thread of the same process, or a peer
   // process when both buffers are shared; and only from 256 KiB.
   const std::uint64_t shard = n * sizeof(float);
-  const bool receiver_can = comm.size() > 1 && shard >= plait::shm::detail::copy_for_sender_bytes &&
-                            (threads || kind == buffers::shared);
+  const bool receiver_can =
+      comm.size() > 1 && shard >= plait::shm::detail::copy_for_sender_bytes && (threads || kind == buffers::shared);
   const std::uint64_t copied = copied_by_group(comm);
   // Ring and direct send the own shard alone in their first step: every
   // rank's copy is taken over. The others may carry it with other blocks.
@@ -138,8 +138,8 @@ TEST_CASE("isend_with_copy's copy holds the bytes once the send completes, on ev
       std::vector<std::byte> in(bytes);
       comm.recv(0, in);
       if (in != expected) return "the message differs";
-      const bool receiver_copies = bytes >= plait::shm::detail::copy_for_sender_bytes &&
-                                   (m == mode::threads || kind == buffers::shared);
+      const bool receiver_copies =
+          bytes >= plait::shm::detail::copy_for_sender_bytes && (m == mode::threads || kind == buffers::shared);
       if (comm.bytes_copied_for_senders() != (receiver_copies ? bytes : 0))
         return "copied " + std::to_string(comm.bytes_copied_for_senders()) + " bytes for the sender";
       return {};

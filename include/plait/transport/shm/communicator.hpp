@@ -255,11 +255,11 @@ class communicator {
     std::size_t done;
     int tag;
     bool started;
-    bool by_reference;             // a send published as a reference, waiting for the receiver's copy
-    std::uint64_t reference_slot;  // which slot holds its reference
-    std::uint64_t window;          // a send from a shared buffer: its window id (0: none) ...
-    std::uint64_t window_offset;   // ... and where in this rank's part
-    std::byte* copy = nullptr;     // isend_with_copy: the sender's second buffer, left to the receiver
+    bool by_reference;              // a send published as a reference, waiting for the receiver's copy
+    std::uint64_t reference_slot;   // which slot holds its reference
+    std::uint64_t window;           // a send from a shared buffer: its window id (0: none) ...
+    std::uint64_t window_offset;    // ... and where in this rank's part
+    std::byte* copy = nullptr;      // isend_with_copy: the sender's second buffer, left to the receiver
     std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
     std::uint64_t copy_offset = 0;
   };

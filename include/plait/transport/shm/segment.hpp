@@ -99,11 +99,11 @@ enum class slot_kind : std::uint32_t {
 /// `copy_written` to 1 before `done`, and otherwise leaves it 0: the sender
 /// then makes the copy itself.
 struct reference_descriptor {
-  std::uint64_t address;  ///< the sender's buffer, in the sender's address space
-  std::int32_t pid;       ///< the sender's process
-  std::uint32_t state;    ///< reference_state
-  std::uint64_t window;   ///< 0, or the shared buffer (window id) the message lies in ...
-  std::uint64_t offset;   ///< ... at this offset of the sender's part: the receiver reads its own mapping
+  std::uint64_t address;       ///< the sender's buffer, in the sender's address space
+  std::int32_t pid;            ///< the sender's process
+  std::uint32_t state;         ///< reference_state
+  std::uint64_t window;        ///< 0, or the shared buffer (window id) the message lies in ...
+  std::uint64_t offset;        ///< ... at this offset of the sender's part: the receiver reads its own mapping
   std::uint64_t copy_address;  ///< 0, or the sender's second buffer (same length), in its address space
   std::uint64_t copy_window;   ///< 0, or the shared buffer that second buffer lies in ...
   std::uint64_t copy_offset;   ///< ... at this offset of the sender's part

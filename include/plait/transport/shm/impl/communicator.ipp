@@ -406,9 +406,8 @@ PLAIT_DECL bool communicator::progress_sends(int peer) {
       moved = true;
       if (state == detail::reference_state::done) {
         // The receiver wrote copy_written before `done` (release; our load was acquire).
-        if (m.copy != nullptr &&
-            detail::atomic(segment_->reference(rank_, peer, m.reference_slot).copy_written).load(
-                std::memory_order_relaxed) != 1) {
+        if (m.copy != nullptr && detail::atomic(segment_->reference(rank_, peer, m.reference_slot).copy_written)
+                                         .load(std::memory_order_relaxed) != 1) {
           plait::detail::copy_bytes(m.copy, m.out, m.bytes);  // it could not: copy it here
         }
         p.sends.pop_front();
@@ -644,7 +643,8 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
 }
 
 [[gnu::noinline]] PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std::uint64_t address,
-                                                std::uint64_t window_id, std::uint64_t offset) const noexcept {
+                                                                  std::uint64_t window_id,
+                                                                  std::uint64_t offset) const noexcept {
   if (window_id != 0) {
     const auto w = find_window(window_id);
     if (!w) return nullptr;  // freed here: the sender copies
@@ -653,12 +653,13 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
     // (the sender copies for itself) rather than anywhere else.
     return detail::window_read_fits(offset, bytes, part.bytes) ? part.base + offset : nullptr;
   }
-  if (address != 0 && segment_->is_local(peer)) return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(address));
+  if (address != 0 && segment_->is_local(peer))
+    return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(address));
   return nullptr;
 }
 
 [[gnu::noinline]] PLAIT_DECL void communicator::copy_for_both(std::byte* dst, std::byte* also, const std::byte* src,
-                                            std::size_t bytes) noexcept {
+                                                              std::size_t bytes) noexcept {
   if (also == nullptr) return plait::detail::copy_bytes(dst, src, bytes);  // streams when large
   // A piece at a time, so the second copy reads what the first has just
   // brought into the cache: 64 KiB pieces measured best (bench/cma-vs-copy,
