@@ -226,3 +226,52 @@ TEST_CASE("a copy of another length is refused before anything moves", "[shm][se
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("along<0> all-gathers of shared tensors hand the own copy to the receiver; along<1> copies it locally",
+          "[shm][send_with_copy][layout]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3);
+  const int dim = GENERATE(0, 1);
+  CAPTURE(plait_test::to_string(m), ranks, dim);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [dim](plait::shm::communicator& comm) -> std::string {
+    // Shards of 512 x 256 floats (512 KiB): along<0> each is one run in the
+    // result; along<1> it is 512 strided rows, so the sender copies it.
+    const std::size_t rows = 512;
+    const std::size_t cols = 256;
+    const auto p = static_cast<std::size_t>(comm.size());
+    const int me = comm.rank();
+    auto send = comm.allocate<float>(rows * cols);
+    auto recv = comm.allocate<float>(rows * cols * p);
+    for (std::size_t i = 0; i < rows * cols; ++i) send[i] = make_value<float>(me, i);
+    const plait::tensor_view<const float, 2> mine(send.data(), {rows, cols});
+    std::vector<float> want(rows * cols * p);
+    if (dim == 0) {
+      plait::all_gather<plait::ring, plait::along<0>>(comm, mine,
+                                                      plait::tensor_view<float, 2>(recv.data(), {rows * p, cols}));
+      for (std::size_t r = 0; r < p; ++r) {
+        for (std::size_t i = 0; i < rows * cols; ++i)
+          want[r * rows * cols + i] = make_value<float>(static_cast<int>(r), i);
+      }
+    } else {
+      plait::all_gather<plait::ring, plait::along<1>>(comm, mine,
+                                                      plait::tensor_view<float, 2>(recv.data(), {rows, cols * p}));
+      for (std::size_t r = 0; r < p; ++r) {
+        for (std::size_t row = 0; row < rows; ++row) {
+          for (std::size_t c = 0; c < cols; ++c) {
+            want[row * cols * p + r * cols + c] = make_value<float>(static_cast<int>(r), row * cols + c);
+          }
+        }
+      }
+    }
+    std::string verdict = plait_test::compare(std::vector<float>(recv.begin(), recv.end()), want, "all_gather");
+    const std::uint64_t copied = copied_by_group(comm);
+    const std::uint64_t expected = dim == 0 ? p * rows * cols * sizeof(float) : 0;
+    if (copied != expected) {
+      verdict += "; receivers copied " + std::to_string(copied) + " bytes for their senders, expected " +
+                 std::to_string(expected);
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-w").empty());
+}

@@ -188,6 +188,13 @@ class tensor_gather_plan {
     if (!in_place_) copy(own_, blocks_[static_cast<std::size_t>(rank_)]);
   }
   void prepare() const { prepare(host_copy{}); }
+  /// As the contiguous gather plan: the own shard's copy, which a transport
+  /// with isend_with_copy may take over when both ends are contiguous runs
+  /// (along<0> of row-major tensors), and sends of the own shard alone read
+  /// it from the send view.
+  [[nodiscard]] int own_copy_block() const { return in_place_ ? -1 : rank_; }
+  void prepare_without_own_copy() const {}  // that copy is all prepare() does
+  [[nodiscard]] region send_location(int block) const { return block == rank_ && !in_place_ ? own_ : location(block); }
 
  private:
   region own_;
