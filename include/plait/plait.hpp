@@ -5,6 +5,8 @@
 
 #include "plait/version.hpp"
 
+#include "plait/core/call_stamp.hpp"
+#include "plait/core/communicator_core.hpp"
 #include "plait/core/config.hpp"
 
 #include "plait/core/environment.hpp"

@@ -18,6 +18,8 @@
 
 // ---- core --------------------------------------------------------------
 #include "plait/core/impl/backoff.ipp"
+#include "plait/core/impl/call_stamp.ipp"
+#include "plait/core/impl/communicator_core.ipp"
 #include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
 #include "plait/core/impl/region.ipp"

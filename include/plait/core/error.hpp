@@ -38,10 +38,12 @@ struct error_context {
   std::string_view operation;  ///< "all_gather<ring>", "barrier", "isend", ...
   int step = -1;               ///< schedule step, -1 outside a schedule
   int peer = -1;               ///< the peer involved, -1 if none
+  int parent_rank = -1;        ///< on a split communicator: the reporting rank in the parent, else -1
 
   constexpr error_context() = default;
-  constexpr error_context(int rank_, std::string_view operation_ = {}, int step_ = -1, int peer_ = -1) noexcept
-      : rank(rank_), operation(operation_), step(step_), peer(peer_) {}
+  constexpr error_context(int rank_, std::string_view operation_ = {}, int step_ = -1, int peer_ = -1,
+                          int parent_rank_ = -1) noexcept
+      : rank(rank_), operation(operation_), step(step_), peer(peer_), parent_rank(parent_rank_) {}
 };
 
 /// The one exception type plait throws. code() compares equal to a plait::errc.
@@ -62,11 +64,14 @@ class error : public std::system_error {
   error& operator=(error&&) = default;
   ~error() override;
 
-  /// "plait, rank R, OPERATION, step S, peer P: detail" (unknown parts left out).
+  /// "plait, rank R, OPERATION, step S, peer P: detail" (unknown parts left
+  /// out; on a split communicator "rank R (parent rank Q)").
   [[nodiscard]] const char* what() const noexcept override { return message_.c_str(); }
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int peer() const noexcept { return peer_; }
   [[nodiscard]] int step() const noexcept { return step_; }
+  /// The reporting rank in the communicator a split one came from, or -1.
+  [[nodiscard]] int parent_rank() const noexcept { return parent_rank_; }
   [[nodiscard]] const std::string& operation() const noexcept { return operation_; }
   /// The message without the location prefix.
   [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
@@ -83,6 +88,7 @@ class error : public std::system_error {
   int rank_;
   int peer_;
   int step_;
+  int parent_rank_;
   std::string operation_;
   std::string detail_;
 };

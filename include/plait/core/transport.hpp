@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <span>
 
+#include "plait/core/call_stamp.hpp"
+
 namespace plait {
 inline namespace v0 {
 
@@ -41,10 +43,29 @@ inline constexpr int user_tag = 0;
 ///   timeout()                               how long one wait may take
 ///   bytes_sent()                            payload bytes this rank has sent
 ///   barrier()
-/// Optional, used by the executor when present:
-///   isend_with_copy(peer, bytes, copy, tag) -> request
-///                                           isend, and `copy` holds the same bytes once the send
-///                                           completes (the receiver may write it while it reads)
+/// Optional capabilities, the complete list: the op layer probes for each
+/// with the concept of the same name below (plait::detail) and works without
+/// it. A communicator derived from plait::communicator_core
+/// (core/communicator_core.hpp) has the ones marked [core] already.
+///   isend_with_copy(peer, bytes, copy, tag) -> request          sends_with_copy
+///        isend, and `copy` holds the same bytes once the send completes (the
+///        receiver may write it while it reads): an all-gather's own shard is
+///        then read once (docs/architecture.md, "Data flow", step 6)
+///   copy_engine() -> engine&                                     has_copy_engine
+///        buffers are not host memory: the executor allocates, packs and
+///        copies through the engine (op/executor.hpp lists its members)
+///   exchange_control(span<const byte> mine, span<byte> all)      exchanges_control
+///        an all-gather of small host records for check mode, when the
+///        transport's own buffers cannot hold them (device memory)
+///   discount_control_bytes(uint64_t)                             discounts_control_bytes [core]
+///        takes control traffic (check-mode signatures) out of bytes_sent()
+///   check_mode() -> bool, check_mode_reads_environment           has_check_mode [core]
+///        check mode on for this communicator; PLAIT_CHECK already read once
+///   next_tag(call_stamp) -> int                                  stamps_calls [core]
+///        a tag that remembers what the call is, so a transport with a message
+///        header can refuse a message of another collective (call_stamp)
+///   static cost_model()                                          has_cost_model
+///        what plait::automatic assumes about this transport (algorithm/automatic.hpp)
 // clang-format 14 lays out requires-expressions badly (it unindents their
 // bodies and splits every static_assert below): keep it off them.
 // clang-format off
@@ -88,6 +109,37 @@ consteval bool check_transport() {
                 "plait: transport lacks `std::uint64_t bytes_sent() const`");
   static_assert(requires(C& c) { c.barrier(); }, "plait: transport lacks `void barrier()`");
   return true;
+}
+
+/// The optional capabilities listed above, one concept each.
+template <class Comm>
+concept sends_with_copy = requires(Comm& comm, std::span<const std::byte> out, std::span<std::byte> copy) {
+  { comm.isend_with_copy(0, out, copy, 0) } -> std::same_as<typename Comm::request>;
+};
+template <class Comm>
+concept has_copy_engine = requires(Comm& comm) { comm.copy_engine(); };
+template <class Comm>
+concept exchanges_control = requires(Comm& comm, std::span<const std::byte> mine, std::span<std::byte> all) {
+  comm.exchange_control(mine, all);
+};
+template <class Comm>
+concept discounts_control_bytes = requires(Comm& comm, std::uint64_t bytes) { comm.discount_control_bytes(bytes); };
+template <class Comm>
+concept has_check_mode = requires(const Comm& comm) { { comm.check_mode() } -> std::convertible_to<bool>; };
+template <class Comm>
+concept stamps_calls = requires(Comm& comm, call_stamp stamp) { { comm.next_tag(stamp) } -> std::same_as<int>; };
+template <class Comm>
+concept has_cost_model = requires { Comm::cost_model(); };
+
+/// A tag for one collective call described by `stamp`: transports that
+/// carry stamps record it, the others just give a fresh tag.
+template <class Comm>
+int take_tag(Comm& comm, call_stamp stamp) {
+  if constexpr (stamps_calls<Comm>) {
+    return comm.next_tag(stamp);
+  } else {
+    return comm.next_tag();
+  }
 }
 // clang-format on
 }  // namespace detail

@@ -63,11 +63,6 @@ struct host_engine {
   void copy(const region& src, const region& dst) { plait::copy(src, dst); }
 };
 
-template <class Comm>
-concept has_copy_engine = requires(Comm& comm) {
-  comm.copy_engine();
-};
-
 /// The transport's engine if it has one, else `host`.
 template <class Comm>
 auto& engine_for(Comm& comm, host_engine& host) {
@@ -106,11 +101,6 @@ class transit_store {
 /// order, so it can go straight from or into user memory; else an empty span
 /// with data() == nullptr.
 PLAIT_DECL std::span<std::byte> direct_span(std::span<const region> blocks);
-
-template <class Comm>
-concept sends_with_copy = requires(Comm& comm, std::span<const std::byte> out, std::span<std::byte> copy) {
-  { comm.isend_with_copy(0, out, copy, 0) } -> std::same_as<typename Comm::request>;
-};
 
 template <class Plan>
 concept defers_own_copy = requires(const Plan& plan, int block) {

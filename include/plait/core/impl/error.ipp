@@ -42,6 +42,7 @@ PLAIT_DECL const std::error_category& error_category() noexcept {
       rank_(where.rank),
       peer_(where.peer),
       step_(where.step),
+      parent_rank_(where.parent_rank),
       operation_(where.operation),
       detail_(detail) {}
 
@@ -49,7 +50,8 @@ PLAIT_DECL error::~error() = default;
 
 [[gnu::noinline]] PLAIT_DECL error error::within(const error_context& outer) const {
   error_context merged{rank_ >= 0 ? rank_ : outer.rank, operation_.empty() ? outer.operation : operation_,
-                       step_ >= 0 ? step_ : outer.step, peer_ >= 0 ? peer_ : outer.peer};
+                       step_ >= 0 ? step_ : outer.step, peer_ >= 0 ? peer_ : outer.peer,
+                       parent_rank_ >= 0 ? parent_rank_ : outer.parent_rank};
   if (!outer.operation.empty() && !operation_.empty() && outer.operation != operation_) {
     std::string op = std::string(outer.operation) + " (" + operation_ + ")";
     merged.operation = op;
@@ -64,6 +66,7 @@ PLAIT_DECL error::~error() = default;
     if (value >= 0) text += std::string(", ").append(label).append(" ").append(std::to_string(value));
   };
   field("rank", where.rank);
+  if (where.parent_rank >= 0) text.append(" (parent rank ").append(std::to_string(where.parent_rank)).append(")");
   if (!where.operation.empty()) text.append(", ").append(where.operation);
   field("step", where.step);
   field("peer", where.peer);

@@ -1,0 +1,73 @@
+// plait::call_stamp: what one collective call is, in 32 bits, so that a
+// transport whose messages carry a header can tell a message of another
+// collective from its own (ranks that disagree on the call get an error, not
+// each other's bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "plait/core/config.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// Which kind of call a tag belongs to: the operation part of a call_stamp.
+enum class call_kind : std::uint8_t {
+  unknown = 0,  ///< a tag taken with plain next_tag(): nothing to compare
+  all_gather = 1,
+  all_to_all = 2,
+  check = 3,             ///< check mode's signature exchange
+  split_all_gather = 4,  ///< a boundary's point-to-point stage
+  control = 5,           ///< a transport's own control exchange (split tables, handles)
+  all_gather_v = 6,
+  all_to_all_v = 7,
+};
+
+/// The name of a call kind, as error messages write it.
+PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept;
+
+/// What one collective call is, in 32 bits: its kind and a digest of the
+/// algorithm and layout that run. A transport whose messages carry a header
+/// (shm, NVLink) writes the stamp of the message's tag into it; a receiver
+/// whose own call under that tag has another stamp fails with
+/// errc::size_mismatch naming both calls, so ranks that disagree on the
+/// collective get an error by default instead of each other's bytes. A zero
+/// stamp (plain next_tag(), user point-to-point) is never compared.
+struct call_stamp {
+  call_kind kind = call_kind::unknown;
+  std::uint8_t reserved = 0;
+  std::uint16_t digest = 0;  ///< of the running algorithm's and layout's names
+
+  /// The stamp of a call of `kind` running `detail_text` ("ring along<1>"):
+  /// constexpr, so a collective computes its requested stamp at compile time.
+  static constexpr call_stamp of(call_kind kind, std::string_view detail_text) noexcept {
+    std::uint32_t h = 2166136261u;  // FNV-1a, folded to 16 bits
+    for (char c : detail_text) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    return {kind, 0, static_cast<std::uint16_t>((h >> 16) ^ (h & 0xffffu))};
+  }
+  [[nodiscard]] constexpr std::uint32_t bits() const noexcept {
+    return static_cast<std::uint32_t>(kind) | std::uint32_t{digest} << 16;
+  }
+  [[nodiscard]] static constexpr call_stamp from_bits(std::uint32_t bits) noexcept {
+    return {static_cast<call_kind>(bits & 0xffu), 0, static_cast<std::uint16_t>(bits >> 16)};
+  }
+  [[nodiscard]] constexpr bool known() const noexcept { return kind != call_kind::unknown; }
+  friend constexpr bool operator==(call_stamp, call_stamp) = default;
+};
+
+/// True when two stamps of the same tag say different calls (both known).
+constexpr bool stamps_conflict(call_stamp a, call_stamp b) noexcept { return a.known() && b.known() && a != b; }
+
+/// "all_to_all (call digest 0x1a2b)": a stamp as error messages write it.
+// Declared without PLAIT_DECL: the definition carries it and noinline (g++
+// warns when an inline declaration precedes a noinline one).
+[[gnu::cold]] std::string describe(call_stamp stamp);
+
+}  // namespace v0
+}  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/core/impl/call_stamp.ipp"
+#endif

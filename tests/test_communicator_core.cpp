@@ -1,0 +1,153 @@
+// plait-test-labels: quick sanitize
+// plait-test-also: compiled
+// The shared communicator core: each behaviour every transport gets from it,
+// checked once here (the transports' own tests check that they use it).
+#include <plait/plait.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace {
+
+/// The smallest transport-side user of the core: exposes the protected
+/// members a transport calls.
+class core_user : public plait::communicator_core {
+ public:
+  core_user() = default;
+  core_user(int rank, int size) : plait::communicator_core(rank, size) {}
+  using plait::communicator_core::check_peer;
+  using plait::communicator_core::check_split_color;
+  using plait::communicator_core::check_tag;
+  using plait::communicator_core::count_sent;
+  using plait::communicator_core::poison;
+  using plait::communicator_core::require_usable;
+  using plait::communicator_core::set_tag_limit;
+  using plait::communicator_core::where;
+  [[nodiscard]] core_user split_child(int rank, int size) const {
+    core_user c;
+    static_cast<plait::communicator_core&>(c) = child(rank, size);
+    return c;
+  }
+};
+
+template <class F>
+plait::error caught(F&& f) {
+  try {
+    f();
+  } catch (const plait::error& e) {
+    return e;
+  }
+  FAIL("no plait::error thrown");
+  return plait::error(plait::errc::transport, "unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("a zero or negative timeout is an invalid argument and leaves the timeout unchanged", "[core]") {
+  core_user c(0, 2);
+  c.set_timeout(std::chrono::seconds(7));
+  CHECK(caught([&] { c.set_timeout(std::chrono::seconds(0)); }).value() == plait::errc::invalid_argument);
+  CHECK(caught([&] { c.set_timeout(std::chrono::milliseconds(-1)); }).value() == plait::errc::invalid_argument);
+  CHECK(c.timeout() == std::chrono::seconds(7));
+  c.set_timeout(std::chrono::hours(24 * 365 * 1000));  // saturates instead of overflowing
+  CHECK(c.timeout() == std::chrono::nanoseconds::max());
+  c.set_timeout(std::chrono::duration<double>(0.25));
+  CHECK(c.timeout() == std::chrono::milliseconds(250));
+}
+
+TEST_CASE("a negative busy-poll time is an invalid argument; zero is allowed", "[core]") {
+  core_user c(0, 2);
+  CHECK(caught([&] { c.set_busy_poll(std::chrono::microseconds(-5)); }).value() == plait::errc::invalid_argument);
+  c.set_busy_poll(std::chrono::seconds(0));
+  CHECK(c.busy_poll() == std::chrono::nanoseconds(0));
+  c.set_busy_poll(std::chrono::hours(5));
+  CHECK(c.busy_poll() == std::chrono::hours(1));
+}
+
+TEST_CASE("tags run 1 .. tag_limit and wrap, never giving the user tag", "[core]") {
+  core_user c(1, 3);
+  c.set_tag_limit(3);
+  CHECK(c.next_tag() == 1);
+  CHECK(c.next_tag() == 2);
+  CHECK(c.next_tag() == 3);
+  CHECK(c.next_tag() == 1);
+  CHECK(caught([&] { c.check_tag(4, 0, "isend"); }).value() == plait::errc::invalid_argument);
+  c.check_tag(plait::user_tag, 0, "isend");
+}
+
+TEST_CASE("a tag remembers the stamp of its call for the last sixteen calls", "[core]") {
+  core_user c(0, 2);
+  const auto gather = plait::call_stamp::of(plait::call_kind::all_gather, "ring contiguous");
+  const auto transpose = plait::call_stamp::of(plait::call_kind::all_to_all, "ring contiguous");
+  const int first = c.next_tag(gather);
+  const int second = c.next_tag(transpose);
+  CHECK(c.stamp_of(first) == gather);
+  CHECK(c.stamp_of(second) == transpose);
+  CHECK(plait::stamps_conflict(c.stamp_of(first), c.stamp_of(second)));
+  CHECK_FALSE(plait::stamps_conflict(gather, plait::call_stamp{}));  // unknown is never compared
+  for (int i = 0; i < 16; ++i) c.next_tag();
+  CHECK_FALSE(c.stamp_of(first).known());
+  CHECK(plait::call_stamp::from_bits(gather.bits()) == gather);
+  CHECK(plait::describe(transpose).find("all_to_all") != std::string::npos);
+}
+
+TEST_CASE("a poisoned core names its first failure in every later call", "[core]") {
+  core_user c(2, 4);
+  CHECK(c.usable());
+  c.poison(plait::error(plait::errc::timeout, "rank 2 timed out waiting for rank 3", c.where("all_gather<ring>", 3)));
+  c.poison(plait::error(plait::errc::transport, "a later failure", c.where("barrier")));
+  CHECK_FALSE(c.usable());
+  const plait::error e = caught([&] { c.next_tag(); });
+  CHECK(e.value() == plait::errc::timeout);
+  CHECK(std::string(e.what()).find("unusable since an earlier failure") != std::string::npos);
+  CHECK(std::string(e.what()).find("rank 2 timed out waiting for rank 3") != std::string::npos);
+  CHECK(std::string(e.what()).find("a later failure") == std::string::npos);
+}
+
+TEST_CASE("a null core refuses every call with invalid_argument", "[core]") {
+  core_user c;
+  CHECK_FALSE(c.usable());
+  CHECK(c.size() == 0);
+  CHECK(c.rank() == -1);
+  CHECK(caught([&] { c.require_usable("barrier"); }).value() == plait::errc::invalid_argument);
+}
+
+TEST_CASE("peers outside the group and negative split colours are invalid arguments", "[core]") {
+  core_user c(0, 3);
+  CHECK(caught([&] { c.check_peer(3, "isend"); }).peer() == 3);
+  CHECK(caught([&] { c.check_peer(-1, "irecv"); }).value() == plait::errc::invalid_argument);
+  c.check_peer(2, "isend");
+  CHECK(caught([&] { c.check_split_color(-2); }).value() == plait::errc::invalid_argument);
+  c.check_split_color(plait::no_group);
+  c.check_split_color(0);
+}
+
+TEST_CASE("control bytes are taken out of the payload count, never below zero", "[core]") {
+  core_user c(0, 2);
+  c.count_sent(100);
+  c.discount_control_bytes(30);
+  CHECK(c.bytes_sent() == 70);
+  c.discount_control_bytes(1000);
+  CHECK(c.bytes_sent() == 0);
+}
+
+TEST_CASE("a split child inherits the settings and names its parent rank in errors", "[core]") {
+  core_user parent(5, 8);
+  parent.set_timeout(std::chrono::seconds(3));
+  parent.set_busy_poll(std::chrono::milliseconds(2));
+  parent.set_check_mode(true);
+  parent.count_sent(10);
+  const core_user child = parent.split_child(1, 4);
+  CHECK(child.rank() == 1);
+  CHECK(child.size() == 4);
+  CHECK(child.parent_rank() == 5);
+  CHECK(child.timeout() == std::chrono::seconds(3));
+  CHECK(child.busy_poll() == std::chrono::milliseconds(2));
+  CHECK(child.check_mode());
+  CHECK(child.bytes_sent() == 0);
+  const plait::error e = caught([&] { child.check_peer(9, "isend"); });
+  CHECK(e.parent_rank() == 5);
+  CHECK(std::string(e.what()).find("rank 1 (parent rank 5)") != std::string::npos);
+}
