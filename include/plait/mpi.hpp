@@ -10,3 +10,4 @@
 #include "plait/transport/mpi/communicator.hpp"
 #include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/node_local.hpp"
+#include "plait/transport/mpi/request.hpp"

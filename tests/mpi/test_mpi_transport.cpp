@@ -249,6 +249,7 @@ TEST_CASE("mpi receive that nobody sends to times out, is cancelled, and poisons
   } catch (const plait::error& e) {
     what = e.what();
     ok = e.code() == plait::errc::timeout && e.rank() == comm.rank() && e.peer() == left_of(comm) &&
+         what.find("timed out waiting for rank " + std::to_string(left_of(comm))) != std::string::npos &&
          what.find("receive from " + std::to_string(left_of(comm))) != std::string::npos;
   }
   CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(200));
@@ -554,6 +555,40 @@ TEST_CASE("mpi check mode catches ranks that disagree on the call, on every rank
   CHECK(gathered[1] == 1);
   CHECK(comm.bytes_sent() - before >= (static_cast<std::uint64_t>(comm.size()) - 1) * sizeof(int));
   PLAIT_REQUIRE_ALL(ok && gathered[1] == 1);
+}
+
+TEST_CASE("mpi check mode's signatures do not count in bytes_sent", "[mpi][transport][check]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_check_mode(true);
+  const auto p = static_cast<std::uint64_t>(comm.size());
+  std::vector<int> mine{comm.rank()}, all(static_cast<std::size_t>(p));
+  plait::all_gather<plait::ring>(comm, mine, all);
+  bool gathered = true;
+  for (int r = 0; r < comm.size(); ++r) gathered = gathered && all[static_cast<std::size_t>(r)] == r;
+  CHECK(gathered);
+  // A ring all-gather sends every block but the receiver's own once: exactly
+  // (P - 1) ints of payload from each rank, whatever check mode exchanged.
+  CHECK(comm.bytes_sent() == (p - 1) * sizeof(int));
+  PLAIT_REQUIRE_ALL(gathered && comm.bytes_sent() == (p - 1) * sizeof(int));
+}
+
+TEST_CASE("mpi errors on a split communicator name the rank in the parent too", "[mpi][transport]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  plait::mpi::communicator reversed = world.split(0, world.size() - world.rank());
+  REQUIRE(reversed.rank() == world.size() - 1 - world.rank());
+  std::vector<std::byte> bytes(4);
+  bool named = false;
+  std::string what;
+  try {
+    (void)reversed.isend(reversed.size(), bytes);
+  } catch (const plait::error& e) {
+    what = e.what();
+    named = e.code() == plait::errc::invalid_argument && e.rank() == reversed.rank() &&
+            e.parent_rank() == world.rank() &&
+            what.find("(parent rank " + std::to_string(world.rank()) + ")") != std::string::npos;
+  }
+  CAPTURE(what);
+  PLAIT_REQUIRE_ALL(named);
 }
 
 TEST_CASE("mpi PLAIT_CHECK=1 is read when the communicator is created, and split children inherit it",
