@@ -7,7 +7,6 @@
 #pragma once
 
 #include <mpi.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +51,11 @@ namespace mpi {
 /// timeout() cancels what is pending, throws errc::timeout, and poisons the
 /// communicator: every later call throws at once.
 ///
-/// Destroying it frees the duplicate, or does nothing once MPI_Finalize has run.
+/// Destroying it frees the duplicate, except once it is poisoned: then
+/// messages of the failed call may still be in MPI, and the duplicate is
+/// handed to MPI until MPI_Finalize, so MPI never gives its context to a
+/// later communicator that would receive them (docs/mpi.md, "What a failure
+/// leaves behind"). After MPI_Finalize it does nothing.
 class communicator : public communicator_core {
  public:
   using transport_concept = transport_tag;
@@ -94,23 +97,10 @@ class communicator : public communicator_core {
     }
     return *this;
   }
-  /// Frees the duplicate, except while a barrier that timed out may still be
-  /// progressed by MPI: the standard lets MPI_Comm_free wait for pending
-  /// operations, but Open MPI 4.1 crashes progressing a nonblocking
-  /// collective whose communicator was freed (seen with the emulated two
-  /// hosts). Such a barrier gets up to a second to finish; past that the
-  /// duplicate is left to MPI rather than freed.
   ~communicator() {
-    if (comm_ == MPI_COMM_NULL || detail::finalized()) return;
-    if (abandoned_barrier_ != MPI_REQUEST_NULL) {
-      const auto give_up = clock::now() + std::chrono::seconds(1);
-      int done = 0;
-      while (MPI_Test(&abandoned_barrier_, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
-             clock::now() < give_up) {
-        sched_yield();
-      }
-      if (done == 0) return;
-    }
+    // Poisoned: a cancelled send may have gone out, a message sent to a
+    // cancelled receive may yet arrive, a timed-out barrier stays posted.
+    if (comm_ == MPI_COMM_NULL || detail::finalized() || poisoned()) return;
     MPI_Comm_free(&comm_);
   }
 
@@ -198,7 +188,7 @@ class communicator : public communicator_core {
   /// MPI_Ibarrier, polled with the same timeout as every other wait. A
   /// barrier that times out cannot be cancelled or freed (MPI forbids both
   /// for collectives): its request is left to MPI and the communicator is
-  /// poisoned.
+  /// poisoned, so its duplicate is never freed under it.
   void barrier() {
     require_usable("barrier");
     MPI_Request handle = MPI_REQUEST_NULL;
@@ -211,7 +201,6 @@ class communicator : public communicator_core {
       check_or_poison(MPI_Test(&handle, &done, MPI_STATUS_IGNORE), "MPI_Test", where("barrier"));
       if (done != 0) return;
       if (clock::now() >= until) {
-        abandoned_barrier_ = handle;  // MPI forbids cancelling or freeing it: the destructor waits a little
         fail_and_poison(errc::timeout,
                         "barrier not complete after " + plait::detail::seconds_text(clock::now() - started) +
                             " (timeout " + plait::detail::seconds_text(timeout()) + "): some rank has not entered it",
@@ -271,7 +260,6 @@ class communicator : public communicator_core {
     swap(chunk_bytes_, other.chunk_bytes_);
     swap(handles_, other.handles_);
     swap(statuses_, other.statuses_);
-    swap(abandoned_barrier_, other.abandoned_barrier_);
   }
 
   /// Takes ownership of `comm` (a fresh duplicate or split result).
@@ -379,7 +367,6 @@ class communicator : public communicator_core {
   // Scratch for wait_all, kept to avoid an allocation per call.
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
-  MPI_Request abandoned_barrier_ = MPI_REQUEST_NULL;  // a barrier that timed out, still posted
 };
 
 static_assert(plait::detail::check_transport<communicator>());
