@@ -404,6 +404,13 @@ TEST_CASE("mpi default timeout comes from PLAIT_TIMEOUT", "[mpi][transport]") {
     CHECK(comm.timeout() == std::chrono::seconds(300));
     comm.set_timeout(std::chrono::minutes(2));
     CHECK(comm.timeout() == std::chrono::seconds(120));
+    // A zero timeout would fail every wait at once: refused, as on every transport.
+    auto invalid = Catch::Predicate<plait::error>([](const plait::error& e) {
+      return e.code() == plait::errc::invalid_argument && std::string(e.what()).find("positive") != std::string::npos;
+    });
+    CHECK_THROWS_MATCHES(comm.set_timeout(std::chrono::seconds(0)), plait::error, invalid);
+    CHECK_THROWS_MATCHES(comm.set_timeout(std::chrono::milliseconds(-5)), plait::error, invalid);
+    CHECK(comm.timeout() == std::chrono::seconds(120));
   }
   if (saved != nullptr) ::setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
 }
