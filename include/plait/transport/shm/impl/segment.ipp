@@ -238,9 +238,13 @@ PLAIT_DECL void segment::remove_abandoned(const std::string& name, const error_c
   }
   std::shared_ptr<segment> old(new segment(name, bytes, false));
   old->map(fd, at);
+  // Copies of what the creator writes once before the magic: the mapping is
+  // another process's and could still change under us.
   const bool initialised = atomic(old->header().magic).load(std::memory_order_acquire) == segment_magic;
-  const segment_header h = old->header();  // a snapshot: the values come from another process
-  if (!initialised || h.version != segment_version) {
+  const std::uint32_t version = old->header().version;
+  const std::uint32_t ranks = old->header().ranks;
+  const std::int32_t creator = old->header().creator_pid;
+  if (!initialised || version != segment_version) {
     throw error(errc::invalid_argument,
                 exists +
                     " but is not an initialised segment of this plait version, so whether its processes "
@@ -248,23 +252,23 @@ PLAIT_DECL void segment::remove_abandoned(const std::string& name, const error_c
                     by_hand,
                 at);
   }
-  const geometry old_shape{h.ranks};
-  if (h.ranks < 1 || h.ranks > static_cast<std::uint32_t>(max_ranks) ||
-      old_shape.records_offset() + h.ranks * sizeof(rank_record) > bytes) {
+  const geometry old_shape{ranks};
+  if (ranks < 1 || ranks > static_cast<std::uint32_t>(max_ranks) ||
+      old_shape.records_offset() + ranks * sizeof(rank_record) > bytes) {
     throw error(errc::invalid_argument, exists + " but describes an impossible group" + by_hand, at);
   }
   old->set_shape(old_shape);
-  if (!process_ended(h.creator_pid)) {
+  if (!process_ended(creator)) {
     throw error(errc::invalid_argument,
-                exists + " and belongs to a live group: its creator, process " + std::to_string(h.creator_pid) +
+                exists + " and belongs to a live group: its creator, process " + std::to_string(creator) +
                     ", is still running (another rank 0 with this name?)",
                 at);
   }
-  for (std::uint32_t r = 0; r < h.ranks; ++r) {
+  for (std::uint32_t r = 0; r < ranks; ++r) {
     const std::int32_t pid = atomic(old->record(static_cast<int>(r)).pid).load(std::memory_order_acquire);
     if (pid != 0 && !process_ended(pid)) {
       throw error(errc::invalid_argument,
-                  exists + ": its creator, process " + std::to_string(h.creator_pid) + ", has ended, but its rank " +
+                  exists + ": its creator, process " + std::to_string(creator) + ", has ended, but its rank " +
                       std::to_string(r) + ", process " + std::to_string(pid) + ", is still running",
                   at);
     }
@@ -273,7 +277,7 @@ PLAIT_DECL void segment::remove_abandoned(const std::string& name, const error_c
   if (atomic(old->header().name_removed).compare_exchange_strong(not_removed, 1, std::memory_order_acq_rel)) {
     shm_unlink(name.c_str());
     const std::string line = "plait: removed shared-memory segment " + name + ", left by process " +
-                             std::to_string(h.creator_pid) + " and its ranks, which have all ended\n";
+                             std::to_string(creator) + " and its ranks, which have all ended\n";
     std::fputs(line.c_str(), stderr);
   }
 }
@@ -291,9 +295,9 @@ PLAIT_DECL void segment::claim(int rank, std::string_view group, const error_con
                     ", which has ended before the group formed; the group cannot form (start all its ranks again)",
                 at);
   }
-  throw error(errc::invalid_argument,
-              which + " is already taken by process " + std::to_string(holder) + (holder == me ? " (this one)" : ""),
-              at);
+  throw error(
+      errc::invalid_argument,
+      which + " is already taken by process " + std::to_string(holder) + (holder == me ? " (this process)" : ""), at);
 }
 
 PLAIT_DECL std::string segment::ended_member() const {
