@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -279,4 +281,35 @@ TEST_CASE("a second rank 0 never removes a live group's segment: it fails naming
   CHECK(reap(rank1, 15s));
   REQUIRE(plait_test::failures(results.all()) == "");
   REQUIRE_FALSE(segment_exists(group));
+}
+
+TEST_CASE("the sweep of shared-buffer names removes only plait's exact pattern of ended processes",
+          "[shm][allocate][failure]") {
+  const pid_t ended = fork();
+  if (ended == 0) _exit(0);
+  REQUIRE(ended > 0);
+  waitpid(ended, nullptr, 0);
+  const std::string hex = "0123456789abcdef0123456789abcdef";
+  const std::string dead = "plait-w" + std::to_string(ended) + "-" + hex;
+  const std::string live = "plait-w" + std::to_string(getpid()) + "-" + hex;
+  const std::string longer = dead + "0";
+  const std::string upper = "plait-w" + std::to_string(ended) + "-" + std::string(32, 'A');
+  for (const std::string& name : {dead, live, longer, upper}) {
+    const int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    close(fd);
+  }
+  plait_test::verdicts results(1);
+  // A fresh process: the sweep runs once per process.
+  CHECK(reap(spawn(results, 0,
+                   [] {
+                     plait::shm::detail::remove_abandoned_parts();
+                     return std::string();
+                   }),
+             10s));
+  CHECK_FALSE(named_in_dev_shm(dead));
+  CHECK(named_in_dev_shm(live));
+  CHECK(named_in_dev_shm(longer));
+  CHECK(named_in_dev_shm(upper));
+  for (const std::string& name : {dead, live, longer, upper}) shm_unlink(("/" + name).c_str());
 }
