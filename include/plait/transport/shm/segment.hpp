@@ -29,7 +29,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 4;                    // 4: a reference may carry a copy for the sender
+inline constexpr std::uint32_t segment_version = 5;                    // 5: the header names its creator
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -48,6 +48,8 @@ struct alignas(cache_line) segment_header {
   std::uint32_t slots;
   std::uint32_t slot_bytes;
   std::uint64_t total_bytes;
+  std::int32_t creator_pid;                    // the process that created the segment (rank 0 of a join)
+  std::uint32_t name_removed;                  // set (compare-exchange) by the one call that removes the name
   alignas(cache_line) std::uint32_t attached;  // ranks attached so far
   std::uint32_t failed_rank;                   // 0, or 1 + the first rank that failed
   alignas(cache_line) std::uint32_t barrier_count;
@@ -56,7 +58,7 @@ struct alignas(cache_line) segment_header {
 
 /// Per-rank record: liveness, and how a rank failed (read back by run_processes).
 struct alignas(cache_line) rank_record {
-  std::int32_t pid;
+  std::int32_t pid;   // the process that claimed the rank, 0 while unclaimed
   std::int32_t code;  // plait::errc of the failure, 0 if none
   std::int32_t step;
   std::int32_t peer;
@@ -178,26 +180,40 @@ inline std::int64_t pending_slots(std::uint64_t head, std::uint64_t tail, std::u
   return static_cast<std::int64_t>(head - tail);
 }
 
+/// True when no process `pid` exists any more. A pid of 0 or less, this
+/// process, and a process of another user (which kill(2) does not let us
+/// probe) all count as alive: only a pid the kernel says is gone (ESRCH) is.
+PLAIT_DECL bool process_ended(std::int32_t pid) noexcept;
+
 /// A fresh segment name: "/plait-" and 128 random bits in hex.
 PLAIT_DECL std::string random_name();
 
 /// `what` `name`: strerror(errno), for a failed system call on a named object.
 PLAIT_DECL std::string system_message(std::string_view what, const std::string& name);
 
+/// The creator's pid when the shared-memory object open on `fd` (`bytes`
+/// long) is an initialised segment of this version whose creator has ended;
+/// otherwise 0. Reads the header alone, whatever group size it describes.
+PLAIT_DECL std::int32_t ended_creator(int fd, std::size_t bytes) noexcept;
+
 /// Maps `bytes` of the shared-memory object open on `fd` (read-write,
 /// shared) and closes `fd` either way; throws naming `what` and `name`.
 PLAIT_DECL std::byte* map_and_close(int fd, std::size_t bytes, std::string_view what, const std::string& name,
                                     const error_context& at);
 
-/// A mapped segment. Owning one keeps the mapping alive; the creator unlinks
-/// the name once every rank is attached, or when it goes away, whichever is first.
+/// A mapped segment. Owning one keeps the mapping alive. The name is removed
+/// once every rank is attached (by any rank: remove_name), or by the creator on
+/// a failure or when it goes away; a flag in the header lets exactly one call
+/// remove it, so no rank can remove a later segment of the same name.
 class segment {
  public:
   segment(const segment&) = delete;
   segment& operator=(const segment&) = delete;
   ~segment();
 
-  /// Creates a fresh segment (O_EXCL, mode 0600) and initialises it.
+  /// Creates a fresh segment (O_EXCL, mode 0600) and initialises it. A
+  /// segment of that name left by a group whose processes have all ended is
+  /// removed first (remove_abandoned); any other existing one is an error.
   static std::shared_ptr<segment> create(const std::string& name, const geometry& shape, const error_context& at);
 
   /// Creates a segment whose name never outlives this call: for groups whose
@@ -206,10 +222,35 @@ class segment {
 
   /// Opens a segment another rank creates, waiting for it until `until`.
   /// Checks owner, mode, size and header against this rank's expectations.
+  /// A segment whose creator has ended is not used: it waits for a new one
+  /// (a new rank 0 reclaims the name) and names the dead creator on timeout.
   static std::shared_ptr<segment> open(const std::string& name, const geometry& shape, deadline until,
                                        const error_context& at);
 
-  /// Removes the name (idempotent); the mapping stays valid.
+  /// Removes the segment `name` if it was left by processes that have all
+  /// ended (its creator and every rank that claimed a record), writing one
+  /// line saying so to stderr. Throws `invalid_argument` naming the reason
+  /// when it belongs to a live process, is not this user's with mode 0600, or
+  /// cannot be judged (never initialised, another layout). Does nothing when
+  /// the name is gone.
+  static void remove_abandoned(const std::string& name, const error_context& at);
+
+  /// Claims `rank`'s record for this process: exactly one process wins a
+  /// rank. A rank already taken is `invalid_argument` naming the rank, the
+  /// `group` and the holder, or `peer_lost` when the holder has ended (its
+  /// attachment was counted: the group can no longer form). Either way the
+  /// segment is left as it was.
+  void claim(int rank, std::string_view group, const error_context& at) const;
+
+  /// "" while every process that claimed a rank, and the creator, runs;
+  /// otherwise which one has ended (for a group that is still forming).
+  [[nodiscard]] std::string ended_member() const;
+
+  /// Removes the name if no call has yet (any rank may call it; idempotent);
+  /// the mapping stays valid.
+  void remove_name() noexcept;
+
+  /// The creator's remove_name (failure paths, destruction); others do nothing.
   void unlink() noexcept;
 
   [[nodiscard]] const geometry& shape() const noexcept { return shape_; }

@@ -7,7 +7,9 @@
 // "plait-w", the creator's pid, 128 random bits), the ranks exchange names and
 // sizes, each maps every peer's part and checks owner, mode and size, and once
 // all have mapped, each removes its name (so nothing is left in /dev/shm when
-// allocate returns). A window lives
+// allocate returns). A process killed in between leaves its part's name; the
+// next allocate of any process of this user removes it (remove_abandoned_parts).
+// A window lives
 // as long as the buffer does; the communicator only keeps weak references, so
 // a freed buffer is never found again (no address-keyed cache to go stale).
 #pragma once
@@ -52,6 +54,13 @@ PLAIT_DECL std::string window_name();
 /// name window_name() makes. A peer's name is opened only when it passes, so
 /// a hostile peer cannot point us at another object.
 PLAIT_DECL bool is_window_name(const char* name, std::size_t capacity) noexcept;
+
+/// Removes the names of window parts whose creating process has ended (killed
+/// inside allocate before it removed its name): only /dev/shm entries that
+/// is_window_name accepts exactly, that are regular files owned by this user,
+/// and whose pid the kernel reports gone (process_ended). Runs once per process
+/// (a forked child runs it again); a system without /dev/shm skips it.
+PLAIT_DECL void remove_abandoned_parts() noexcept;
 
 /// True when a read of `bytes` at `offset` (from a peer's descriptor) lies
 /// inside a part of `part_bytes`.

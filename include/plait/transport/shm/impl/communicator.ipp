@@ -85,6 +85,7 @@ PLAIT_DECL communicator communicator::join(std::string_view name, int rank, int 
   const detail::geometry shape{static_cast<std::uint32_t>(size)};
   const deadline until = clock::now() + timeout;
   auto seg = rank == 0 ? detail::segment::create(path, shape, at) : detail::segment::open(path, shape, until, at);
+  seg->claim(rank, name, at);  // before attaching: a rank taken twice is refused, the segment untouched
   communicator comm(std::move(seg), rank, timeout);
   comm.await_attached(until, "join");
   return comm;
@@ -749,6 +750,12 @@ PLAIT_DECL void communicator::await_attached(deadline until, std::string_view op
   for (;;) {
     const std::uint32_t attached = detail::atomic(h.attached).load(std::memory_order_acquire);
     if (attached >= static_cast<std::uint32_t>(size_)) break;
+    if (wait.sleeping()) {
+      if (const std::string ended = segment_->ended_member(); !ended.empty()) {
+        segment_->unlink();
+        throw error(errc::peer_lost, ended, {rank_, operation});
+      }
+    }
     if (clock::now() > until) {
       segment_->unlink();
       throw error(errc::timeout,
@@ -758,7 +765,7 @@ PLAIT_DECL void communicator::await_attached(deadline until, std::string_view op
     }
     wait.pause();
   }
-  segment_->unlink();  // everyone is in: the name is no longer needed
+  segment_->remove_name();  // everyone is in: the name is no longer needed (any rank may remove it)
 }
 
 }  // namespace shm

@@ -1,11 +1,16 @@
 // Defines the out-of-line parts of plait/transport/shm/shared_buffer.hpp:
-// window names, and creating, opening and unmapping a window's parts.
+// window names, removing parts left by dead processes, and creating, opening
+// and unmapping a window's parts.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -40,6 +45,27 @@ PLAIT_DECL bool is_window_name(const char* name, std::size_t capacity) noexcept 
   return true;
 }
 
+PLAIT_DECL void remove_abandoned_parts() noexcept {
+  static std::atomic<pid_t> swept_by{0};  // a pid, so that a forked child sweeps again
+  const pid_t me = getpid();
+  if (swept_by.exchange(me, std::memory_order_relaxed) == me) return;
+  DIR* dir = opendir("/dev/shm");  // where Linux keeps POSIX shared memory; elsewhere nothing to do
+  if (dir == nullptr) return;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = std::string("/") + entry->d_name;
+    if (!is_window_name(name.c_str(), name.size() + 1)) continue;
+    const long pid = std::strtol(name.c_str() + window_name_prefix.size(), nullptr, 10);
+    if (pid <= 0 || pid > INT32_MAX || !process_ended(static_cast<std::int32_t>(pid))) continue;
+    struct stat info {};
+    if (fstatat(dirfd(dir), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode) ||
+        info.st_uid != geteuid()) {
+      continue;
+    }
+    shm_unlink(name.c_str());
+  }
+  closedir(dir);
+}
+
 PLAIT_DECL window::~window() {
   for (const part& p : parts_) {
     if (p.base != nullptr) munmap(p.base, p.bytes);
@@ -47,6 +73,7 @@ PLAIT_DECL window::~window() {
 }
 
 PLAIT_DECL std::string window::create_part(int rank, std::size_t bytes, const error_context& at) {
+  remove_abandoned_parts();
   std::string name = window_name();
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw error(errc::transport, system_message("cannot create shared buffer", name), at);
