@@ -130,8 +130,10 @@ class message_piece {
 }  // namespace v0
 }  // namespace plait
 
+/// @cond std_specialisation
 template <>
 struct std::is_error_code_enum<plait::errc> : std::true_type {};
+/// @endcond
 
 #if !defined(PLAIT_SEPARATE_COMPILATION)
 #include "plait/core/impl/error.ipp"
