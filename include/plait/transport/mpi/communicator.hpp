@@ -107,7 +107,9 @@ class request {
   request() = default;
   request(const request&) = delete;
   request& operator=(const request&) = delete;
+  /// Movable: the handles move, `other` is left empty.
   request(request&& other) noexcept { take(other); }
+  /// Movable: a pending request here is abandoned first, then `other`'s handles move.
   request& operator=(request&& other) noexcept {
     if (this != &other) {
       abandon();
@@ -122,8 +124,11 @@ class request {
     const auto all = handles();
     return std::any_of(all.begin(), all.end(), [](MPI_Request h) { return h != MPI_REQUEST_NULL; });
   }
+  /// The peer rank.
   [[nodiscard]] int peer() const noexcept { return peer_; }
+  /// True for a receive, false for a send.
   [[nodiscard]] bool is_receive() const noexcept { return receive_; }
+  /// The message's payload bytes.
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
  private:
@@ -202,8 +207,11 @@ class request {
 /// communicator: every later call throws at once.
 class communicator {
  public:
+  /// Marks the communicator as a transport (the opt-in tag).
   using transport_concept = transport_tag;
+  /// Buffers are host memory.
   using memory_space = host_memory;
+  /// What isend and irecv return.
   using request = mpi::request;
 
   /// What plait::automatic assumes about MPI (algorithm/automatic.hpp; an
@@ -242,7 +250,9 @@ class communicator {
 
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
+  /// Movable: `other` becomes a null communicator.
   communicator(communicator&& other) noexcept { swap(other); }
+  /// Movable: the communicator held here is freed, `other` becomes null.
   communicator& operator=(communicator&& other) noexcept {
     if (this != &other) {
       communicator gone(std::move(other));
@@ -273,7 +283,9 @@ class communicator {
   /// False for a null communicator (split with plait::no_group, default, moved from).
   explicit operator bool() const noexcept { return comm_ != MPI_COMM_NULL; }
 
+  /// This rank in [0, size()).
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// The number of ranks.
   [[nodiscard]] int size() const noexcept { return size_; }
   /// The private duplicate, for MPI calls plait does not wrap (the native
   /// baseline in benchmarks, MPI_Comm_split_type for the node-local group).
@@ -431,6 +443,7 @@ class communicator {
       timeout_ = std::chrono::duration_cast<clock::duration>(timeout);
     }
   }
+  /// How long a wait may take before it throws errc::timeout.
   [[nodiscard]] clock::duration timeout() const noexcept { return timeout_; }
 
   /// How long each wait polls MPI before it starts yielding the core (then
@@ -450,6 +463,7 @@ class communicator {
       busy_poll_ = std::chrono::duration_cast<clock::duration>(busy);
     }
   }
+  /// How long a wait polls before it yields (see set_busy_poll).
   [[nodiscard]] clock::duration busy_poll() const noexcept { return busy_poll_; }
 
   /// Payload bytes this rank has posted for sending through this object
@@ -465,6 +479,7 @@ class communicator {
     }
     chunk_bytes_ = bytes;
   }
+  /// The largest MPI message (see set_chunk_bytes).
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
 
   /// Check mode (op/check.hpp): before moving data, every collective on this
@@ -473,6 +488,7 @@ class communicator {
   /// environment when the communicator is created turns it on (a split child
   /// inherits it).
   void set_check_mode(bool on) noexcept { check_mode_ = on; }
+  /// Whether check mode is on.
   [[nodiscard]] bool check_mode() const noexcept { return check_mode_; }
   /// check_mode() already covers PLAIT_CHECK: collectives do not read the
   /// environment per call.
