@@ -56,6 +56,7 @@ struct cost_model {
   constexpr bool operator==(const cost_model&) const = default;
 };
 
+/// Writes the parameters with their units: {alpha 2e-06 s, ...}.
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m);
 
 /// Generic parameters: a shared-memory node (microsecond synchronisation, ~10 GB/s copies).
@@ -194,6 +195,7 @@ struct choice {
   constexpr bool operator==(const choice&) const = default;
 };
 
+/// Writes "ring (predicted 1.2e-05 s)".
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, const choice& c);
 
 /// The predicted time of algorithm `id` for Op on `size` ranks. Throws

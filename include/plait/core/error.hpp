@@ -29,6 +29,7 @@ enum class errc {
 /// function-local static).
 PLAIT_DECL const std::error_category& error_category() noexcept;
 
+/// Lets a plait::errc compare with std::error_code (found by argument-dependent lookup).
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 /// Where an error happened. Unknown fields stay at their "none" values and are
