@@ -57,9 +57,3 @@ concept operation = requires(int r) {
 
 }  // namespace v0
 }  // namespace plait
-
-namespace plait {
-inline namespace v0 {
-constexpr int undocumented_on_purpose() { return 0; }
-}  // namespace v0
-}  // namespace plait
