@@ -143,7 +143,7 @@ class communicator {
   /// False for a null communicator (default, moved from, split with plait::no_group).
   explicit operator bool() const noexcept { return segment_ != nullptr; }
 
-  /// How long a wait may take before it throws errc::timeout (default 60 s, or PLAIT_TIMEOUT_MS).
+  /// How long a wait may take before it throws errc::timeout (default 300 s, or PLAIT_TIMEOUT seconds).
   void set_timeout(std::chrono::nanoseconds timeout) { timeout_ = timeout; }
   /// set_timeout for any std::chrono duration.
   template <class Rep, class Period>
