@@ -1,9 +1,12 @@
 // The tour (scripts/demo): plait's two collectives on 4 processes over shared
-// memory, each result checked against a serial reference, then a short
-// bandwidth table from the benchmark harness (bench/harness.hpp), the same code
-// that bench/plait-bench uses for the full sweep. Needs no MPI. Exits non-zero
+// memory, each result checked against a serial reference, then short timing
+// tables from the benchmark harness (bench/harness.hpp, the code behind
+// bench/plait-bench) on no more ranks than cores: small-message latency in
+// microseconds, large-message time beside memcpy. Needs no MPI. Exits non-zero
 // when any rank's result differs from the reference.
 // plait-example-timeout: 300
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -11,7 +14,6 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <plait/plait.hpp>
@@ -106,46 +108,114 @@ void shared_buffer_demo(plait::shm::communicator& comm) {
          "shared memory (bytes_read_in_place = 3 x 16 KiB per rank): verified");
 }
 
-/// A short sweep on the benchmark harness: plait's two collectives and a
-/// memcpy ceiling (every rank copying what it would receive, all at once).
-void bandwidth_table(plait::shm::communicator& comm) {
+/// The ranks the timing runs on: one per core this process may use, 2 to 4.
+/// More ranks than cores time the scheduler (a rank waits for its peer to be
+/// scheduled), not the copies. 1 when there is a single core: no table.
+int timing_ranks() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return cores < 2 ? 1 : std::min(cores, 4);
+}
+
+/// Fails every rank if any rank's timed results were wrong.
+void check_timed(plait::shm::communicator& comm, const std::string& wrong) {
+  const bool failed = plait::bench::any_rank(comm, !wrong.empty());
+  if (!wrong.empty()) throw std::runtime_error("rank " + std::to_string(comm.rank()) + ": " + wrong);
+  if (failed) throw std::runtime_error("another rank found a wrong result in the timed runs");
+}
+
+/// Small messages cost synchronisation, not bandwidth: their time per call in
+/// microseconds is what to read, so no bandwidth ratio is shown for them.
+void latency_table(plait::shm::communicator& comm) {
   namespace bench = plait::bench;
-  const bench::size_sweep sweep{4096, std::size_t{1} << 20, 4.0};
-  const bench::timing how{2, 5, 3};
-  std::vector<bench::row> rows;
-  for (const std::size_t bytes : sweep.sizes(ranks)) {
-    const std::size_t part = bytes / ranks;
-    std::vector<std::byte> shard(part);
-    std::vector<std::byte> gathered(bytes);
-    std::vector<std::byte> send(bytes);
-    std::vector<std::byte> recv(bytes);
+  const int p = comm.size();
+  const bench::timing how{20, 200, 5, 0};
+  if (comm.rank() == 0) std::printf("  %-10s %10s %14s %14s\n", "shard", "", "all_gather us", "all_to_all us");
+  for (const std::size_t shard_bytes : {std::size_t{8}, std::size_t{1024}}) {
+    std::vector<std::byte> shard(shard_bytes);
+    std::vector<std::byte> gathered(shard_bytes * static_cast<std::size_t>(p));
+    std::vector<std::byte> send(gathered.size());
+    std::vector<std::byte> recv(gathered.size());
     bench::fill_pattern(comm.rank(), shard);
     bench::fill_pattern(comm.rank(), send);
-    std::vector<std::byte> copy_from(bytes - part);
-    std::vector<std::byte> copy_to(bytes - part);
+    const std::vector<std::function<void()>> variants = {
+        [&] { plait::all_gather(comm, shard, gathered); },
+        [&] { plait::all_to_all(comm, send, recv); },
+    };
+    const auto seconds = bench::measure(comm, how, variants);
+    std::string wrong = bench::check_all_gather(p, gathered);
+    if (wrong.empty()) wrong = bench::check_all_to_all(comm.rank(), p, recv);
+    check_timed(comm, wrong);
+    if (comm.rank() == 0) {
+      std::printf("  %-10s %10s %14.1f %14.1f\n", bench::size_text(shard_bytes).c_str(), "per rank", seconds[0] * 1e6,
+                  seconds[1] * 1e6);
+    }
+  }
+}
+
+/// Large messages cost bandwidth: plait beside memcpy, every rank copying
+/// what it would receive at the same time (the ceiling of a copy-based
+/// transport), as a ratio of times. From 16 MiB: a smaller memcpy, repeated,
+/// runs from the cache while the collective's handshakes do not shrink, and
+/// the ratio then says little about either.
+void bandwidth_table(plait::shm::communicator& comm) {
+  namespace bench = plait::bench;
+  const int p = comm.size();
+  const auto ranks = static_cast<std::size_t>(p);
+  const bench::timing how{2, 5, 3};
+  if (comm.rank() == 0) {
+    std::printf("  %-10s %10s %10s %10s %12s\n", "operation", "size", "plait us", "memcpy us", "of memcpy");
+  }
+  for (const std::size_t bytes : {std::size_t{16} << 20, std::size_t{32} << 20}) {
+    const std::size_t part = bytes / ranks;
+    std::vector<std::byte> shard(part);
+    std::vector<std::byte> gathered(part * ranks);
+    std::vector<std::byte> send(part * ranks);
+    std::vector<std::byte> recv(part * ranks);
+    bench::fill_pattern(comm.rank(), shard);
+    bench::fill_pattern(comm.rank(), send);
+    std::vector<std::byte> copy_from(part * (ranks - 1));
+    std::vector<std::byte> copy_to(copy_from.size());
     const std::vector<std::function<void()>> variants = {
         [&] { plait::all_gather<plait::ring>(comm, shard, gathered); },
         [&] { plait::all_to_all<plait::pairwise>(comm, send, recv); },
         [&] { std::copy(copy_from.begin(), copy_from.end(), copy_to.begin()); },
     };
     const auto seconds = bench::measure(comm, how, variants);
-    // The timed runs must have produced the right bytes too.
-    std::string wrong = bench::check_all_gather(ranks, gathered);
-    if (wrong.empty()) wrong = bench::check_all_to_all(comm.rank(), ranks, recv);
-    const bool failed = bench::any_rank(comm, !wrong.empty());
-    if (!wrong.empty()) throw std::runtime_error("rank " + std::to_string(comm.rank()) + ": " + wrong);
-    if (failed) throw std::runtime_error("another rank found a wrong result in the timed runs");
-    rows.push_back({"all_gather", "plait", ranks, bytes, seconds[0], "ok"});
-    rows.push_back({"all_gather", "memcpy", ranks, bytes, seconds[2], "-"});
-    rows.push_back({"all_to_all", "plait", ranks, bytes, seconds[1], "ok"});
-    rows.push_back({"all_to_all", "memcpy", ranks, bytes, seconds[2], "-"});
+    std::string wrong = bench::check_all_gather(p, gathered);
+    if (wrong.empty()) wrong = bench::check_all_to_all(comm.rank(), p, recv);
+    check_timed(comm, wrong);
+    if (comm.rank() != 0) continue;
+    const char* names[2] = {"all_gather", "all_to_all"};
+    for (int v = 0; v < 2; ++v) {
+      std::printf("  %-10s %10s %10.0f %10.0f %11.2fx\n", names[v], bench::size_text(bytes).c_str(), seconds[v] * 1e6,
+                  seconds[2] * 1e6, seconds[2] / seconds[v]);
+    }
   }
-  if (comm.rank() != 0) return;
-  std::stable_sort(rows.begin(), rows.end(), [](const bench::row& a, const bench::row& b) {
-    return std::tie(a.operation, a.bytes) < std::tie(b.operation, b.bytes);
-  });
-  bench::print_table(std::cout, rows);
-  std::cout.flush();
+}
+
+void timing(plait::shm::communicator& comm) {
+  if (comm.rank() == 0) {
+    std::printf("\nSmall messages, %d ranks (one per core): time per call, median of 5 samples of 200 calls.\n",
+                comm.size());
+    std::fflush(stdout);
+  }
+  latency_table(comm);
+  if (comm.rank() == 0) {
+    std::printf(
+        "\nLarge messages, %d ranks: size = the gathered buffer (all_gather) or one rank's send buffer\n"
+        "(all_to_all); memcpy = every rank copying (P-1)/P of size at once.\n",
+        comm.size());
+    std::fflush(stdout);
+  }
+  bandwidth_table(comm);
+  if (comm.rank() == 0) {
+    std::printf(
+        "Read: 'of memcpy' is memcpy's time over plait's; 1.00x means plait moves the data as fast as a plain\n"
+        "copy of it, the most a copy-based transport can do (a shared machine makes the figures vary).\n");
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace
@@ -161,17 +231,18 @@ int main() {
       all_gather_demo(comm);
       all_to_all_demo(comm);
       shared_buffer_demo(comm);
-      if (comm.rank() == 0) {
-        std::printf(
-            "\nBandwidth (bench/harness.hpp, short sweep; bench/plait-bench runs the full one).\n"
-            "size = the gathered buffer (all_gather) or one rank's send buffer (all_to_all);\n"
-            "memcpy = every rank copying (P-1)/P of size at the same time, the ceiling a copy-based\n"
-            "transport can approach. %d ranks on this machine's cores: expect scheduler noise.\n\n",
-            ranks);
-        std::fflush(stdout);
-      }
-      bandwidth_table(comm);
     });
+    const int timed = timing_ranks();
+    if (timed < 2) {
+      std::printf(
+          "\nTiming skipped: this process may use one core only, and two ranks on one core time the\n"
+          "scheduler, not plait.\n");
+    } else {
+      plait::shm::run_processes(timed, timing);
+    }
+    std::printf(
+        "\nplait over MPI beside the MPI library's own MPI_Allgather / MPI_Alltoall: scripts/bench (and the\n"
+        "last part of scripts/demo, when MPI is installed); the latest measured tables are in docs/performance.md.\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tour FAILED: %s\n", e.what());
     return 1;

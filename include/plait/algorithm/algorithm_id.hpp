@@ -57,6 +57,7 @@ constexpr std::string_view to_string(algorithm_id id) {
   return visit_algorithm(id, []<class A>(std::type_identity<A>) { return A::name; });
 }
 
+/// Writes the algorithm's name.
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, algorithm_id id);
 
 /// The id named `text` (as to_string writes it), or nullopt.

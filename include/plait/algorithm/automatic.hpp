@@ -52,9 +52,11 @@ struct cost_model {
   double contention = 0.05;       ///< extra fraction of the bandwidth term per concurrent message beyond one
   double beta_pack = 1e-10;       ///< seconds per byte packed into or unpacked from staging
 
+  /// Equal when every parameter is.
   constexpr bool operator==(const cost_model&) const = default;
 };
 
+/// Writes the parameters with their units: {alpha 2e-06 s, ...}.
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m);
 
 /// Generic parameters: a shared-memory node (microsecond synchronisation, ~10 GB/s copies).
@@ -62,7 +64,9 @@ inline constexpr cost_model default_cost_model{};
 
 /// Chooses the cheapest built-in algorithm for each call (see explain).
 struct automatic {
+  /// Marks automatic as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "automatic";
 };
 
@@ -77,8 +81,11 @@ struct automatic_with {
         { Tuning::cost_model() } -> std::convertible_to<plait::cost_model>;
       },
       "plait: automatic_with<Tuning> needs `static constexpr plait::cost_model cost_model()` in Tuning");
+  /// Marks automatic_with as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The user's parameters: cost_model() and, optionally, allows(id).
   using tuning = Tuning;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "automatic_with";
 };
 
@@ -177,13 +184,18 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
 
 /// What a call would run and what the model predicts for it.
 struct choice {
+  /// The algorithm chosen.
   algorithm_id id;
+  /// What the cost model predicts the call takes, in seconds.
   double predicted_seconds;
 
+  /// The chosen algorithm's name ("ring", "bruck", ...).
   [[nodiscard]] constexpr std::string_view name() const { return to_string(id); }
+  /// Equal when the algorithm and the prediction are.
   constexpr bool operator==(const choice&) const = default;
 };
 
+/// Writes "ring (predicted 1.2e-05 s)".
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, const choice& c);
 
 /// The predicted time of algorithm `id` for Op on `size` ranks. Throws

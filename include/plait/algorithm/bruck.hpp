@@ -27,10 +27,14 @@
 namespace plait {
 inline namespace v0 {
 
+/// Bruck's dissemination algorithms: ceil(lg P) steps for any P (all-gather and all-to-all).
 struct bruck {
+  /// Marks bruck as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "bruck";
 
+  /// Rank `rank`'s all-gather schedule on `size` ranks.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
     schedule s;
     for (int dist = 1; dist < size; dist <<= 1) {
@@ -47,6 +51,7 @@ struct bruck {
     return s;
   }
 
+  /// Rank `rank`'s all-to-all schedule on `size` ranks (relayed blocks are packed).
   static constexpr schedule plan(op::all_to_all, int rank, int size) {
     schedule s;
     for (int dist = 1; dist < size; dist <<= 1) {

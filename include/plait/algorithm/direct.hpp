@@ -22,13 +22,17 @@
 namespace plait {
 inline namespace v0 {
 
+/// Every rank talks to every other rank at once (all-to-all throttled to max_in_flight peers per step).
 struct direct {
+  /// Marks direct as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "direct";
 
   /// The most peers an all-to-all step sends to (and receives from).
   static constexpr int max_in_flight = 8;
 
+  /// Rank `rank`'s all-gather schedule on `size` ranks: one step.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
     schedule s;
     if (size == 1) return s;
@@ -40,6 +44,7 @@ struct direct {
     return s;
   }
 
+  /// Rank `rank`'s all-to-all schedule on `size` ranks.
   static constexpr schedule plan(op::all_to_all, int rank, int size) {
     schedule s;
     for (int first = 1; first < size; first += max_in_flight) {

@@ -20,12 +20,17 @@
 namespace plait {
 inline namespace v0 {
 
+/// Chen et al.'s neighbour-exchange all-gather: P/2 steps with the two ring neighbours, for even P.
 struct neighbor_exchange {
+  /// Marks neighbor_exchange as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "neighbor_exchange";
 
+  /// True for P = 1 and even P; an odd P has no pairing.
   static constexpr bool accepts(op::all_gather, int size) { return size == 1 || (size >= 2 && size % 2 == 0); }
 
+  /// Rank `rank`'s all-gather schedule on `size` ranks; throws errc::unsupported for odd size.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
     if (!accepts(op::all_gather{}, size)) {
       throw error(errc::unsupported, "neighbor_exchange all_gather needs an even number of ranks (or 1)");

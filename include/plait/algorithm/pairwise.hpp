@@ -14,15 +14,21 @@
 namespace plait {
 inline namespace v0 {
 
+/// P-1 steps, one partner each: r XOR k for P a power of two, else shifted exchange.
 struct pairwise {
+  /// Marks pairwise as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "pairwise";
 
   /// The ranks rank r sends to and receives from in step k (1 <= k < size).
   struct partners {
+    /// The rank sent to.
     int to;
+    /// The rank received from.
     int from;
   };
+  /// Rank `rank`'s partners in step k of `size` ranks.
   static constexpr partners partner(int rank, int size, int k) {
     if ((size & (size - 1)) == 0) return {rank ^ k, rank ^ k};
     return {(rank + k) % size, (rank - k + size) % size};

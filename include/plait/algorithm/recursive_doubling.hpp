@@ -21,10 +21,14 @@
 namespace plait {
 inline namespace v0 {
 
+/// Pairs at distance 1, 2, 4, ... swap all they hold; any P (extras fold in first and out last).
 struct recursive_doubling {
+  /// Marks recursive_doubling as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "recursive_doubling";
 
+  /// Rank `rank`'s all-gather schedule on `size` ranks.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
     schedule s;
     int p2 = 1;

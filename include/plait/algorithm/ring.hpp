@@ -19,10 +19,14 @@
 namespace plait {
 inline namespace v0 {
 
+/// Each rank passes blocks to its right neighbour: P-1 steps, bandwidth-optimal.
 struct ring {
+  /// Marks ring as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "ring";
 
+  /// Rank `rank`'s all-gather schedule on `size` ranks.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
     schedule s;
     const int right = (rank + 1) % size;
@@ -33,6 +37,7 @@ struct ring {
     return s;
   }
 
+  /// Rank `rank`'s all-to-all schedule on `size` ranks (shifted exchange).
   static constexpr schedule plan(op::all_to_all, int rank, int size) {
     schedule s;
     for (int k = 1; k < size; ++k) {

@@ -16,9 +16,12 @@ inline namespace v0 {
 
 /// One message: the listed blocks, concatenated in this order, to or from `peer`.
 struct transfer {
+  /// The rank at the other end.
   int peer = -1;
+  /// Block numbers (Op's block model), in message order.
   std::vector<int> blocks;
 
+  /// Equal when peer and blocks are.
   constexpr bool operator==(const transfer&) const = default;
 };
 
@@ -26,29 +29,36 @@ struct transfer {
 /// next step starts. A block received in a step may be sent from the next step on.
 /// Between one pair of ranks, messages match in the order they are posted.
 struct step {
+  /// The messages this rank sends in the step.
   std::vector<transfer> sends;
+  /// The messages this rank receives in the step.
   std::vector<transfer> recvs;
 
   // Out of line (noinline has no effect in constant evaluation): at -O2 the
   // vector growth would otherwise be inlined into every schedule builder, and
   // automatic compiles all of them (compile cost; a schedule is built once per call).
+  /// Adds a send of `blocks` to `peer`; returns the step for chaining.
   [[gnu::noinline]] constexpr step& send(int peer, std::vector<int> blocks) {
     sends.push_back(transfer{peer, std::move(blocks)});
     return *this;
   }
+  /// Adds a receive of `blocks` from `peer`; returns the step for chaining.
   [[gnu::noinline]] constexpr step& recv(int peer, std::vector<int> blocks) {
     recvs.push_back(transfer{peer, std::move(blocks)});
     return *this;
   }
+  /// Equal when both transfer lists are.
   constexpr bool operator==(const step&) const = default;
 };
 
 /// One rank's whole part in one collective.
 struct schedule {
+  /// The steps, run in order.
   std::vector<step> steps;
 
   /// Appends an empty step and returns it for filling.
   [[gnu::noinline]] constexpr step& next_step() { return steps.emplace_back(); }
+  /// Equal when the steps are.
   constexpr bool operator==(const schedule&) const = default;
 };
 

@@ -25,10 +25,14 @@
 namespace plait {
 inline namespace v0 {
 
+/// Binomial gather to rank 0, then binomial broadcast: for tiny messages on high-latency links.
 struct tree {
+  /// Marks tree as an algorithm (the opt-in tag).
   using algorithm_concept = algorithm_tag;
+  /// The name errors and check mode show.
   static constexpr std::string_view name = "tree";
 
+  /// Rank `rank`'s all-gather schedule on `size` ranks.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
     schedule s;
     // Gather: a rank owns the subtree [rank, rank + lowbit(rank)) once its

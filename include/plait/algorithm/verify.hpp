@@ -47,12 +47,18 @@ enum class verify_fault {
 
 /// verify's finding with where it happened (-1 where it does not apply).
 struct verify_result {
+  /// What is wrong, none when nothing is.
   verify_fault fault = verify_fault::none;
+  /// The rank whose schedule is at fault.
   int rank = -1;
+  /// The step of that schedule.
   int step = -1;
+  /// The peer of the faulty transfer.
   int peer = -1;
+  /// The block concerned.
   int block = -1;
 
+  /// True when the schedules are correct.
   constexpr explicit operator bool() const noexcept { return fault == verify_fault::none; }
 };
 

@@ -6,9 +6,8 @@
 // slice (milliseconds) where the wait itself needed microseconds. The busy
 // phase still yields once every 20 us: when another process occupies one core
 // and the scheduler puts two ranks on the other, a waiter that never yields
-// keeps its peer off the core for a whole slice (measured: 4 MiB all-to-all
-// between 2 processes at 2.4 ms in 2 of 5 runs, against 0.4-0.8 ms with the
-// yield, and 0.46-0.81 ms with no busy phase at all).
+// keeps its peer off the core for a whole slice (the measurement is in
+// docs/performance.md, "Why the constants are what they are").
 #pragma once
 
 #include <algorithm>

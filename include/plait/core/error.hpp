@@ -29,6 +29,7 @@ enum class errc {
 /// function-local static).
 PLAIT_DECL const std::error_category& error_category() noexcept;
 
+/// Lets a plait::errc compare with std::error_code (found by argument-dependent lookup).
 inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 /// Where an error happened. Unknown fields stay at their "none" values and are
@@ -41,6 +42,7 @@ struct error_context {
   int parent_rank = -1;        ///< on a split communicator: the reporting rank in the parent, else -1
 
   constexpr error_context() = default;
+  /// Where: rank, operation, step, peer and parent rank (all but the first optional).
   constexpr error_context(int rank_, std::string_view operation_ = {}, int step_ = -1, int peer_ = -1,
                           int parent_rank_ = -1) noexcept
       : rank(rank_), operation(operation_), step(step_), peer(peer_), parent_rank(parent_rank_) {}
@@ -53,28 +55,38 @@ class error : public std::system_error {
   // inline message building into every function that can fail (compile cost).
   // noinline is on the definitions (impl/error.ipp): g++ warns when an inline
   // declaration follows a noinline one.
+  /// An error of kind `code` with message `detail`, located at `where`.
   [[gnu::cold]] error(errc code, std::string_view detail, const error_context& where = {});
 
   // Copyable and movable as before; the destructor is out of line so that it
   // is the key function: the compiled core alone then emits the vtable and
   // the type_info (header-only, every file that needs them still does).
+  /// Copyable and movable, like std::system_error.
   error(const error&) = default;
+  /// Copyable and movable, like std::system_error.
   error(error&&) = default;
+  /// Copyable and movable, like std::system_error.
   error& operator=(const error&) = default;
+  /// Copyable and movable, like std::system_error.
   error& operator=(error&&) = default;
   ~error() override;
 
   /// "plait, rank R, OPERATION, step S, peer P: detail" (unknown parts left
   /// out; on a split communicator "rank R (parent rank Q)").
   [[nodiscard]] const char* what() const noexcept override { return message_.c_str(); }
+  /// The rank that raised it, -1 if unknown.
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// The peer involved, -1 if none.
   [[nodiscard]] int peer() const noexcept { return peer_; }
+  /// The schedule step, -1 outside a schedule.
   [[nodiscard]] int step() const noexcept { return step_; }
   /// The reporting rank in the communicator a split one came from, or -1.
   [[nodiscard]] int parent_rank() const noexcept { return parent_rank_; }
+  /// The operation, "all_gather<ring>", "barrier", "isend", ... (empty if unknown).
   [[nodiscard]] const std::string& operation() const noexcept { return operation_; }
   /// The message without the location prefix.
   [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
+  /// The kind of error, as a plait::errc.
   [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code().value()); }
 
   /// The same error seen from an outer layer that knows more (the executor adds
@@ -136,8 +148,10 @@ class message_piece {
 }  // namespace v0
 }  // namespace plait
 
+/// @cond std_specialisation
 template <>
 struct std::is_error_code_enum<plait::errc> : std::true_type {};
+/// @endcond
 
 #if !defined(PLAIT_SEPARATE_COMPILATION)
 #include "plait/core/impl/error.ipp"

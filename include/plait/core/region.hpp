@@ -15,7 +15,10 @@
 namespace plait {
 inline namespace v0 {
 
+/// Bytes in memory as the executor sees them: contiguous runs of run_bytes along up to max_dims strided outer
+/// dimensions.
 struct region {
+  /// The most outer dimensions a region has.
   static constexpr int max_dims = 6;
 
   std::byte* data = nullptr;                      ///< the first byte of the first run
@@ -27,11 +30,13 @@ struct region {
   /// One contiguous run.
   static constexpr region contiguous(std::byte* data, std::size_t bytes) noexcept { return region{data, bytes}; }
 
+  /// How many contiguous runs: the product of the outer extents.
   [[nodiscard]] constexpr std::size_t runs() const noexcept {
     std::size_t n = 1;
     for (int d = 0; d < dims; ++d) n *= extent[static_cast<std::size_t>(d)];
     return n;
   }
+  /// All bytes of the region.
   [[nodiscard]] constexpr std::size_t bytes() const noexcept { return run_bytes * runs(); }
   /// True when the region is one run of bytes() bytes starting at data.
   [[nodiscard]] constexpr bool is_contiguous() const noexcept {
@@ -43,6 +48,7 @@ struct region {
     }
     return true;
   }
+  /// The region as one span (meaningful only when is_contiguous()).
   [[nodiscard]] std::span<std::byte> as_span() const noexcept { return {data, bytes()}; }
 };
 

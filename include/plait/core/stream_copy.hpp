@@ -8,12 +8,9 @@
 // streaming from stream_copy_bytes() on (PLAIT_STREAM_COPY_BYTES, default
 // 4 MiB, 0 = never). glibc's memcpy streams only above 3/4 of the last-level
 // cache's share per thread, and a VM that reports a huge L3 (480 MiB on the
-// 2-core machine of docs/performance.md) never gets there. Measured there
-// (bench/cma-vs-copy, both ranks copying at once): a 2-32 MiB copy runs
-// 1.2-1.5x faster streamed, a 1 MiB one 0.88x; an out-of-place 2-rank
-// all-gather over process_vm_readv 1.08-1.23x faster from 32 MiB (0.95-1.19x
-// at 16 MiB) when its own shard is copied streamed. docs/performance.md has
-// the tables.
+// 2-core machine of docs/performance.md) never gets there. The measurements
+// behind the 4 MiB are in docs/performance.md, "Why the constants are what
+// they are".
 //
 // x86-64: 64-byte AVX-512 stores where the CPU has them (chosen at run time;
 // nothing here needs -mavx512f), else SSE2's 16-byte stores, which every x86-64

@@ -21,10 +21,15 @@ inline namespace v0 {
 template <class T, std::size_t Rank>
 class tensor_view {
  public:
+  /// The element type as given (may be const).
   using element_type = T;
+  /// The element type without const or volatile.
   using value_type = std::remove_cv_t<T>;
+  /// The type of one index.
   using index_type = std::size_t;
+  /// One extent per dimension.
   using extents_type = std::array<std::size_t, Rank>;
+  /// One stride per dimension, in elements.
   using strides_type = std::array<std::size_t, Rank>;
 
   /// The number of dimensions (static, like mdspan's).
@@ -46,9 +51,13 @@ class tensor_view {
       const tensor_view<U, Rank>& other) noexcept  // NOLINT: implicit on purpose, like span
       : data_(other.data_handle()), extents_(other.extents()), strides_(other.strides()) {}
 
+  /// The first element.
   [[nodiscard]] constexpr T* data_handle() const noexcept { return data_; }
+  /// The extents, outermost first.
   [[nodiscard]] constexpr const extents_type& extents() const noexcept { return extents_; }
+  /// The strides, in elements.
   [[nodiscard]] constexpr const strides_type& strides() const noexcept { return strides_; }
+  /// The extent of dimension r.
   [[nodiscard]] constexpr std::size_t extent(std::size_t r) const noexcept { return extents_[r]; }
   /// Elements between neighbours along dimension r.
   [[nodiscard]] constexpr std::size_t stride(std::size_t r) const noexcept { return strides_[r]; }
@@ -58,6 +67,7 @@ class tensor_view {
     for (std::size_t e : extents_) n *= e;
     return n;
   }
+  /// True when some extent is zero.
   [[nodiscard]] constexpr bool empty() const noexcept { return size() == 0; }
 
   /// The element at a multi-index (one index per dimension).
@@ -67,6 +77,7 @@ class tensor_view {
     const std::array<std::size_t, Rank> at{static_cast<std::size_t>(index)...};
     return (*this)[at];
   }
+  /// The element at a multi-index given as an array.
   [[nodiscard]] constexpr T& operator[](const std::array<std::size_t, Rank>& index) const noexcept {
     std::size_t offset = 0;
     for (std::size_t r = 0; r < Rank; ++r) offset += index[r] * strides_[r];

@@ -14,6 +14,7 @@
 namespace plait {
 inline namespace v0 {
 
+/// The clock deadlines and timeouts are measured on.
 using clock = std::chrono::steady_clock;
 /// The point in time after which a wait gives up with errc::timeout.
 using deadline = clock::time_point;

@@ -15,6 +15,7 @@ inline namespace v0 {
 struct in_place_t {
   explicit in_place_t() = default;
 };
+/// Pass as the send argument of an all-gather whose shard already sits in its slice of recv.
 inline constexpr in_place_t in_place{};
 
 /// Any contiguous, sized range of trivially copyable elements (std::vector,

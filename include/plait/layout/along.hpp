@@ -26,9 +26,13 @@ inline namespace v0 {
 /// Layout policy: all-gather along dimension D (D = 0 for 1-d data is contiguous).
 template <std::size_t D>
 struct along {
+  /// Marks along<D> as a layout (the opt-in tag).
   using layout_concept = layout_tag;
+  /// The dimension shards are concatenated along.
   static constexpr std::size_t dimension = D;
+  /// The name errors show.
   static constexpr std::string_view name = "along";
+  /// along<D> serves all-gather only.
   template <class Op>
   static constexpr bool serves = std::is_same_v<Op, op::all_gather>;
 };

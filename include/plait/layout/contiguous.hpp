@@ -18,9 +18,13 @@
 namespace plait {
 inline namespace v0 {
 
+/// Layout policy for 1-D data: all-gather concatenates equal shards in rank order, all-to-all exchanges P equal blocks.
 struct contiguous {
+  /// Marks contiguous as a layout (the opt-in tag).
   using layout_concept = layout_tag;
+  /// The name errors show.
   static constexpr std::string_view name = "contiguous";
+  /// contiguous serves both operations.
   template <class Op>
   static constexpr bool serves = true;  // both all-gather and all-to-all
 };

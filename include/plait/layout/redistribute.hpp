@@ -29,10 +29,15 @@ inline namespace v0 {
 /// the received slices in rank order along ConcatDim.
 template <std::size_t SplitDim, std::size_t ConcatDim>
 struct redistribute {
+  /// Marks redistribute as a layout (the opt-in tag).
   using layout_concept = layout_tag;
+  /// The send tensor's dimension cut into P slices, slice d to rank d.
   static constexpr std::size_t split_dimension = SplitDim;
+  /// The receive tensor's dimension the slices are concatenated along, in rank order.
   static constexpr std::size_t concat_dimension = ConcatDim;
+  /// The name errors show.
   static constexpr std::string_view name = "redistribute";
+  /// redistribute serves all-to-all only.
   template <class Op>
   static constexpr bool serves = std::is_same_v<Op, op::all_to_all>;
 };

@@ -81,6 +81,8 @@ const planned_schedule& remembered_schedule(int rank, int size, std::size_t bloc
 }
 }  // namespace detail
 
+/// The collective operation Op over Transport, run by Algorithm's schedule with Layout's view of the buffers;
+/// all_gather and all_to_all call run().
 template <class Op, class Transport, class Algorithm, class Layout>
 struct collective {
   static_assert(operation<Op>, "plait: Op must be plait::op::all_gather or plait::op::all_to_all");

@@ -47,6 +47,7 @@ enum class boundary_mode {
 
 /// Options of a boundary.
 struct boundary_options {
+  /// split (the point) or naive (for comparison).
   boundary_mode mode = boundary_mode::split;
   /// Target bytes of one pipelined piece of a shard; 0 sends each shard whole.
   std::size_t piece_bytes = std::size_t{4} << 20;
@@ -109,6 +110,7 @@ class boundary {
   static constexpr std::size_t dimension = detail::boundary_dimension<Layout>();
 
  public:
+  /// Refers to both communicators; split_all_gather builds it.
   boundary(Inter& inter, Intra& intra, boundary_options options) : inter_(inter), intra_(intra), options_(options) {}
 
   /// Sends this rank's part of x to inter rank `dest`: shard intra.rank() of
@@ -183,6 +185,7 @@ class boundary {
     }
   }
 
+  /// The options it was made with.
   [[nodiscard]] const boundary_options& options() const noexcept { return options_; }
 
  private:

@@ -239,14 +239,19 @@ inline std::uint64_t host_hash() {
 template <class Ops>
 class basic_communicator {
  public:
+  /// Marks the communicator as a transport (the opt-in tag).
   using transport_concept = transport_tag;
+  /// Buffers are device memory.
   using memory_space = device_memory;
+  /// The policy's stream (cudaStream_t on a GPU).
   using stream_type = typename Ops::stream_type;
+  /// The policy's copy engine (copy_engine() returns it).
   using engine_type = typename Ops::engine;
 
   /// Complete once wait_all has returned: the transfer is then ordered on the
   /// stream (on a GPU it has not necessarily happened yet; synchronize() waits).
   struct request {
+    /// The transfer's position in this rank's queue.
     std::uint64_t sequence = 0;
   };
 
@@ -263,30 +268,41 @@ class basic_communicator {
   template <transport Bootstrap>
   basic_communicator(Bootstrap&& bootstrap, int device, stream_type stream = {}, options shape = {}) = delete;
 
+  /// Movable: `other` becomes a null communicator.
   basic_communicator(basic_communicator&&) noexcept = default;
+  /// Movable: the state held here is released, `other` becomes null.
   basic_communicator& operator=(basic_communicator&&) noexcept = default;
   basic_communicator(const basic_communicator&) = delete;
   basic_communicator& operator=(const basic_communicator&) = delete;
   ~basic_communicator() = default;
 
+  /// This rank in [0, size()), -1 for a null communicator.
   [[nodiscard]] int rank() const noexcept { return s_ ? s_->rank : -1; }
+  /// The number of ranks, 0 for a null communicator.
   [[nodiscard]] int size() const noexcept { return s_ ? s_->size : 0; }
+  /// False for a null communicator (default, moved from, split with plait::no_group).
   explicit operator bool() const noexcept { return s_ != nullptr; }
+  /// The device this rank's staging area lives on.
   [[nodiscard]] int device() const noexcept { return s_ ? s_->device : -1; }
+  /// The stream work is ordered on (see use_stream).
   [[nodiscard]] stream_type stream() const noexcept { return s_ ? s_->stream : stream_type{}; }
   /// The staging area's shape (every rank's).
   [[nodiscard]] options shape() const noexcept {
     return s_ ? options{s_->layout.shape.slots, s_->layout.shape.slot_bytes, s_->layout.shape.channels} : options{};
   }
 
+  /// How long a wait may take before it throws errc::timeout.
   void set_timeout(std::chrono::nanoseconds timeout) { usable("set_timeout").timeout = timeout; }
+  /// set_timeout for any std::chrono duration.
   template <class Rep, class Period>
   void set_timeout(std::chrono::duration<Rep, Period> timeout) {
     set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
   }
+  /// How long a wait may take before it throws errc::timeout.
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept {
     return s_ ? s_->timeout : detail::default_timeout();
   }
+  /// Payload bytes this rank has posted for sending.
   [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return s_ ? s_->bytes_sent : 0; }
 
   /// A fresh tag for one collective call; every rank draws the same sequence.
@@ -329,9 +345,13 @@ class basic_communicator {
     flush(s, until);
     raise_device_error(s);
   }
+  /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout()); }
+  /// Completes one request (bounded by timeout()).
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
+  /// Blocking send: isend, then wait.
   void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
+  /// Blocking receive: irecv, then wait; `bytes` must be exactly the message's size.
   void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
 
   /// Waits for everything enqueued on the stream and raises any error the
@@ -379,6 +399,7 @@ class basic_communicator {
   /// Work of this communicator goes to `stream` until the returned guard ends.
   class stream_guard {
    public:
+    /// Switches `comm` to `stream` until the guard ends (use_stream builds it).
     stream_guard(basic_communicator& comm, stream_type stream) : comm_(&comm), previous_(comm.stream()) {
       comm_->usable("use_stream").stream = stream;
     }
@@ -405,6 +426,7 @@ class basic_communicator {
   /// Check mode (plait/op/check.hpp): signatures of each collective call are
   /// compared across ranks first. Also on with PLAIT_CHECK=1.
   void set_check_mode(bool on) { usable("set_check_mode").check_mode = on; }
+  /// Whether check mode is on.
   [[nodiscard]] bool check_mode() const noexcept { return s_ && s_->check_mode; }
 
   /// Every rank's small host record `mine` into `all` over the bootstrap
@@ -978,8 +1000,10 @@ template <class Ops>
 class basic_communicator<Ops>::registration {
  public:
   registration() = default;
+  /// Movable: `other` is left empty.
   registration(registration&& other) noexcept
       : link_(std::move(other.link_)), serial_(std::exchange(other.serial_, 0)) {}
+  /// Movable: the registration held here is reset first (collectively), then `other`'s moves.
   registration& operator=(registration&& other) noexcept {
     if (this != &other) {
       reset();

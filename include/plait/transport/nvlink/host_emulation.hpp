@@ -59,11 +59,13 @@ class host_emulation {
  public:
   /// Streams do not exist on the host; every step completes inside wait_all.
   struct stream_type {
+    /// Distinguishes streams in tests; nothing is ordered by it.
     int id = 0;
   };
 
   /// Small by default: areas live in /dev/shm, one per rank.
   static constexpr std::uint32_t default_slots = 4;
+  /// Bytes of one staging slot by default.
   static constexpr std::uint64_t default_slot_bytes = 16 << 10;
   /// Two, so that every test splits messages across channels as a GPU does.
   static constexpr std::uint32_t default_channels = 2;
@@ -72,27 +74,37 @@ class host_emulation {
   /// so tests can see that device transports go through it.
   class engine {
    public:
+    /// Staging the executor allocates: host bytes.
     using buffer = std::vector<std::byte>;
+    /// Needs no state of the policy or the stream.
     engine(host_emulation& /*ops*/, const stream_type* /*stream*/) {}
+    /// `bytes` of staging (counted).
     buffer allocate(std::size_t bytes) {
       ++allocations;
       return buffer(bytes);
     }
+    /// Packs `src` into `dst` (counted).
     void pack(const region& src, std::byte* dst) {
       ++packs;
       plait::pack(src, dst);
     }
+    /// Unpacks `src` into `dst` (counted).
     void unpack(const std::byte* src, const region& dst) {
       ++unpacks;
       plait::unpack(src, dst);
     }
+    /// Copies `src` to `dst` (counted).
     void copy(const region& src, const region& dst) {
       ++copies;
       plait::copy(src, dst);
     }
+    /// How many allocate, pack, unpack and copy calls this engine has served.
+    ///@{
     std::uint64_t allocations = 0, packs = 0, unpacks = 0, copies = 0;
+    ///@}
   };
 
+  /// The device number is ignored: every "device" is this host.
   explicit host_emulation(int /*device*/) {}
   host_emulation(const host_emulation&) = delete;
   host_emulation& operator=(const host_emulation&) = delete;
@@ -117,7 +129,9 @@ class host_emulation {
     if (p == MAP_FAILED) fail("mmap");
     return static_cast<std::byte*>(p);
   }
+  /// Writes `bytes` from `src` into an area (a memcpy here).
   void write_area(std::byte* area, const void* src, std::size_t bytes) { std::memcpy(area, src, bytes); }
+  /// Reads `bytes` of an area into `dst` (a memcpy here).
   void read_area(void* dst, const std::byte* area, std::size_t bytes) { std::memcpy(dst, area, bytes); }
 
   /// The handle: the object's name.
@@ -157,9 +171,11 @@ class host_emulation {
     if (p == MAP_FAILED) fail("mmap");
     return static_cast<std::byte*>(p);
   }
+  /// Unmaps a peer's area mapped by import_area.
   void release_import(std::byte* area, std::size_t bytes, bool mapped) noexcept {
     if (mapped) munmap(area, bytes);
   }
+  /// Unmaps this rank's own area and removes its name.
   void release_area(std::byte* area, std::size_t bytes) noexcept {
     munmap(area, bytes);
     unexport_area();
@@ -190,6 +206,7 @@ class host_emulation {
     in.ok = true;
     return in;
   }
+  /// Nothing to release: import_buffer maps nothing.
   void release_buffer(std::byte* /*mapping*/) noexcept {}
 
   /// Peers in other processes, watched while a step waits for them.
@@ -200,6 +217,7 @@ class host_emulation {
   /// Bytes this rank copied into or out of staging slots, and bytes it read
   /// straight from peers' registered buffers (tests check zero-copy with them).
   [[nodiscard]] std::uint64_t staging_bytes() const noexcept { return staged_; }
+  /// Bytes read straight from peers' registered buffers.
   [[nodiscard]] std::uint64_t direct_bytes() const noexcept { return direct_; }
 
   /// Runs the step to completion (or failure) on this thread.
@@ -267,6 +285,7 @@ class host_emulation {
 
   /// The first failure of any step, code none if there was none.
   [[nodiscard]] detail::fault error_word() const noexcept { return error_; }
+  /// Nothing to wait for: steps complete inside wait_all.
   void synchronize(stream_type /*stream*/) {}
 
  private:

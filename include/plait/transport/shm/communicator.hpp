@@ -95,21 +95,30 @@ inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;
 
 }  // namespace detail
 
+/// The shared-memory transport: the ranks of one group are threads or processes of one machine, meeting in a POSIX
+/// shared-memory segment. Movable, not copyable; a null communicator does nothing.
 class communicator {
  public:
+  /// Marks the communicator as a transport (the opt-in tag).
   using transport_concept = transport_tag;
+  /// Buffers are host memory.
   using memory_space = host_memory;
 
   /// A posted send or receive; complete once wait_all returns.
   struct request {
+    /// The peer rank.
     int peer = -1;
+    /// True for a send, false for a receive.
     bool is_send = false;
+    /// The message's position between this rank and the peer.
     std::uint64_t sequence = 0;
   };
 
   /// A null communicator (what split gives a rank that passed plait::no_group).
   communicator() = default;
+  /// Movable: `other` becomes a null communicator.
   communicator(communicator&&) noexcept = default;
+  /// Movable: `other` becomes a null communicator.
   communicator& operator=(communicator&&) noexcept = default;
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
@@ -127,15 +136,21 @@ class communicator {
   static communicator join(std::string_view name, int rank, int size,
                            std::chrono::nanoseconds timeout = detail::default_timeout());
 
+  /// This rank in [0, size()).
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// The number of ranks.
   [[nodiscard]] int size() const noexcept { return size_; }
+  /// False for a null communicator (default, moved from, split with plait::no_group).
   explicit operator bool() const noexcept { return segment_ != nullptr; }
 
+  /// How long a wait may take before it throws errc::timeout (default 300 s, or PLAIT_TIMEOUT seconds).
   void set_timeout(std::chrono::nanoseconds timeout) { timeout_ = timeout; }
+  /// set_timeout for any std::chrono duration.
   template <class Rep, class Period>
   void set_timeout(std::chrono::duration<Rep, Period> timeout) {
     timeout_ = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
   }
+  /// How long a wait may take before it throws errc::timeout.
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
   /// How long a wait polls (yielding only every 20 us, core/backoff.hpp) before
   /// it backs off: 100 ms when this process may run on a CPU for every rank of
@@ -143,7 +158,9 @@ class communicator {
   /// must yield to each other).
   /// Split children inherit it.
   void set_busy_poll(std::chrono::nanoseconds busy);
+  /// How long a wait polls before it backs off (see set_busy_poll).
   [[nodiscard]] std::chrono::nanoseconds busy_poll() const noexcept { return busy_poll_; }
+  /// Payload bytes this rank has posted for sending (control messages not counted).
   [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
   /// Payload bytes this rank received by reading a peer's shared buffer (from
   /// allocate) in place: how to tell that path was taken.
@@ -170,6 +187,7 @@ class communicator {
   /// Check mode: collectives first verify that every rank makes the same call
   /// (also on with PLAIT_CHECK=1 when the communicator is created).
   void set_check_mode(bool on) noexcept { check_mode_ = on; }
+  /// Whether check mode is on.
   [[nodiscard]] bool check_mode() const noexcept { return check_mode_; }
   /// check_mode() already covers PLAIT_CHECK: collectives do not read the
   /// environment on every call.
@@ -182,7 +200,11 @@ class communicator {
     return tag_counter_;
   }
 
+  /// Posts a send of `bytes` to `peer` (this rank included) under `tag`; `bytes` must stay valid until the request
+  /// completes.
   request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag);
+  /// Posts a receive from `peer` (this rank included) under `tag` into `bytes`, which must be exactly the message's
+  /// size (else errc::size_mismatch).
   request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag);
   /// isend, and `copy` (as long as `bytes`, not overlapping it) holds the same
   /// bytes once the send completes. The executor hands an all-gather's local
@@ -201,10 +223,14 @@ class communicator {
   /// is poisoned; no pending receive writes into user memory after the throw
   /// (this rank does all copying itself, inside this call).
   void wait_all(std::span<request> requests, deadline until);
+  /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout_); }
+  /// Completes one request (bounded by timeout()).
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
 
+  /// Blocking send: isend, then wait.
   void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
+  /// Blocking receive: irecv, then wait; `bytes` must be exactly the message's size.
   void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
 
   /// Blocks until every rank has called barrier (bounded by the timeout).

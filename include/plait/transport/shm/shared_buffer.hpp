@@ -111,17 +111,24 @@ class shared_buffer {
                 "its bytes are shared between processes");
 
  public:
+  /// The element type.
   using value_type = T;
+  /// The element type (as std::span names it).
   using element_type = T;
+  /// The type of size().
   using size_type = std::size_t;
+  /// A pointer: the buffer is contiguous.
   using iterator = T*;
+  /// A pointer to const.
   using const_iterator = const T*;
 
   shared_buffer() = default;
+  /// Movable: `other` is left empty.
   shared_buffer(shared_buffer&& other) noexcept
       : window_(std::move(other.window_)),
         data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)) {}
+  /// Movable: the buffer held here is released, `other` is left empty.
   shared_buffer& operator=(shared_buffer&& other) noexcept {
     window_ = std::move(other.window_);
     data_ = std::exchange(other.data_, nullptr);
@@ -131,12 +138,19 @@ class shared_buffer {
   shared_buffer(const shared_buffer&) = delete;
   shared_buffer& operator=(const shared_buffer&) = delete;
 
+  /// The first element (null when empty).
   [[nodiscard]] T* data() const noexcept { return data_; }
+  /// The number of elements.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// True when size() is 0.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// The first element.
   [[nodiscard]] T* begin() const noexcept { return data_; }
+  /// One past the last element.
   [[nodiscard]] T* end() const noexcept { return data_ + size_; }
+  /// Element i (unchecked).
   T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  /// The whole buffer as a span.
   [[nodiscard]] std::span<T> span() const noexcept { return {data_, size_}; }
 
  private:
