@@ -36,7 +36,9 @@ PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept;
 /// collective get an error by default instead of each other's bytes. A zero
 /// stamp (plain next_tag(), user point-to-point) is never compared.
 struct call_stamp {
+  /// The kind of call.
   call_kind kind = call_kind::unknown;
+  /// Zero; room for later use without changing the size.
   std::uint8_t reserved = 0;
   std::uint16_t digest = 0;  ///< of the running algorithm's and layout's names
 
@@ -47,13 +49,17 @@ struct call_stamp {
     for (char c : detail_text) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
     return {kind, 0, static_cast<std::uint16_t>((h >> 16) ^ (h & 0xffffu))};
   }
+  /// The stamp as 32 bits, as a message header carries it.
   [[nodiscard]] constexpr std::uint32_t bits() const noexcept {
     return static_cast<std::uint32_t>(kind) | std::uint32_t{digest} << 16;
   }
+  /// The stamp a header's 32 bits carry.
   [[nodiscard]] static constexpr call_stamp from_bits(std::uint32_t bits) noexcept {
     return {static_cast<call_kind>(bits & 0xffu), 0, static_cast<std::uint16_t>(bits >> 16)};
   }
+  /// False for the stamp of a plain next_tag() or a user message: never compared.
   [[nodiscard]] constexpr bool known() const noexcept { return kind != call_kind::unknown; }
+  /// Same kind and digest.
   friend constexpr bool operator==(call_stamp, call_stamp) = default;
 };
 

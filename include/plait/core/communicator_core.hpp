@@ -40,13 +40,17 @@ class communicator_core {
   /// PLAIT_TIMEOUT (300 s), check mode from PLAIT_CHECK, both read now.
   communicator_core(int rank, int size);
 
+  /// Movable: the settings, counters and stamps move with it.
   communicator_core(communicator_core&&) noexcept = default;
+  /// Movable, as the constructor.
   communicator_core& operator=(communicator_core&&) noexcept = default;
   communicator_core(const communicator_core&) = delete;
   communicator_core& operator=(const communicator_core&) = delete;
   ~communicator_core() = default;
 
+  /// This rank, -1 for a null communicator.
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// The group's size, 0 for a null communicator.
   [[nodiscard]] int size() const noexcept { return size_; }
   /// This rank in the communicator this one was split from, or -1 (not a split child).
   [[nodiscard]] int parent_rank() const noexcept { return parent_rank_; }
@@ -59,6 +63,7 @@ class communicator_core {
   void set_timeout(std::chrono::duration<Rep, Period> timeout) {
     set_timeout_seconds(std::chrono::duration<double>(timeout).count(), "set_timeout");
   }
+  /// How long one wait may take.
   [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
   /// now + timeout(), without overflow.
   [[nodiscard]] deadline deadline_from_now() const noexcept { return detail::after(timeout_); }
@@ -71,6 +76,7 @@ class communicator_core {
   void set_busy_poll(std::chrono::duration<Rep, Period> busy) {
     set_busy_poll_seconds(std::chrono::duration<double>(busy).count(), "set_busy_poll");
   }
+  /// How long a wait polls before it backs off.
   [[nodiscard]] std::chrono::nanoseconds busy_poll() const noexcept { return busy_poll_; }
 
   // ---- tags --------------------------------------------------------------
@@ -101,6 +107,7 @@ class communicator_core {
   /// makes the same call. Off by default; PLAIT_CHECK=1 when the
   /// communicator is created turns it on; split children inherit it.
   void set_check_mode(bool on) noexcept { check_mode_ = on; }
+  /// Whether check mode is on for this communicator.
   [[nodiscard]] bool check_mode() const noexcept { return check_mode_; }
   /// check_mode() already covers PLAIT_CHECK: collectives never read the
   /// environment per call.
@@ -123,6 +130,7 @@ class communicator_core {
   /// False for a null communicator and after a timeout, a lost peer or a
   /// transport failure (poisoned): every call but the accessors then throws.
   [[nodiscard]] bool usable() const noexcept { return size_ > 0 && !poisoned_; }
+  /// True after a failure that made the communicator unusable.
   [[nodiscard]] bool poisoned() const noexcept { return poisoned_; }
   /// The first failure's message, empty while usable.
   [[nodiscard]] const std::string& poison_reason() const noexcept { return poison_reason_; }

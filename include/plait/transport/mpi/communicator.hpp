@@ -58,8 +58,11 @@ namespace mpi {
 /// leaves behind"). After MPI_Finalize it does nothing.
 class communicator : public communicator_core {
  public:
+  /// Opts in to plait::transport.
   using transport_concept = transport_tag;
+  /// Buffers are host memory.
   using memory_space = host_memory;
+  /// One posted send or receive (mpi::request).
   using request = mpi::request;
 
   /// What plait::automatic assumes about MPI (transport/mpi/cost_model.hpp says why).
@@ -89,7 +92,9 @@ class communicator : public communicator_core {
 
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
+  /// Movable: the duplicate and every setting move; the source becomes a null communicator.
   communicator(communicator&& other) noexcept { swap(other); }
+  /// Movable: this one's duplicate is freed (or kept, if poisoned), then it takes the other's.
   communicator& operator=(communicator&& other) noexcept {
     if (this != &other) {
       communicator gone(std::move(other));
@@ -237,6 +242,7 @@ class communicator : public communicator_core {
     }
     chunk_bytes_ = bytes;
   }
+  /// The largest single MPI message (see set_chunk_bytes).
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
 
  private:

@@ -40,7 +40,9 @@ class request {
   request() = default;
   request(const request&) = delete;
   request& operator=(const request&) = delete;
+  /// Movable: the handles move, the source is left empty.
   request(request&& other) noexcept { take(other); }
+  /// Movable: a pending request here is abandoned first.
   request& operator=(request&& other) noexcept {
     if (this != &other) {
       abandon();
@@ -55,8 +57,11 @@ class request {
     const auto all = handles();
     return std::any_of(all.begin(), all.end(), [](MPI_Request h) { return h != MPI_REQUEST_NULL; });
   }
+  /// The peer rank.
   [[nodiscard]] int peer() const noexcept { return peer_; }
+  /// True for a receive, false for a send.
   [[nodiscard]] bool is_receive() const noexcept { return receive_; }
+  /// The message's payload bytes.
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   /// How many MPI messages it was posted as (chunks of at most chunk_bytes()).
   [[nodiscard]] std::size_t chunks() const noexcept { return chunks_; }
