@@ -1,0 +1,63 @@
+// Defines the liveness checks of plait/transport/shm/communicator.hpp: a
+// failed group, peers whose process ended, and the timeout's message.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "plait/core/error.hpp"
+#include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/shm/segment.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace shm {
+
+[[gnu::noinline]] PLAIT_DECL void communicator::group_failed(int peer, int failed) const {
+  plait::detail::fail(errc::peer_lost, {"rank ", failed, " of the group failed"}, where({}, peer >= 0 ? peer : failed));
+}
+
+PLAIT_DECL bool communicator::process_gone(std::int32_t pid) noexcept {
+  return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
+  for (const request& r : requests) {
+    if (!complete(r) && process_gone(detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+[[gnu::noinline]] PLAIT_DECL error communicator::lost_process(std::span<request> requests) const {
+  for (const request& r : requests) {
+    const std::int32_t pid = detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed);
+    if (!complete(r) && process_gone(pid)) {
+      return error(errc::peer_lost, plait::detail::concat({"process of rank ", r.peer, " (pid ", pid, ") ended first"}),
+                   where({}, r.peer));
+    }
+  }
+  return error(errc::peer_lost, "a peer process ended first", where({}));
+}
+
+[[gnu::noinline]] PLAIT_DECL error communicator::timed_out(std::span<request> requests) const {
+  for (const request& r : requests) {
+    if (complete(r)) continue;
+    const auto& p = peers_[static_cast<std::size_t>(r.peer)];
+    const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
+    return error(errc::timeout,
+                 plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting to ",
+                                        r.is_send ? "send " : "receive ", m.bytes, " bytes (", m.done, " done)"}),
+                 where({}, r.peer));
+  }
+  return error(errc::timeout, "timed out", where({}));
+}
+
+}  // namespace shm
+}  // namespace v0
+}  // namespace plait
