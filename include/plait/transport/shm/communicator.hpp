@@ -14,6 +14,9 @@
 //   - a buffer from allocate<T>(n) (shared_buffer.hpp) is mapped by every rank:
 //     a message from one is read in place with a memcpy, no kernel call, and
 //     takes this path from window_single_copy_bytes on.
+// Every slot header carries the message's tag and the stamp of its call
+// (core/call_stamp.hpp): a receiver whose own call under that tag is another
+// collective fails with size_mismatch instead of taking the bytes.
 // Requests progress inside wait_all (all of this rank's pending transfers, not
 // only the ones waited for), so a ring of sends never deadlocks.
 //
@@ -63,6 +66,7 @@ struct pending {
   std::size_t bytes;
   std::size_t done;  // bytes through the slots so far
   int tag;
+  std::uint32_t stamp;            // call_stamp::bits() of this rank's call under `tag`
   bool started;                   // a first chunk or the reference is in a slot
   bool by_reference;              // a send published as a reference, waiting for the receiver's copy
   std::uint64_t reference_slot;   // which slot holds its reference

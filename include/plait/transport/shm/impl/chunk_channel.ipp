@@ -1,13 +1,14 @@
 // Defines the chunk channel of plait/transport/shm/communicator.hpp: moving
 // pending sends into a peer's slots (chunks, or the reference of a single
 // copy, whose completion is noticed here) and receives out of them, and the
-// checks of every slot header a peer wrote (tag, size, bounds).
+// checks of every slot header a peer wrote (tag, call stamp, size, bounds).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/stream_copy.hpp"
 #include "plait/transport/shm/communicator.hpp"
@@ -75,7 +76,9 @@ PLAIT_DECL bool communicator::progress_sends(int peer) {
                                  .kind = static_cast<std::uint32_t>(detail::slot_kind::chunk),
                                  .message_bytes = m.bytes,
                                  .offset = m.done,
-                                 .chunk_bytes = chunk};
+                                 .chunk_bytes = chunk,
+                                 .stamp = m.stamp,
+                                 .reserved = 0};
     if (chunk != 0) std::memcpy(segment_->payload(rank(), peer, p.head), m.out + m.done, chunk);
     m.done += chunk;
     m.started = true;
@@ -107,6 +110,9 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
     pending& m = p.recvs.front();
     // Copy the header out first: the peer could change it while we check it.
     const detail::slot_header header = segment_->slot(peer, rank(), p.tail);
+    // Same call sequence, another call: refused before anything is copied.
+    if (header.tag == static_cast<std::uint32_t>(m.tag))
+      check_header(peer, m, header, detail::check_stamp(header, m.stamp));
     if (header.kind == static_cast<std::uint32_t>(detail::slot_kind::reference)) {
       check_header(peer, m, header,
                    detail::check_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done));
@@ -157,6 +163,13 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
                           {"message with tag ", header.tag, " arrived where tag ", m.tag,
                            " was expected: the ranks called different operations or in a different order"},
                           at);
+    case detail::slot_problem::stamp_mismatch:
+      plait::detail::fail(
+          errc::size_mismatch,
+          {"peer's message of call ", header.tag, " is from ", describe(call_stamp::from_bits(header.stamp)),
+           " where this rank runs ", describe(call_stamp::from_bits(m.stamp)),
+           ": the ranks called different collectives, or with different algorithms or layouts"},
+          at);
     case detail::slot_problem::size_mismatch:
       plait::detail::fail(errc::size_mismatch,
                           {"peer sent ", header.message_bytes, " bytes where this rank expects ", m.bytes,

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "plait/core/backoff.hpp"
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/error.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/segment.hpp"
@@ -56,7 +57,7 @@ PLAIT_DECL communicator communicator::join(std::string_view name, int rank, int 
 PLAIT_DECL communicator communicator::split(int color, int key) {
   check_usable("split");
   check_split_color(color);
-  const int tag = next_tag();
+  const int tag = next_tag(call_stamp::of(call_kind::control, "split"));
   // Everyone learns everyone's (color, key).
   std::vector<std::int64_t> table(2 * static_cast<std::size_t>(size()));
   table[2 * static_cast<std::size_t>(rank())] = color;
@@ -98,7 +99,7 @@ PLAIT_DECL std::shared_ptr<detail::window> communicator::allocate_window(std::si
   constexpr std::string_view operation = "allocate";
   check_usable(operation);
   const error_context at = where(operation);
-  const int tag = next_tag();
+  const int tag = next_tag(call_stamp::of(call_kind::control, operation));
   auto w = std::make_shared<detail::window>(++window_count_, size());
   std::vector<detail::window_announcement> table(static_cast<std::size_t>(size()));
   detail::window_announcement& mine = table[static_cast<std::size_t>(rank())];

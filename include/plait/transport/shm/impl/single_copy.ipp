@@ -43,7 +43,9 @@ PLAIT_DECL void communicator::post_reference(int peer, pending& m) {
                           .kind = static_cast<std::uint32_t>(detail::slot_kind::reference),
                           .message_bytes = m.bytes,
                           .offset = 0,
-                          .chunk_bytes = 0};
+                          .chunk_bytes = 0,
+                          .stamp = m.stamp,
+                          .reserved = 0};
   m.started = true;
   m.by_reference = true;
   m.reference_slot = p.head;
