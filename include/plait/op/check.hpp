@@ -100,8 +100,10 @@ template <class Comm, class Plan, class Op>
   } else {
     const gather_plan signatures(own, everyone, sizeof(call_signature), comm.rank(), false);
     const std::uint64_t payload_before = comm.bytes_sent();
-    // Stamped as check mode's exchange: a rank that skipped check mode is told apart.
-    execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, "check",
+    // Named and stamped as check mode of this call: a timeout names the
+    // collective, and a rank that skipped check mode is told apart.
+    const std::string name = std::string("check mode of ").append(operation);
+    execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, name,
             take_tag(comm, call_stamp::of(call_kind::check, "ring signatures")));
     if constexpr (requires { comm.discount_control_bytes(std::uint64_t{}); }) {
       comm.discount_control_bytes(comm.bytes_sent() - payload_before);  // control traffic, not payload

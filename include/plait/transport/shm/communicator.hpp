@@ -165,8 +165,9 @@ class communicator : public communicator_core {
 
   /// Completes every request, or throws plait::error (timeout, peer_lost,
   /// size_mismatch, transport). After such a failure the communicator is
-  /// poisoned; no pending receive writes into user memory after the throw
-  /// (this rank does all copying itself, inside this call).
+  /// poisoned and the group marked failed, with the reason its peers quote;
+  /// no pending receive writes into user memory after the throw (this rank
+  /// does all copying itself, inside this call).
   void wait_all(std::span<request> requests, deadline until);
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
@@ -236,8 +237,8 @@ class communicator : public communicator_core {
   }
   [[noreturn, gnu::cold]] static void null_communicator(std::string_view operation);
 
-  /// Poisons the core, withdraws this rank's references and drops its
-  /// pending transfers.
+  /// Poisons the core, records the failure in the segment for the peers,
+  /// withdraws this rank's references and drops its pending transfers.
   void poison_group(const error& e) noexcept;
 
   [[nodiscard]] bool complete(const request& r) const {
@@ -313,7 +314,11 @@ class communicator : public communicator_core {
     if (failed >= 0) [[unlikely]]
       group_failed(peer, failed);
   }
+  /// peer_lost naming the first rank that failed and, from its record, why.
   [[noreturn, gnu::cold]] void group_failed(int peer, int failed) const;
+  /// Writes why this rank failed into its record, then marks the group failed
+  /// (the first failure stays the group's).
+  void record_group_failure(const error& e) noexcept;
   [[nodiscard]] static bool process_gone(std::int32_t pid) noexcept;
   /// False when the process of a rank we still wait for no longer exists.
   [[nodiscard]] bool peers_alive(std::span<request> requests) const;

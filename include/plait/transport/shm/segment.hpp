@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +66,10 @@ struct alignas(cache_line) rank_record {
   std::int32_t peer;
   char operation[120];
   char detail[1024];
+  // Why this rank failed, in one short sentence ("rank 2 timed out waiting
+  // for rank 3"): written by the rank itself, once, before it marks the group
+  // failed; peers quote it in their peer_lost.
+  char reason[160];
 };
 
 struct alignas(cache_line) channel_header {
@@ -263,6 +268,21 @@ class segment {
   bool mark_failed(int rank) const noexcept {
     std::uint32_t expected = 0;
     return atomic(header().failed_rank).compare_exchange_strong(expected, static_cast<std::uint32_t>(rank) + 1);
+  }
+  /// The same, first writing `reason` into `rank`'s record (if it has none
+  /// yet) for the peers that see the mark. Only `rank` itself, or the parent
+  /// of a dead child, writes that record's reason.
+  bool mark_failed(int rank, std::string_view reason) const noexcept {
+    if (rank >= 0 && static_cast<std::uint32_t>(rank) < shape_.ranks) {
+      char* text = record(rank).reason;
+      if (text[0] == '\0') {
+        const std::size_t n =
+            reason.size() < sizeof record(rank).reason ? reason.size() : sizeof record(rank).reason - 1;
+        std::memcpy(text, reason.data(), n);
+        text[n] = '\0';
+      }
+    }
+    return mark_failed(rank);  // its release publishes the text
   }
   /// The first failed rank, or -1. Checked against the group size: the value comes from shared memory.
   [[nodiscard]] int failed_rank() const noexcept {

@@ -182,6 +182,7 @@ PLAIT_DECL void communicator::barrier() {
 
 PLAIT_DECL void communicator::poison_group(const error& e) noexcept {
   poison(e);
+  record_group_failure(e);
   withdraw_references();
   for (auto& p : peers_) {  // nothing may touch user memory after the throw
     p.sends.clear();

@@ -1,10 +1,13 @@
-// Defines the liveness checks of plait/transport/shm/communicator.hpp: a
-// failed group, peers whose process ended, and the timeout's message.
+// Defines the liveness checks of plait/transport/shm/communicator.hpp: the
+// group's failure record (who failed first and why, written by the failing
+// rank, quoted by its peers), peers whose process ended, and the timeout's
+// message naming the rank waited for.
 #pragma once
 
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include <signal.h>
 #include <unistd.h>
@@ -18,7 +21,29 @@ inline namespace v0 {
 namespace shm {
 
 [[gnu::noinline]] PLAIT_DECL void communicator::group_failed(int peer, int failed) const {
-  plait::detail::fail(errc::peer_lost, {"rank ", failed, " of the group failed"}, where({}, peer >= 0 ? peer : failed));
+  std::string reason;
+  if (failed < size()) {
+    const detail::rank_record& record = segment_->record(failed);
+    // Written before the failure was marked (and read after it, acquire); a
+    // peer's text all the same: bounded, never trusted to be terminated.
+    reason.assign(record.reason, strnlen(record.reason, sizeof record.reason));
+  }
+  if (reason.empty()) {
+    plait::detail::fail(errc::peer_lost, {"rank ", failed, " of the group failed"},
+                        where({}, peer >= 0 ? peer : failed));
+  }
+  plait::detail::fail(errc::peer_lost, {"the group failed: ", reason}, where({}, peer >= 0 ? peer : failed));
+}
+
+PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
+  try {
+    const std::string reason = e.value() == errc::timeout && e.peer() >= 0
+                                   ? plait::detail::concat({"rank ", rank(), " timed out waiting for rank ", e.peer()})
+                                   : plait::detail::concat({"rank ", rank(), " failed: ", e.detail()});
+    segment_->mark_failed(rank(), reason);
+  } catch (...) {  // out of memory: the mark alone still ends the peers' waits
+    segment_->mark_failed(rank());
+  }
 }
 
 PLAIT_DECL bool communicator::process_gone(std::int32_t pid) noexcept {
@@ -50,10 +75,11 @@ PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
     if (complete(r)) continue;
     const auto& p = peers_[static_cast<std::size_t>(r.peer)];
     const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
-    return error(errc::timeout,
-                 plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting to ",
-                                        r.is_send ? "send " : "receive ", m.bytes, " bytes (", m.done, " done)"}),
-                 where({}, r.peer));
+    return error(
+        errc::timeout,
+        plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", r.peer,
+                               r.is_send ? " to take " : " to send ", m.bytes, " bytes (", m.done, " done)"}),
+        where({}, r.peer));
   }
   return error(errc::timeout, "timed out", where({}));
 }
