@@ -43,10 +43,15 @@
 #include "plait/op/impl/split_all_gather.ipp"
 
 // ---- transport/shm -----------------------------------------------------
+#include "plait/transport/shm/impl/chunk_channel.ipp"
 #include "plait/transport/shm/impl/communicator.ipp"
+#include "plait/transport/shm/impl/group.ipp"
+#include "plait/transport/shm/impl/liveness.ipp"
 #include "plait/transport/shm/impl/run.ipp"
 #include "plait/transport/shm/impl/segment.ipp"
 #include "plait/transport/shm/impl/shared_buffer.ipp"
+#include "plait/transport/shm/impl/single_copy.ipp"
+#include "plait/transport/shm/impl/tuning.ipp"
 
 // ---- template instances for the shm transport (see plait/core/config.hpp)
 #include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions

@@ -15,11 +15,13 @@
 #include <string_view>
 
 #include "plait/algorithm/ring.hpp"
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/scratch.hpp"
+#include "plait/core/transport.hpp"
 #include "plait/layout/contiguous_plans.hpp"
 #include "plait/op/executor.hpp"
 
@@ -98,7 +100,11 @@ template <class Comm, class Plan, class Op>
   } else {
     const gather_plan signatures(own, everyone, sizeof(call_signature), comm.rank(), false);
     const std::uint64_t payload_before = comm.bytes_sent();
-    execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, "check", comm.next_tag());
+    // Named and stamped as check mode of this call: a timeout names the
+    // collective, and a rank that skipped check mode is told apart.
+    const std::string name = std::string("check mode of ").append(operation);
+    execute(comm, ring::plan(op::all_gather{}, comm.rank(), size), signatures, name,
+            take_tag(comm, call_stamp::of(call_kind::check, "ring signatures")));
     if constexpr (requires { comm.discount_control_bytes(std::uint64_t{}); }) {
       comm.discount_control_bytes(comm.bytes_sent() - payload_before);  // control traffic, not payload
     }

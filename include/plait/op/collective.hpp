@@ -18,6 +18,7 @@
 #include "plait/layout/layout.hpp"
 #include "plait/op/check.hpp"
 #include "plait/op/executor.hpp"
+#include "plait/op/stamp.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -109,10 +110,11 @@ struct collective {
     const detail::planned_schedule& planned =
         detail::remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
     if (planned.algorithm == requested_label().algorithm()) {
-      run_schedule(comm, planned, plan, requested);
-    } else {  // automatic: name the algorithm that runs
+      static constexpr call_stamp stamp = detail::collective_stamp<Op, Layout>(algorithm_name<Algorithm>());
+      run_schedule(comm, planned, plan, requested, stamp);
+    } else {  // automatic: name and stamp the algorithm that runs
       const detail::operation_label running(Op::name, planned.algorithm);
-      run_schedule(comm, planned, plan, running);
+      run_schedule(comm, planned, plan, running, detail::collective_stamp<Op, Layout>(planned.algorithm));
     }
   }
 
@@ -126,9 +128,9 @@ struct collective {
 
   template <class Plan>
   static void run_schedule(Transport& comm, const detail::planned_schedule& planned, const Plan& plan,
-                           std::string_view name) {
+                           std::string_view name, call_stamp stamp) {
     if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, name);
-    const int tag = comm.next_tag();
+    const int tag = detail::take_tag(comm, stamp);
     execute(comm, planned.steps, plan, name, tag);
   }
 };

@@ -181,7 +181,8 @@ class boundary {
       auto planned =
           detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
       const std::string name = detail::boundary_gather_name(planned.algorithm);
-      execute(intra_, planned.steps, plan, name, intra_.next_tag());
+      execute(intra_, planned.steps, plan, name,
+              detail::take_tag(intra_, call_stamp::of(call_kind::split_all_gather, planned.algorithm)));
     }
   }
 

@@ -1,7 +1,7 @@
 // plait::shm::communicator — point-to-point and collectives over one shared
 // memory segment, for ranks that are threads or processes on one node.
 //
-// Each ordered pair of ranks owns a channel of slots. Two ways through it:
+// Each ordered pair of ranks owns a channel of slots. Three ways through it:
 //   - small messages (below single_copy_bytes()) are cut into slot-sized
 //     chunks: the sender copies a chunk in and bumps one counter, the receiver
 //     copies it out, so a message that fits a slot costs one flag;
@@ -14,8 +14,17 @@
 //   - a buffer from allocate<T>(n) (shared_buffer.hpp) is mapped by every rank:
 //     a message from one is read in place with a memcpy, no kernel call, and
 //     takes this path from window_single_copy_bytes on.
+// Every slot header carries the message's tag and the stamp of its call
+// (core/call_stamp.hpp): a receiver whose own call under that tag is another
+// collective fails with size_mismatch instead of taking the bytes.
 // Requests progress inside wait_all (all of this rank's pending transfers, not
 // only the ones waited for), so a ring of sends never deadlocks.
+//
+// The definitions, one job per file (impl/): communicator.ipp (attaching,
+// posting, waiting, barrier), group.ipp (join, split, allocate's windows),
+// chunk_channel.ipp (moving chunks and checking slot headers),
+// single_copy.ipp (the reference protocol), liveness.ipp (lost peers,
+// timeouts and the group's failure record). Tuning constants: tuning.hpp.
 #pragma once
 
 #include <algorithm>
@@ -32,13 +41,14 @@
 #include <utility>
 #include <vector>
 
+#include "plait/core/communicator_core.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
-#include "plait/core/stream_copy.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/shared_buffer.hpp"
+#include "plait/transport/shm/tuning.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -48,77 +58,54 @@ namespace detail {
 using plait::detail::default_timeout;  // PLAIT_TIMEOUT, shared by every transport
 using plait::detail::seconds_text;
 
-/// Messages to a thread of this process of at least this many bytes go by
-/// reference (one memcpy); below it the round trip costs more than two copies
-/// through a cache-resident slot. Measured (2 ranks exchanging, quiet machine):
-/// equal at 2 KiB, single copy 1.5x faster at 4 KiB and 2x from 16 KiB.
-inline constexpr std::size_t thread_single_copy_bytes = std::size_t{4} << 10;
-/// Between processes the copy is process_vm_readv, a system call that pins
-/// the sender's pages: chunks win at 4 KiB (1.3 against 2.0 us), the two are
-/// equal at 8 KiB, and single copy wins from 16 KiB (1.3x at 16 KiB, 1.6-2x at
-/// 64 KiB - 1 MiB, 1.3x at 2 MiB).
-inline constexpr std::size_t process_single_copy_bytes = std::size_t{16} << 10;
+/// A send or receive this rank has posted and not completed: where its bytes
+/// are and how far it has got.
+struct pending {
+  const std::byte* out;  // a send's bytes (null for a receive) ...
+  std::byte* in;         // ... or where a receive writes them
+  std::size_t bytes;
+  std::size_t done;  // bytes through the slots so far
+  int tag;
+  std::uint32_t stamp;            // call_stamp::bits() of this rank's call under `tag`
+  bool started;                   // a first chunk or the reference is in a slot
+  bool by_reference;              // a send published as a reference, waiting for the receiver's copy
+  std::uint64_t reference_slot;   // which slot holds its reference
+  std::uint64_t window;           // a send from a shared buffer: its window id (0: none) ...
+  std::uint64_t window_offset;    // ... and where in this rank's part
+  std::byte* copy = nullptr;      // isend_with_copy: the sender's second buffer, left to the receiver
+  std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
+  std::uint64_t copy_offset = 0;
+};
 
-/// How long a wait polls without yielding when the group has a core per rank
-/// (as MPI's blocking calls and plait::mpi do; see core/backoff.hpp). Measured
-/// with 2 processes exchanging 512 KiB on the busy 2-core machine, five
-/// interleaved rounds: 22-24 us polling against 24-75 us yielding at once.
-inline constexpr std::chrono::milliseconds default_busy_poll{100};
-
-/// PLAIT_SHM_SINGLE_COPY_BYTES, when set: one threshold for both (0 turns
-/// single copy off; for measurements).
-PLAIT_DECL std::optional<std::size_t> single_copy_bytes_from_environment();
-
-/// A message that arrives in chunks (below the single-copy threshold, or
-/// where process_vm_readv is refused) is copied out of the slots with
-/// streaming stores from this size on: 4x plait::detail::stream_copy_bytes(),
-/// 16 MiB by default. Measured (bench/cma-vs-copy, pipe:64K:4:rn against rr,
-/// 2 ranks, two runs): 1.09-1.18x for 16-64 MiB messages, 0.83-1.02x for
-/// 4-8 MiB ones. The slots themselves keep regular stores: the peer reads
-/// them at once, from the cache.
-inline std::size_t chunk_stream_bytes() noexcept {
-  const std::size_t local = plait::detail::stream_copy_bytes().load(std::memory_order_relaxed);
-  return local > SIZE_MAX / 4 ? SIZE_MAX : 4 * local;
-}
-
-/// isend_with_copy leaves its copy to the receiver from this size on. Below
-/// it the shard is still in the cache when the sender copies it, so reading it
-/// once saves nothing and the extra bookkeeping costs a little. Measured
-/// (plait-bench, 2-process all-gather of allocate buffers, three interleaved
-/// pairs of runs): 3-10 % slower for 32-64 KiB shards, even at 128 KiB, 0-7 %
-/// faster at 256 KiB, 1.06-1.6x at 512 KiB - 1 MiB.
-inline constexpr std::size_t copy_for_sender_bytes = std::size_t{256} << 10;
-
-/// From a shared buffer, single copy pays off much earlier: the receiver reads
-/// with a plain memcpy, the only cost over chunks is the acknowledgement.
-inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;
-
+/// This rank's side of the two channels to one peer.
+struct peer_state {
+  std::deque<pending> sends;
+  std::deque<pending> recvs;
+  std::uint64_t sends_posted = 0;
+  std::uint64_t sends_done = 0;
+  std::uint64_t recvs_posted = 0;
+  std::uint64_t recvs_done = 0;
+  std::uint64_t head = 0;            // slots this rank has written to the peer (it is the only writer)
+  std::uint64_t tail = 0;            // slots this rank has consumed from the peer (likewise)
+  bool single_copy_refused = false;  // the peer cannot read this process's memory: chunks only
+};
 }  // namespace detail
 
-/// The shared-memory transport: the ranks of one group are threads or processes of one machine, meeting in a POSIX
-/// shared-memory segment. Movable, not copyable; a null communicator does nothing.
-class communicator {
+class communicator : public communicator_core {
  public:
-  /// Marks the communicator as a transport (the opt-in tag).
   using transport_concept = transport_tag;
-  /// Buffers are host memory.
   using memory_space = host_memory;
 
   /// A posted send or receive; complete once wait_all returns.
   struct request {
-    /// The peer rank.
     int peer = -1;
-    /// True for a send, false for a receive.
     bool is_send = false;
-    /// The message's position between this rank and the peer.
     std::uint64_t sequence = 0;
   };
 
   /// A null communicator (what split gives a rank that passed plait::no_group).
   communicator() = default;
-  /// Movable: `other` becomes a null communicator.
   communicator(communicator&&) noexcept = default;
-  /// Movable: `other` becomes a null communicator.
   communicator& operator=(communicator&&) noexcept = default;
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
@@ -127,6 +114,10 @@ class communicator {
   ~communicator();
 
   /// Attaches `rank` to a mapped segment (used by run_threads, run_processes, join, split).
+  /// The busy-poll time starts at 100 ms when this process may run on a CPU
+  /// for every rank of the group (its affinity mask), else at zero (ranks
+  /// that outnumber the cores must yield to each other); split children
+  /// inherit it (set_busy_poll, core/communicator_core.hpp).
   communicator(std::shared_ptr<detail::segment> seg, int rank, std::chrono::nanoseconds timeout);
 
   /// Joins group `name` as `rank` of `size`, for processes started by anyone.
@@ -136,32 +127,8 @@ class communicator {
   static communicator join(std::string_view name, int rank, int size,
                            std::chrono::nanoseconds timeout = detail::default_timeout());
 
-  /// This rank in [0, size()).
-  [[nodiscard]] int rank() const noexcept { return rank_; }
-  /// The number of ranks.
-  [[nodiscard]] int size() const noexcept { return size_; }
-  /// False for a null communicator (default, moved from, split with plait::no_group).
   explicit operator bool() const noexcept { return segment_ != nullptr; }
 
-  /// How long a wait may take before it throws errc::timeout (default 300 s, or PLAIT_TIMEOUT seconds).
-  void set_timeout(std::chrono::nanoseconds timeout) { timeout_ = timeout; }
-  /// set_timeout for any std::chrono duration.
-  template <class Rep, class Period>
-  void set_timeout(std::chrono::duration<Rep, Period> timeout) {
-    timeout_ = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
-  }
-  /// How long a wait may take before it throws errc::timeout.
-  [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept { return timeout_; }
-  /// How long a wait polls (yielding only every 20 us, core/backoff.hpp) before
-  /// it backs off: 100 ms when this process may run on a CPU for every rank of
-  /// the group (its affinity mask), else zero (ranks that outnumber the cores
-  /// must yield to each other).
-  /// Split children inherit it.
-  void set_busy_poll(std::chrono::nanoseconds busy);
-  /// How long a wait polls before it backs off (see set_busy_poll).
-  [[nodiscard]] std::chrono::nanoseconds busy_poll() const noexcept { return busy_poll_; }
-  /// Payload bytes this rank has posted for sending (control messages not counted).
-  [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
   /// Payload bytes this rank received by reading a peer's shared buffer (from
   /// allocate) in place: how to tell that path was taken.
   [[nodiscard]] std::uint64_t bytes_read_in_place() const noexcept { return bytes_read_in_place_; }
@@ -181,30 +148,8 @@ class communicator {
   [[nodiscard]] std::size_t single_copy_bytes() const noexcept { return single_copy_bytes_; }
   /// ... and to a peer in another process.
   [[nodiscard]] std::size_t process_single_copy_bytes() const noexcept { return process_single_copy_bytes_; }
-  /// Control messages (check-mode signatures, split's tables) are not payload.
-  void discount_control_bytes(std::uint64_t bytes) noexcept { bytes_sent_ -= std::min(bytes, bytes_sent_); }
 
-  /// Check mode: collectives first verify that every rank makes the same call
-  /// (also on with PLAIT_CHECK=1 when the communicator is created).
-  void set_check_mode(bool on) noexcept { check_mode_ = on; }
-  /// Whether check mode is on.
-  [[nodiscard]] bool check_mode() const noexcept { return check_mode_; }
-  /// check_mode() already covers PLAIT_CHECK: collectives do not read the
-  /// environment on every call.
-  static constexpr bool check_mode_reads_environment = true;
-
-  /// A fresh tag for one collective call; every rank draws the same sequence.
-  int next_tag() {
-    check_usable("collective");
-    tag_counter_ = tag_counter_ % max_tag + 1;
-    return tag_counter_;
-  }
-
-  /// Posts a send of `bytes` to `peer` (this rank included) under `tag`; `bytes` must stay valid until the request
-  /// completes.
   request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag);
-  /// Posts a receive from `peer` (this rank included) under `tag` into `bytes`, which must be exactly the message's
-  /// size (else errc::size_mismatch).
   request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag);
   /// isend, and `copy` (as long as `bytes`, not overlapping it) holds the same
   /// bytes once the send completes. The executor hands an all-gather's local
@@ -219,18 +164,15 @@ class communicator {
   request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag = user_tag);
 
   /// Completes every request, or throws plait::error (timeout, peer_lost,
-  /// size_mismatch, transport). After a timeout or peer loss the communicator
-  /// is poisoned; no pending receive writes into user memory after the throw
-  /// (this rank does all copying itself, inside this call).
+  /// size_mismatch, transport). After such a failure the communicator is
+  /// poisoned and the group marked failed, with the reason its peers quote;
+  /// no pending receive writes into user memory after the throw (this rank
+  /// does all copying itself, inside this call).
   void wait_all(std::span<request> requests, deadline until);
-  /// wait_all with the deadline now + timeout().
-  void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout_); }
-  /// Completes one request (bounded by timeout()).
+  void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
 
-  /// Blocking send: isend, then wait.
   void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
-  /// Blocking receive: irecv, then wait; `bytes` must be exactly the message's size.
   void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
 
   /// Blocks until every rank has called barrier (bounded by the timeout).
@@ -252,12 +194,20 @@ class communicator {
                   "its bytes are shared between processes");
     const std::size_t bytes = n <= SIZE_MAX / sizeof(T) ? n * sizeof(T) : SIZE_MAX;
     auto w = allocate_window(bytes, n <= SIZE_MAX / sizeof(T));
-    T* data = reinterpret_cast<T*>(w->of(rank_).base);  // implicit-lifetime T in zero-filled pages
+    T* data = reinterpret_cast<T*>(w->of(rank()).base);  // implicit-lifetime T in zero-filled pages
     return shared_buffer<T>(std::move(w), data, n);
   }
 
  private:
-  static constexpr int max_tag = (1 << 30) - 1;
+  using pending = detail::pending;
+  using peer_state = detail::peer_state;
+
+  /// A split child: `settings` (inherited from the parent) at its place in `seg`.
+  communicator(std::shared_ptr<detail::segment> seg, communicator_core settings);
+  /// Records this rank in the segment (pid, attached count).
+  void attach_to_segment();
+
+  // ---- group management (impl/group.ipp) -------------------------------
 
   /// The collective part of allocate: this rank's part of `bytes`, every
   /// peer's part mapped, names removed. `fits` false: n * sizeof(T) overflowed
@@ -274,58 +224,22 @@ class communicator {
   /// The live window `id` of this communicator, or null (never allocated here, or freed).
   [[nodiscard]] std::shared_ptr<detail::window> find_window(std::uint64_t id) const;
 
-  struct pending {
-    const std::byte* out;
-    std::byte* in;
-    std::size_t bytes;
-    std::size_t done;
-    int tag;
-    bool started;
-    bool by_reference;              // a send published as a reference, waiting for the receiver's copy
-    std::uint64_t reference_slot;   // which slot holds its reference
-    std::uint64_t window;           // a send from a shared buffer: its window id (0: none) ...
-    std::uint64_t window_offset;    // ... and where in this rank's part
-    std::byte* copy = nullptr;      // isend_with_copy: the sender's second buffer, left to the receiver
-    std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
-    std::uint64_t copy_offset = 0;
-  };
-  struct peer_state {
-    std::deque<pending> sends;
-    std::deque<pending> recvs;
-    std::uint64_t sends_posted = 0;
-    std::uint64_t sends_done = 0;
-    std::uint64_t recvs_posted = 0;
-    std::uint64_t recvs_done = 0;
-    std::uint64_t head = 0;            // slots this rank has written to the peer (it is the only writer)
-    std::uint64_t tail = 0;            // slots this rank has consumed from the peer (likewise)
-    bool single_copy_refused = false;  // the peer cannot read this process's memory: chunks only
-  };
+  void await_attached(deadline until, std::string_view operation);
 
-  /// Whether send `m` to `peer` (in state `p`) goes as a reference (single copy).
-  [[nodiscard]] bool goes_by_reference(const pending& m, const peer_state& p, int peer) const noexcept {
-    if (single_copy_bytes_ == SIZE_MAX) return false;  // single copy turned off
-    // From a shared buffer the receiver reads its own mapping: no kernel
-    // permission involved, so a refused pair still may.
-    if (m.window != 0) return m.bytes >= std::min(single_copy_bytes_, detail::window_single_copy_bytes);
-    const std::size_t threshold = segment_->is_local(peer) ? single_copy_bytes_ : process_single_copy_bytes_;
-    return m.bytes >= threshold && !p.single_copy_refused;
-  }
+  // ---- posting and progress (impl/communicator.ipp) --------------------
 
+  /// Throws unless this communicator can move bytes: the core's checks, and
+  /// a segment (a moved-from communicator has none).
   void check_usable(std::string_view operation) const {
-    if (!segment_ || poisoned_) [[unlikely]]
-      unusable(operation);
+    if (!segment_) [[unlikely]]
+      null_communicator(operation);
+    require_usable(operation);
   }
-  /// check_usable's throw; cold and out of line, like the other failure
-  /// paths (compile cost: message building stays out of isend/irecv). Their
-  /// gnu::noinline is on the definitions (impl/communicator.ipp): g++ warns
-  /// about an inline definition that follows a noinline declaration.
-  [[noreturn, gnu::cold]] void unusable(std::string_view operation) const;
-  void check_peer(int peer, std::string_view operation) const {
-    if (peer < 0 || peer >= size_) [[unlikely]]
-      bad_peer(peer, operation);
-  }
-  [[noreturn, gnu::cold]] void bad_peer(int peer, std::string_view operation) const;
-  void poison(const error& e);
+  [[noreturn, gnu::cold]] static void null_communicator(std::string_view operation);
+
+  /// Poisons the core, records the failure in the segment for the peers,
+  /// withdraws this rank's references and drops its pending transfers.
+  void poison_group(const error& e) noexcept;
 
   [[nodiscard]] bool complete(const request& r) const {
     const auto& p = peers_[static_cast<std::size_t>(r.peer)];
@@ -338,8 +252,21 @@ class communicator {
     return -1;
   }
 
+  /// Whether send `m` to `peer` (in state `p`) goes as a reference (single copy).
+  [[nodiscard]] bool goes_by_reference(const pending& m, const peer_state& p, int peer) const noexcept {
+    if (single_copy_bytes_ == SIZE_MAX) return false;  // single copy turned off
+    // From a shared buffer the receiver reads its own mapping: no kernel
+    // permission involved, so a refused pair still may.
+    if (m.window != 0) return m.bytes >= std::min(single_copy_bytes_, detail::window_single_copy_bytes);
+    const std::size_t threshold = segment_->is_local(peer) ? single_copy_bytes_ : process_single_copy_bytes_;
+    return m.bytes >= threshold && !p.single_copy_refused;
+  }
+
   /// Moves every pending transfer as far as the channels allow. True if any byte moved.
   bool progress();
+
+  // ---- the chunk channel (impl/chunk_channel.ipp) ----------------------
+
   bool progress_sends(int peer);
   bool progress_recvs(int peer);
 
@@ -349,9 +276,13 @@ class communicator {
       header_failure(peer, m, header, problem);
   }
   /// check_header's throw. Cold and out of line (compile cost: message
-  /// building is not inlined into the receive path).
+  /// building is not inlined into the receive path). Its gnu::noinline is
+  /// on the definition, like the other failure paths': g++ warns about an
+  /// inline definition that follows a noinline declaration.
   [[noreturn, gnu::cold]] void header_failure(int peer, const pending& m, const detail::slot_header& header,
                                               detail::slot_problem problem) const;
+
+  // ---- the single-copy reference protocol (impl/single_copy.ipp) -------
 
   /// Publishes send `m` as a reference in the next slot to `peer` (which is free).
   void post_reference(int peer, pending& m);
@@ -375,41 +306,34 @@ class communicator {
   /// peer reads a buffer after the call that owned it has thrown.
   void withdraw_references() noexcept;
 
+  // ---- liveness (impl/liveness.ipp) ------------------------------------
+
   /// Throws peer_lost when any rank of the group has failed.
   void check_group(int peer) const {
     const int failed = segment_->failed_rank();
     if (failed >= 0) [[unlikely]]
       group_failed(peer, failed);
   }
+  /// peer_lost naming the first rank that failed and, from its record, why.
   [[noreturn, gnu::cold]] void group_failed(int peer, int failed) const;
-  [[nodiscard]] static bool process_gone(std::int32_t pid) noexcept;
+  /// Writes why this rank failed into its record, then marks the group failed
+  /// (the first failure stays the group's).
+  void record_group_failure(const error& e) noexcept;
   /// False when the process of a rank we still wait for no longer exists.
   [[nodiscard]] bool peers_alive(std::span<request> requests) const;
   [[nodiscard, gnu::cold]] error lost_process(std::span<request> requests) const;
   [[nodiscard, gnu::cold]] error timed_out(std::span<request> requests) const;
 
-  void await_attached(deadline until, std::string_view operation);
-
   std::shared_ptr<detail::segment> segment_;
-  int rank_ = -1;
-  int size_ = 0;
-  std::chrono::nanoseconds timeout_ = detail::default_timeout();
-  std::chrono::nanoseconds busy_poll_{};
   std::vector<peer_state> peers_;
-  std::uint64_t bytes_sent_ = 0;
   std::uint64_t bytes_read_in_place_ = 0;
   std::uint64_t bytes_copied_for_senders_ = 0;
-  int tag_counter_ = 0;
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::process_single_copy_bytes);
   std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
   std::uint64_t window_count_ = 0;
-  bool poisoned_ = false;
-  bool check_mode_ = false;
-  errc poisoned_code_ = errc::transport;
-  std::string poison_reason_;
 };
 
 }  // namespace shm
@@ -417,5 +341,9 @@ class communicator {
 }  // namespace plait
 
 #if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/transport/shm/impl/chunk_channel.ipp"
 #include "plait/transport/shm/impl/communicator.ipp"
+#include "plait/transport/shm/impl/group.ipp"
+#include "plait/transport/shm/impl/liveness.ipp"
+#include "plait/transport/shm/impl/single_copy.ipp"
 #endif

@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -25,6 +26,9 @@ PLAIT_DECL void copy_text(char* to, std::size_t capacity, std::string_view text)
 
 /// Writes how `rank` failed into its record, for the parent to rethrow.
 PLAIT_DECL void record_failure(const segment& seg, int rank, std::exception_ptr failure);
+
+/// "rank N failed: what": the short reason the group's failure record keeps.
+PLAIT_DECL std::string failure_reason(int rank, std::exception_ptr failure) noexcept;
 
 /// Rebuilds a child's failure from its record. The record lives in shared
 /// memory, so every field is checked before use.

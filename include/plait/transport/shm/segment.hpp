@@ -7,19 +7,23 @@
 //   segment_header | rank_record[P] | channel[P*P]
 //   channel (src -> dst) = channel_header | slot[slots] ; slot = slot_header | payload[slot_bytes]
 //
-// A slot holds either a chunk of a message (kind chunk: the payload is the
-// bytes) or, for single-copy transfers, a reference (kind reference: the
-// payload starts with a reference_descriptor naming the sender's buffer, which
-// the receiver copies from directly and then acknowledges in `state`).
+// A slot's header names the message's tag (its call sequence), the stamp of
+// its call and its size. A slot holds either a chunk of a message (kind
+// chunk: the payload is the bytes) or, for single-copy transfers, a reference
+// (kind reference: the payload starts with a reference_descriptor naming the
+// sender's buffer, which the receiver copies from directly and then
+// acknowledges in `state`).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/transport.hpp"
@@ -29,7 +33,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 5;                    // 5: the header names its creator
+inline constexpr std::uint32_t segment_version = 6;                    // 6: creator in the header, call stamps in slots
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -64,6 +68,10 @@ struct alignas(cache_line) rank_record {
   std::int32_t peer;
   char operation[120];
   char detail[1024];
+  // Why this rank failed, in one short sentence ("rank 2 timed out waiting
+  // for rank 3"): written by the rank itself, once, before it marks the group
+  // failed; peers quote it in their peer_lost.
+  char reason[160];
 };
 
 struct alignas(cache_line) channel_header {
@@ -72,11 +80,13 @@ struct alignas(cache_line) channel_header {
 };
 
 struct slot_header {
-  std::uint32_t tag;
+  std::uint32_t tag;   // the call sequence (plait::user_tag for point-to-point)
   std::uint32_t kind;  // slot_kind
   std::uint64_t message_bytes;
   std::uint64_t offset;
   std::uint64_t chunk_bytes;
+  std::uint32_t stamp;  // call_stamp::bits() of the sender's call under `tag`, 0 when unknown
+  std::uint32_t reserved;
 };
 
 /// What a slot carries.
@@ -146,7 +156,15 @@ inline constexpr int max_ranks = 1024;
 PLAIT_DECL std::string check_segment_header(const segment_header& h, const geometry& expected);
 
 /// Why a slot cannot be the next chunk of the message a receiver expects.
-enum class slot_problem { none, tag_mismatch, size_mismatch, corrupt };
+enum class slot_problem { none, tag_mismatch, stamp_mismatch, size_mismatch, corrupt };
+
+/// Checks the stamp of a slot header (a copy) against the receiver's own call
+/// under the same tag: two known stamps that differ are two different calls.
+inline slot_problem check_stamp(const slot_header& h, std::uint32_t expected_stamp) noexcept {
+  return stamps_conflict(call_stamp::from_bits(h.stamp), call_stamp::from_bits(expected_stamp))
+             ? slot_problem::stamp_mismatch
+             : slot_problem::none;
+}
 
 /// Checks a slot header (a copy: the peer may change the original meanwhile)
 /// against the receive in progress: `expected_tag`, `expected_bytes` in all,
@@ -291,6 +309,21 @@ class segment {
   bool mark_failed(int rank) const noexcept {
     std::uint32_t expected = 0;
     return atomic(header().failed_rank).compare_exchange_strong(expected, static_cast<std::uint32_t>(rank) + 1);
+  }
+  /// The same, first writing `reason` into `rank`'s record (if it has none
+  /// yet) for the peers that see the mark. Only `rank` itself, or the parent
+  /// of a dead child, writes that record's reason.
+  bool mark_failed(int rank, std::string_view reason) const noexcept {
+    if (rank >= 0 && static_cast<std::uint32_t>(rank) < shape_.ranks) {
+      char* text = record(rank).reason;
+      if (text[0] == '\0') {
+        const std::size_t n =
+            reason.size() < sizeof record(rank).reason ? reason.size() : sizeof record(rank).reason - 1;
+        std::memcpy(text, reason.data(), n);
+        text[n] = '\0';
+      }
+    }
+    return mark_failed(rank);  // its release publishes the text
   }
   /// The first failed rank, or -1. Checked against the group size: the value comes from shared memory.
   [[nodiscard]] int failed_rank() const noexcept {

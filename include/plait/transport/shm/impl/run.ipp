@@ -70,6 +70,24 @@ PLAIT_DECL void record_failure(const segment& seg, int rank, std::exception_ptr 
   }
 }
 
+/// "rank N failed: what", for the group's failure record.
+PLAIT_DECL std::string failure_reason(int rank, std::exception_ptr failure) noexcept {
+  try {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(failure);
+    } catch (const error& e) {
+      what = e.detail();
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    return "rank " + std::to_string(rank) + " failed: " + what;
+  } catch (...) {  // out of memory: no reason, the mark alone
+    return {};
+  }
+}
+
 /// Rebuilds a child's failure from its record. The record lives in shared
 /// memory, so every field is checked before use.
 PLAIT_DECL error recorded_failure(const rank_record& shared, int rank) {
@@ -98,7 +116,7 @@ PLAIT_DECL void run_threads(int ranks, rank_function fn) {
       communicator comm(seg, rank, timeout);
       fn(comm);
     } catch (...) {
-      const bool was_first = seg->mark_failed(rank);
+      const bool was_first = seg->mark_failed(rank, failure_reason(rank, std::current_exception()));
       std::lock_guard lock(first_lock);
       if (was_first || !first) first = std::current_exception();
     }
@@ -108,7 +126,9 @@ PLAIT_DECL void run_threads(int ranks, rank_function fn) {
   try {
     for (int rank = 0; rank < ranks; ++rank) threads.emplace_back(body, rank);
   } catch (...) {
-    seg->mark_failed(static_cast<int>(threads.size()));  // the running ranks end with peer_lost
+    // The running ranks end with peer_lost.
+    seg->mark_failed(static_cast<int>(threads.size()),
+                     "rank " + std::to_string(threads.size()) + "'s thread could not be started");
     for (auto& t : threads) t.join();
     throw error(errc::transport, "cannot start " + std::to_string(ranks) + " threads", {-1, "run_threads"});
   }
@@ -132,7 +152,7 @@ PLAIT_DECL void run_processes(int ranks, rank_function fn) {
         fn(comm);
       } catch (...) {
         detail::record_failure(*seg, rank, std::current_exception());
-        seg->mark_failed(rank);
+        seg->mark_failed(rank, failure_reason(rank, std::current_exception()));
         status = 1;
       }
       std::fflush(nullptr);
@@ -140,7 +160,7 @@ PLAIT_DECL void run_processes(int ranks, rank_function fn) {
     }
     if (pid < 0) {
       const std::string reason = std::strerror(errno);
-      seg->mark_failed(rank);
+      seg->mark_failed(rank, "rank " + std::to_string(rank) + "'s process could not be forked: " + reason);
       for (pid_t child : children) waitpid(child, nullptr, 0);
       throw error(errc::transport, "fork failed for rank " + std::to_string(rank) + ": " + reason,
                   {-1, "run_processes"});
@@ -172,13 +192,25 @@ PLAIT_DECL void run_processes(int ranks, rank_function fn) {
             : result > 0 && WIFEXITED(status)
                 ? "process exited with status " + std::to_string(WEXITSTATUS(status)) + " without an exception"
                 : "process ended abnormally";
-        seg->mark_failed(static_cast<int>(rank));
+        seg->mark_failed(static_cast<int>(rank), "rank " + std::to_string(rank) + ": " + deaths[rank]);
       }
     }
     if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const int failed = seg->failed_rank();
-  if (failed < 0 || failed >= ranks) return;
+  // The group's first failure, if that child reported it or died; else any
+  // child that did. A child that caught its own failure and ended cleanly
+  // (its mark still ended its peers' waits) is no failure of the run.
+  auto failed_here = [&](int rank) {
+    return !deaths[static_cast<std::size_t>(rank)].empty() || seg->record(rank).code != 0;
+  };
+  int failed = seg->failed_rank();
+  if (failed < 0 || failed >= ranks || !failed_here(failed)) {
+    failed = -1;
+    for (int rank = 0; rank < ranks && failed < 0; ++rank) {
+      if (failed_here(rank)) failed = rank;
+    }
+  }
+  if (failed < 0) return;
   const auto index = static_cast<std::size_t>(failed);
   if (!deaths[index].empty()) throw error(errc::peer_lost, deaths[index], {failed, "run_processes"});
   throw detail::recorded_failure(seg->record(failed), failed);

@@ -1,0 +1,67 @@
+// The call stamp of a collective (core/call_stamp.hpp): its operation, the
+// algorithm that runs and the layout with its parameters, so that ranks that
+// disagree on any of them are told apart by a transport with a message header.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+
+#include "plait/core/call_stamp.hpp"
+#include "plait/core/operation.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// The stamp of Op with Layout running `algorithm` (the running one: under
+/// automatic, the algorithm it picked, so that it matches a rank that named
+/// that algorithm). constexpr: a collective computes its requested stamp once.
+template <class Op, class Layout>
+constexpr call_stamp collective_stamp(std::string_view algorithm) noexcept {
+  std::array<char, 160> text{};
+  std::size_t size = 0;
+  auto put = [&](std::string_view part) {
+    for (char c : part) {
+      if (size < text.size()) text[size++] = c;
+    }
+  };
+  auto put_number = [&](std::size_t n) {
+    char digits[20]{};
+    std::size_t count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0 && count < sizeof digits);
+    while (count > 0) put(std::string_view(&digits[--count], 1));
+  };
+  put(algorithm);
+  put(" ");
+  put(Layout::name);
+  // A layout's parameters are part of the call: along<0> and along<1>, or
+  // redistribute<1, 1> and <0, 0>, may move the same bytes to other places.
+  if constexpr (requires { Layout::dimension; }) {
+    put("<");
+    put_number(Layout::dimension);
+    put(">");
+  }
+  if constexpr (requires {
+                  Layout::split_dimension;
+                  Layout::concat_dimension;
+                }) {
+    put("<");
+    put_number(Layout::split_dimension);
+    put(",");
+    put_number(Layout::concat_dimension);
+    put(">");
+  }
+  constexpr call_kind kind = std::is_same_v<Op, op::all_gather>   ? call_kind::all_gather
+                             : std::is_same_v<Op, op::all_to_all> ? call_kind::all_to_all
+                                                                  : call_kind::unknown;
+  return call_stamp::of(kind, std::string_view(text.data(), size));
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

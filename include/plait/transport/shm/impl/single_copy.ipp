@@ -1,0 +1,205 @@
+// Defines the single-copy reference protocol of
+// plait/transport/shm/communicator.hpp: a sender publishes where its buffer
+// is, the receiver copies straight from it (memcpy from a thread of this
+// process or from a shared buffer, process_vm_readv from another process),
+// writes a sender's second copy where it can, and a failing sender withdraws
+// what nobody has started copying.
+#pragma once
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "plait/core/backoff.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/stream_copy.hpp"
+#include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/shm/segment.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace shm {
+
+PLAIT_DECL void communicator::post_reference(int peer, pending& m) {
+  auto& p = peers_[static_cast<std::size_t>(peer)];
+  detail::reference_descriptor& ref = segment_->reference(rank(), peer, p.head);
+  ref.address = reinterpret_cast<std::uintptr_t>(m.out);
+  ref.pid = static_cast<std::int32_t>(getpid());
+  ref.window = m.window;
+  ref.offset = m.window_offset;
+  ref.copy_address = reinterpret_cast<std::uintptr_t>(m.copy);
+  ref.copy_window = m.copy_window;
+  ref.copy_offset = m.copy_offset;
+  detail::atomic(ref.copy_written).store(0, std::memory_order_relaxed);
+  detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted),
+                                  std::memory_order_relaxed);
+  segment_->slot(rank(), peer, p.head) =
+      detail::slot_header{.tag = static_cast<std::uint32_t>(m.tag),
+                          .kind = static_cast<std::uint32_t>(detail::slot_kind::reference),
+                          .message_bytes = m.bytes,
+                          .offset = 0,
+                          .chunk_bytes = 0,
+                          .stamp = m.stamp,
+                          .reserved = 0};
+  m.started = true;
+  m.by_reference = true;
+  m.reference_slot = p.head;
+  ++p.head;
+  detail::atomic(segment_->channel(rank(), peer).head).store(p.head, std::memory_order_release);  // publishes all of it
+}
+
+PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
+  auto& p = peers_[static_cast<std::size_t>(peer)];
+  detail::reference_descriptor& shared = segment_->reference(peer, rank(), p.tail);
+  const std::uint64_t address = shared.address;  // read once: the value used is the value checked
+  const std::int32_t pid = shared.pid;
+  const std::uint64_t window_id = shared.window;
+  const std::uint64_t offset = shared.offset;
+  const std::uint64_t copy_address = shared.copy_address;
+  const std::uint64_t copy_window_id = shared.copy_window;
+  const std::uint64_t copy_offset = shared.copy_offset;
+  auto state = detail::atomic(shared.state);
+  auto finish = [&](detail::reference_state s) {
+    state.store(static_cast<std::uint32_t>(s), std::memory_order_release);
+  };
+  auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
+  if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
+                                     std::memory_order_acq_rel)) {
+    if (expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)) {
+      plait::detail::fail(errc::peer_lost,
+                          {"the sender withdrew its message (it failed before this rank could copy it)"},
+                          where("irecv", peer));
+    }
+    plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"}, where("irecv", peer));
+  }
+  if (window_id != 0) {
+    if (const auto w = find_window(window_id)) {
+      const detail::window::part& part = w->of(peer);
+      if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
+        finish(detail::reference_state::refused);
+        plait::detail::fail(errc::transport,
+                            {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", part.bytes,
+                             "-byte shared buffer)"},
+                            where("irecv", peer));
+      }
+      std::byte* also = sender_copy(peer, m.bytes, copy_address, copy_window_id, copy_offset);
+      copy_for_both(m.in, also, part.base + offset, m.bytes);
+      bytes_read_in_place_ += m.bytes;
+      if (also != nullptr) {
+        bytes_copied_for_senders_ += m.bytes;
+        detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);  // published by `done`
+      }
+      finish(detail::reference_state::done);
+      return true;
+    }
+    // This rank has freed its handle on that buffer: read by address below.
+  }
+  if (segment_->is_local(peer)) {
+    // A thread of this process (known here, not read from the segment): its
+    // buffer is in our address space, and stays valid until we say done.
+    std::byte* also = sender_copy(peer, m.bytes, copy_address, copy_window_id, copy_offset);
+    copy_for_both(m.in, also, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), m.bytes);
+    if (also != nullptr) {
+      bytes_copied_for_senders_ += m.bytes;
+      detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);
+    }
+    finish(detail::reference_state::done);
+    return true;
+  }
+  // Another process: the kernel checks the pid and every address it names,
+  // so a corrupt descriptor fails here instead of reading our own memory.
+  if (pid <= 0) {
+    finish(detail::reference_state::refused);
+    plait::detail::fail(errc::transport, {"corrupt single-copy slot (pid ", pid, ")"}, where("irecv", peer));
+  }
+  std::size_t copied = 0;
+  while (copied < m.bytes) {
+    iovec local{m.in + copied, m.bytes - copied};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + copied)), m.bytes - copied};
+    const ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n > 0) {
+      copied += static_cast<std::size_t>(n);
+      continue;
+    }
+    const int reason = n == 0 ? EFAULT : errno;
+    if (reason == EINTR) continue;
+    if (copied == 0 && (reason == EPERM || reason == ENOSYS || reason == EACCES)) {
+      finish(detail::reference_state::refused);  // no cross-memory attach here: the sender falls back to chunks
+      return false;
+    }
+    finish(detail::reference_state::refused);
+    plait::detail::fail(reason == ESRCH ? errc::peer_lost : errc::transport,
+                        {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
+                        where("irecv", peer));
+  }
+  finish(detail::reference_state::done);
+  return true;
+}
+
+[[gnu::noinline]] PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std::uint64_t address,
+                                                                  std::uint64_t window_id,
+                                                                  std::uint64_t offset) const noexcept {
+  if (window_id != 0) {
+    const auto w = find_window(window_id);
+    if (!w) return nullptr;  // freed here: the sender copies
+    const detail::window::part& part = w->of(peer);
+    // Out of bounds only if the descriptor is corrupt: then not written here
+    // (the sender copies for itself) rather than anywhere else.
+    return detail::window_read_fits(offset, bytes, part.bytes) ? part.base + offset : nullptr;
+  }
+  if (address != 0 && segment_->is_local(peer))
+    return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(address));
+  return nullptr;
+}
+
+[[gnu::noinline]] PLAIT_DECL void communicator::copy_for_both(std::byte* dst, std::byte* also, const std::byte* src,
+                                                              std::size_t bytes) noexcept {
+  if (also == nullptr) return plait::detail::copy_bytes(dst, src, bytes);  // streams when large
+  // A piece at a time, so the second copy reads what the first has just
+  // brought into the cache: 64 KiB pieces measured best (bench/cma-vs-copy,
+  // shtee:16K-64K against 256K).
+  constexpr std::size_t piece = std::size_t{64} << 10;
+  const bool stream = bytes >= plait::detail::stream_copy_bytes().load(std::memory_order_relaxed);
+  for (std::size_t done = 0; done < bytes; done += piece) {
+    const std::size_t n = std::min(piece, bytes - done);
+    if (stream) {
+      plait::detail::stream_copy(dst + done, src + done, n);
+      plait::detail::stream_copy(also + done, src + done, n);
+    } else {
+      std::memcpy(dst + done, src + done, n);
+      std::memcpy(also + done, src + done, n);
+    }
+  }
+  if (stream) plait::detail::stream_fence();
+}
+
+PLAIT_DECL void communicator::withdraw_references() noexcept {
+  for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer) {
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    if (p.sends.empty() || !p.sends.front().by_reference) continue;
+    auto state = detail::atomic(segment_->reference(rank(), peer, p.sends.front().reference_slot).state);
+    auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
+    if (state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::withdrawn),
+                                      std::memory_order_acq_rel)) {
+      continue;
+    }
+    // A copy is under way: it ends by itself (a bounded memcpy or syscall)
+    // unless the reader dies, which the pid check notices.
+    const deadline until = clock::now() + std::min<std::chrono::nanoseconds>(timeout(), std::chrono::seconds(10));
+    plait::detail::backoff wait;
+    while (state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(detail::reference_state::copying) &&
+           clock::now() < until &&
+           !detail::process_ended(detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed))) {
+      wait.pause();
+    }
+  }
+}
+
+}  // namespace shm
+}  // namespace v0
+}  // namespace plait

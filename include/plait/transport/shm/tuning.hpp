@@ -1,0 +1,71 @@
+// The shm transport's tuning constants, each with the measurement that set
+// it: where single copy starts paying off, how long waits poll, when chunks
+// are copied out with streaming stores and when the receiver takes over a
+// sender's second copy. docs/performance.md has the measurements in full.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "plait/core/config.hpp"
+#include "plait/core/stream_copy.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace shm::detail {
+
+/// Messages to a thread of this process of at least this many bytes go by
+/// reference (one memcpy); below it the round trip costs more than two copies
+/// through a cache-resident slot. Measured (2 ranks exchanging, quiet machine):
+/// equal at 2 KiB, single copy 1.5x faster at 4 KiB and 2x from 16 KiB.
+inline constexpr std::size_t thread_single_copy_bytes = std::size_t{4} << 10;
+/// Between processes the copy is process_vm_readv, a system call that pins
+/// the sender's pages: chunks win at 4 KiB (1.3 against 2.0 us), the two are
+/// equal at 8 KiB, and single copy wins from 16 KiB (1.3x at 16 KiB, 1.6-2x at
+/// 64 KiB - 1 MiB, 1.3x at 2 MiB).
+inline constexpr std::size_t process_single_copy_bytes = std::size_t{16} << 10;
+
+/// How long a wait polls without yielding when the group has a core per rank
+/// (as MPI's blocking calls and plait::mpi do; see core/backoff.hpp). Measured
+/// with 2 processes exchanging 512 KiB on the busy 2-core machine, five
+/// interleaved rounds: 22-24 us polling against 24-75 us yielding at once.
+inline constexpr std::chrono::milliseconds default_busy_poll{100};
+
+/// PLAIT_SHM_SINGLE_COPY_BYTES, when set: one threshold for both (0 turns
+/// single copy off; for measurements).
+PLAIT_DECL std::optional<std::size_t> single_copy_bytes_from_environment();
+
+/// A message that arrives in chunks (below the single-copy threshold, or
+/// where process_vm_readv is refused) is copied out of the slots with
+/// streaming stores from this size on: 4x plait::detail::stream_copy_bytes(),
+/// 16 MiB by default. Measured (bench/cma-vs-copy, pipe:64K:4:rn against rr,
+/// 2 ranks, two runs): 1.09-1.18x for 16-64 MiB messages, 0.83-1.02x for
+/// 4-8 MiB ones. The slots themselves keep regular stores: the peer reads
+/// them at once, from the cache.
+inline std::size_t chunk_stream_bytes() noexcept {
+  const std::size_t local = plait::detail::stream_copy_bytes().load(std::memory_order_relaxed);
+  return local > SIZE_MAX / 4 ? SIZE_MAX : 4 * local;
+}
+
+/// isend_with_copy leaves its copy to the receiver from this size on. Below
+/// it the shard is still in the cache when the sender copies it, so reading it
+/// once saves nothing and the extra bookkeeping costs a little. Measured
+/// (plait-bench, 2-process all-gather of allocate buffers, three interleaved
+/// pairs of runs): 3-10 % slower for 32-64 KiB shards, even at 128 KiB, 0-7 %
+/// faster at 256 KiB, 1.06-1.6x at 512 KiB - 1 MiB.
+inline constexpr std::size_t copy_for_sender_bytes = std::size_t{256} << 10;
+
+/// From a shared buffer, single copy pays off much earlier: the receiver reads
+/// with a plain memcpy, the only cost over chunks is the acknowledgement.
+inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;
+
+}  // namespace shm::detail
+}  // namespace v0
+}  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/transport/shm/impl/tuning.ipp"
+#endif

@@ -1,0 +1,94 @@
+// plait-test-labels: quick shm sanitize
+// plait-test-also: compiled
+// Who is to blame when a rank never calls: the rank that times out names the
+// rank it waited for, its peers' peer_lost names that first failure and why,
+// check mode's timeout names the collective, and errors on a split
+// communicator name the parent rank too.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/harness.hpp"
+
+using namespace std::chrono_literals;
+using plait_test::mode;
+
+namespace {
+/// The call must throw `code` with every one of `words` in its message.
+std::string expect_failure(const std::function<void()>& call, plait::errc code, const std::vector<std::string>& words) {
+  try {
+    call();
+    return "the call went through";
+  } catch (const plait::error& e) {
+    if (e.code() != code) return std::string("wrong code: ") + e.what();
+    for (const auto& w : words) {
+      if (std::string(e.what()).find(w) == std::string::npos) return "message lacks '" + w + "': " + e.what();
+    }
+  }
+  return {};
+}
+
+/// Three ranks of a ring all-gather, rank 2 never calls. Rank 0 (receiving
+/// from rank 2) gives up first; rank 1, with a longer timeout, waits for
+/// rank 0 and learns from the group record why it failed.
+std::string absent_rank_two(plait::shm::communicator& comm, bool check_mode, const std::string& operation) {
+  if (comm.rank() == 2) {
+    // Alive (a process that ended is a lost peer, not an absent one) until
+    // long past rank 0's timeout, even on a loaded machine.
+    std::this_thread::sleep_for(1500ms);
+    return {};
+  }
+  comm.set_check_mode(check_mode);
+  comm.set_timeout(comm.rank() == 0 ? 200ms : 20s);
+  std::vector<int> mine(2, comm.rank()), all(6, -1);
+  auto call = [&] { plait::all_gather<plait::ring>(comm, mine, all); };
+  if (comm.rank() == 0) {
+    return expect_failure(call, plait::errc::timeout,
+                          {"rank 0", operation, "peer 2", "timed out", "waiting for rank 2"});
+  }
+  return expect_failure(call, plait::errc::peer_lost, {"rank 1", operation, "rank 0 timed out waiting for rank 2"});
+}
+}  // namespace
+
+TEST_CASE("when a rank never calls, the rank that times out names it and the others say who failed and why",
+          "[shm][blame]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(
+      m, 3, [](plait::shm::communicator& comm) { return absent_rank_two(comm, false, "all_gather<ring>"); });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a check-mode timeout names the collective being checked and the absent rank", "[shm][blame][check]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 3, [](plait::shm::communicator& comm) {
+    return absent_rank_two(comm, true, "check mode of all_gather<ring>");
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("errors on a split communicator name the parent rank as well as its own", "[shm][blame][split]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 4, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(5s);
+    auto half = comm.split(comm.rank() % 2, comm.rank());  // {0, 2} and {1, 3}
+    const std::string self =
+        "rank " + std::to_string(half.rank()) + " (parent rank " + std::to_string(comm.rank()) + ")";
+    std::vector<std::byte> box(4);
+    std::string verdict =
+        expect_failure([&] { (void)half.isend(5, box); }, plait::errc::invalid_argument, {self, "peer 5"});
+    if (!verdict.empty()) return verdict;
+    // A receive nobody answers, on the split communicator: its rank 0 waits for its rank 1.
+    if (half.rank() == 0) {
+      half.set_timeout(100ms);
+      verdict = expect_failure([&] { half.recv(1, box, 3); }, plait::errc::timeout, {self, "waiting for rank 1"});
+      if (!verdict.empty()) return verdict;
+    }
+    comm.barrier();  // rank 1 of each half stays until its partner has timed out
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

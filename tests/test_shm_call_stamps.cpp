@@ -1,0 +1,130 @@
+// plait-test-labels: quick shm sanitize
+// plait-test-also: compiled
+// Call stamps without check mode: every shm message carries a 32-bit stamp of
+// its call (kind, algorithm and layout) next to its tag, so ranks that run
+// different collectives under the same call sequence fail with size_mismatch
+// naming both calls instead of taking each other's bytes as their own.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/harness.hpp"
+
+using namespace std::chrono_literals;
+using plait_test::mode;
+
+namespace {
+/// The call must throw size_mismatch naming `words`, and no element of
+/// `result` may hold `peer_value`, what the peer sent (its own block may be
+/// copied before any message arrives).
+std::string expect_conflict(plait::shm::communicator& comm, const std::function<void()>& call,
+                            const std::vector<std::string>& words, const std::vector<int>& result, int peer_value) {
+  comm.set_timeout(5s);
+  try {
+    call();
+    return "the mismatched call went through";
+  } catch (const plait::error& e) {
+    if (e.code() != plait::errc::size_mismatch) return std::string("wrong code: ") + e.what();
+    for (const auto& w : words) {
+      if (std::string(e.what()).find(w) == std::string::npos) return "message lacks '" + w + "': " + e.what();
+    }
+  }
+  for (int v : result) {
+    if (v == peer_value) return "the failed call wrote the peer's bytes into the result";
+  }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("ranks that call all_gather and all_to_all with the same bytes both fail naming both calls",
+          "[shm][stamps]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  // 4-int messages: chunks; 4096-int messages: single copy by reference.
+  const std::size_t n = GENERATE(std::size_t{4}, std::size_t{4096});
+  const auto verdicts = plait_test::run_ranks(m, 2, [n](plait::shm::communicator& comm) {
+    // Rank 0 sends 1s (all_gather), rank 1 sends 7s (all_to_all).
+    std::vector<int> mine(n, 1), all(2 * n, -1);
+    return expect_conflict(
+        comm,
+        [&] {
+          if (comm.rank() == 0) {
+            plait::all_gather<plait::ring>(comm, mine, all);
+          } else {
+            std::vector<int> send(2 * n, 7);
+            plait::all_to_all<plait::pairwise>(comm, send, all);
+          }
+        },
+        {"all_gather", "all_to_all", "peer " + std::to_string(1 - comm.rank())}, all, comm.rank() == 0 ? 7 : 1);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("ranks that call the same all_to_all with different layouts fail naming both calls", "[shm][stamps]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) {
+    // 2 x 2 ints on each rank: both layouts move 8 bytes each way.
+    std::vector<int> send(4, comm.rank()), recv(4, -1);
+    return expect_conflict(
+        comm,
+        [&] {
+          auto in = plait::tensor_view<const int, 2>(send.data(), {2, 2});
+          if (comm.rank() == 0) {
+            auto out = plait::tensor_view<int, 2>(recv.data(), {2, 2});
+            plait::all_to_all<plait::pairwise, plait::redistribute<1, 1>>(comm, in, out);
+          } else {
+            auto out = plait::tensor_view<int, 2>(recv.data(), {2, 2});
+            plait::all_to_all<plait::pairwise, plait::redistribute<0, 0>>(comm, in, out);
+          }
+        },
+        {"all_to_all (algorithm and layout digest", "where this rank runs all_to_all"}, recv, 1 - comm.rank());
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("matching calls still work, and automatic matches the algorithm it runs", "[shm][stamps]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(5s);
+    for (int round = 0; round < 40; ++round) {  // more calls than the core remembers stamps for
+      std::vector<int> mine(3, comm.rank() * 100 + round), all(6, -1);
+      // Rank 1 asks for ring by name, rank 0 for automatic, which picks ring for this size.
+      if (comm.rank() == 0) {
+        plait::all_gather<plait::automatic>(comm, mine, all);
+      } else {
+        plait::all_gather<plait::ring>(comm, mine, all);
+      }
+      for (int r = 0; r < 2; ++r) {
+        for (int i = 0; i < 3; ++i) {
+          if (all[static_cast<std::size_t>(3 * r + i)] != r * 100 + round) return "wrong value";
+        }
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("user point-to-point messages carry no stamp and are never compared", "[shm][stamps]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(5s);
+    std::vector<int> mine(2, comm.rank()), all(4, -1);
+    plait::all_gather<plait::ring>(comm, mine, all);  // rank's tag 1 now has an all_gather stamp
+    // Tag 0 is the user's; tag 1 reused by hand on one side only: the
+    // receiver's stamp for tag 1 is known, the sender's (rank 1) as well, but
+    // the message of tag 0 has none.
+    std::vector<int> box(8, comm.rank() + 10);
+    if (comm.rank() == 0) {
+      comm.send(1, std::as_bytes(std::span(box)));
+    } else {
+      std::vector<int> got(8, 0);
+      comm.recv(0, std::as_writable_bytes(std::span(got)));
+      if (got != std::vector<int>(8, 10)) return "user message scrambled";
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
