@@ -91,21 +91,30 @@ struct peer_state {
 };
 }  // namespace detail
 
+/// The shared-memory transport: ranks that are threads or processes of one node, over one POSIX segment (see the file
+/// comment).
 class communicator : public communicator_core {
  public:
+  /// Opts in to plait::transport.
   using transport_concept = transport_tag;
+  /// Buffers are host memory.
   using memory_space = host_memory;
 
   /// A posted send or receive; complete once wait_all returns.
   struct request {
+    /// The peer rank.
     int peer = -1;
+    /// True for a send, false for a receive.
     bool is_send = false;
+    /// Its place among this rank's transfers with that peer.
     std::uint64_t sequence = 0;
   };
 
   /// A null communicator (what split gives a rank that passed plait::no_group).
   communicator() = default;
+  /// Movable; the source becomes a null communicator.
   communicator(communicator&&) noexcept = default;
+  /// Movable, as the constructor.
   communicator& operator=(communicator&&) noexcept = default;
   communicator(const communicator&) = delete;
   communicator& operator=(const communicator&) = delete;
@@ -127,6 +136,7 @@ class communicator : public communicator_core {
   static communicator join(std::string_view name, int rank, int size,
                            std::chrono::nanoseconds timeout = detail::default_timeout());
 
+  /// False for a null communicator.
   explicit operator bool() const noexcept { return segment_ != nullptr; }
 
   /// Payload bytes this rank received by reading a peer's shared buffer (from
@@ -149,7 +159,9 @@ class communicator : public communicator_core {
   /// ... and to a peer in another process.
   [[nodiscard]] std::size_t process_single_copy_bytes() const noexcept { return process_single_copy_bytes_; }
 
+  /// Posts a send of `bytes` to `peer`; `bytes` must stay untouched until the send completes.
   request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag);
+  /// Posts a receive of exactly bytes.size() bytes from `peer`.
   request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag);
   /// isend, and `copy` (as long as `bytes`, not overlapping it) holds the same
   /// bytes once the send completes. The executor hands an all-gather's local
@@ -169,10 +181,14 @@ class communicator : public communicator_core {
   /// no pending receive writes into user memory after the throw (this rank
   /// does all copying itself, inside this call).
   void wait_all(std::span<request> requests, deadline until);
+  /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
+  /// Completes one request (now + timeout()).
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
 
+  /// Blocking send: isend + wait.
   void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
+  /// Blocking receive of exactly bytes.size() bytes: irecv + wait.
   void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
 
   /// Blocks until every rank has called barrier (bounded by the timeout).
