@@ -224,8 +224,9 @@ PLAIT_DECL void remember_verified(verified_sizes& known, int size);
 
 /// Verifies A's schedules for Op on `size` ranks the first time this process
 /// runs them and throws errc::invalid_argument naming the broken rule. Every
-/// rank verifies the whole group's schedules (O(P^2) work, paid once per
-/// size); two ranks of one process that race here both verify, which is
+/// rank verifies the whole group's schedules (an all-gather's cost grows
+/// with P^2, an all-to-all's with P^3: seconds near a thousand ranks), once
+/// per size; two ranks of one process that race here both verify, which is
 /// harmless. A verdict of broken is not remembered: it throws at every call.
 template <class A, class Op>
 [[gnu::cold, gnu::noinline]] void verify_schedules_once(int rank, int size, std::string_view operation) {
