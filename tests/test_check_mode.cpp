@@ -37,6 +37,20 @@ std::string expect_disagreement(plait::shm::communicator& comm, const std::funct
   return {};
 }
 
+/// Two correct custom algorithms without a name of their own.
+struct unnamed_ring {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::all_gather, int rank, int size) {
+    return plait::ring::plan(plait::op::all_gather{}, rank, size);
+  }
+};
+struct unnamed_direct {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::all_gather, int rank, int size) {
+    return plait::direct::plan(plait::op::all_gather{}, rank, size);
+  }
+};
+
 /// An all-gather that passes every rank's own checks but scrambles data: each
 /// rank sends its shard to every peer in one step, and rank 2 files the shards
 /// of ranks 0 and 1 under each other's numbers. Only the whole group's view
@@ -183,6 +197,23 @@ TEST_CASE("check mode reports ranks that run different algorithms with the same 
                                  }
                                },
                                {"on the algorithm", "rank 0 calls all_gather<direct>", "calls all_gather<ring>"});
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("check mode tells apart custom algorithms that have no name", "[check][shm]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 3, [](plait::shm::communicator& comm) {
+    comm.set_check_mode(true);
+    std::vector<int> mine(2), all(6);
+    return expect_disagreement(comm,
+                               [&] {
+                                 if (comm.rank() == 2) {
+                                   plait::all_gather<unnamed_direct>(comm, mine, all);
+                                 } else {
+                                   plait::all_gather<unnamed_ring>(comm, mine, all);
+                                 }
+                               },
+                               {"on the algorithm", "unnamed_ring", "unnamed_direct"});
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

@@ -108,6 +108,39 @@ struct call_signature {
 static_assert(std::has_unique_object_representations_v<call_signature>,
               "plait: call_signature must have no padding: ranks compare its bytes");
 
+/// T's name as the compiler spells it ("{anonymous}::my_algorithm"), for
+/// policies without a `name` of their own: two such algorithms must not sign
+/// their calls alike. Ranks built by one compiler spell it alike.
+template <class T>
+constexpr std::string_view type_name() {
+#if defined(_MSC_VER) && !defined(__clang__)
+  constexpr std::string_view whole = __FUNCSIG__;
+  constexpr std::string_view open = "type_name<";
+  constexpr std::string_view close = ">(void)";
+#else
+  constexpr std::string_view whole = __PRETTY_FUNCTION__;  // "... [with T = X; ...]" (g++) or "... [T = X]" (clang)
+  constexpr std::string_view open = "T = ";
+  constexpr std::string_view close = ";]";
+#endif
+  const std::size_t first = whole.find(open);
+  if (first == std::string_view::npos) return whole;
+  const std::size_t start = first + open.size();
+  const std::size_t end = whole.find_first_of(close, start);
+  return whole.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+}
+
+/// The name check mode signs an algorithm policy with: its `name`, or its type's for one without.
+template <class A>
+constexpr std::string_view signed_algorithm_name() {
+  if constexpr (requires {
+                  { A::name } -> std::convertible_to<std::string_view>;
+                }) {
+    return A::name;
+  } else {
+    return type_name<A>();
+  }
+}
+
 /// The shape of one argument of a collective: plait::in_place, a 1-d range or an mdspan-like view.
 template <class View>
 view_shape shape_of(const View& view) {
@@ -161,7 +194,7 @@ template <class Op, class Layout, class Send, class Recv>
                        }) {
     s.set_names(Op::name, algorithm, Layout::name, {});
   } else {
-    s.set_names(Op::name, algorithm, "user layout", {});
+    s.set_names(Op::name, algorithm, type_name<Layout>(), {});
   }
   s.element_bytes = element_bytes_of<Recv>();  // send holds the same type (a compile-time check)
   s.send = shape_of(send);

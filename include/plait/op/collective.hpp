@@ -132,7 +132,10 @@ struct collective {
   [[gnu::cold, gnu::noinline]] static void check(Transport& comm, const detail::planned_schedule& planned,
                                                  const Plan& plan, const Send& send, const Recv& recv) {
     const detail::operation_label running(Op::name, planned.algorithm);
-    detail::check_call(comm, plan, Op{}, running, detail::describe_call<Op, Layout>(planned.algorithm, send, recv));
+    // automatic signs with its choice: ranks that run the same schedule agree however they named it.
+    std::string_view algorithm = planned.algorithm;
+    if constexpr (!detail::is_automatic<Algorithm>) algorithm = detail::signed_algorithm_name<Algorithm>();
+    detail::check_call(comm, plan, Op{}, running, detail::describe_call<Op, Layout>(algorithm, send, recv));
     if constexpr (!detail::is_automatic<Algorithm> && schedules<Algorithm, Op>) {
       detail::verify_schedules_once<Algorithm, Op>(comm.rank(), comm.size(), running);
     }
