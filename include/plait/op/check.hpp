@@ -76,8 +76,8 @@ struct view_shape {
 };
 
 /// What a rank believes the call is. Fixed size and free of padding, so that
-/// ranks disagreeing about everything still exchange it correctly and compare
-/// it byte for byte. Names longer than their field are cut short for the
+/// ranks disagreeing about everything still exchange it correctly and its
+/// checksum covers every byte. Names longer than their field are cut short for the
 /// message, and compared in full through their digest.
 struct call_signature {
   static constexpr std::size_t shown_blocks = 8;
@@ -103,25 +103,19 @@ struct call_signature {
   [[nodiscard, gnu::cold]] std::string text() const;
   /// The first part on which two signatures disagree ("the layout"), or empty when they agree.
   [[nodiscard, gnu::cold]] std::string_view first_difference(const call_signature& other) const;
-  bool operator==(const call_signature&) const = default;
 };
 static_assert(std::has_unique_object_representations_v<call_signature>,
-              "plait: call_signature must have no padding: ranks compare its bytes");
+              "plait: call_signature must have no padding: its checksum covers its bytes");
 
 /// T's name as the compiler spells it ("{anonymous}::my_algorithm"), for
 /// policies without a `name` of their own: two such algorithms must not sign
 /// their calls alike. Ranks built by one compiler spell it alike.
 template <class T>
 constexpr std::string_view type_name() {
-#if defined(_MSC_VER) && !defined(__clang__)
-  constexpr std::string_view whole = __FUNCSIG__;
-  constexpr std::string_view open = "type_name<";
-  constexpr std::string_view close = ">(void)";
-#else
-  constexpr std::string_view whole = __PRETTY_FUNCTION__;  // "... [with T = X; ...]" (g++) or "... [T = X]" (clang)
+  // g++, clang and nvcc spell it "... [with T = X; ...]" or "... [T = X]".
+  constexpr std::string_view whole = __PRETTY_FUNCTION__;
   constexpr std::string_view open = "T = ";
   constexpr std::string_view close = ";]";
-#endif
   const std::size_t first = whole.find(open);
   if (first == std::string_view::npos) return whole;
   const std::size_t start = first + open.size();
