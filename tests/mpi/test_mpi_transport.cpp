@@ -598,6 +598,35 @@ TEST_CASE("mpi errors on a split communicator name the rank in the parent too", 
   PLAIT_REQUIRE_ALL(named);
 }
 
+TEST_CASE("mpi check mode catches redistribute<1, 1> against redistribute<0, 0> with the same bytes",
+          "[mpi][transport][check]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  if (comm.size() < 2) return;  // one rank cannot disagree with itself
+  comm.set_check_mode(true);
+  // [P, P] on both sides either way: every block is P ints, only the layout differs.
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::vector<int> send(p * p, comm.rank()), recv(p * p, -1);
+  plait::tensor_view<int, 2> x(send.data(), {p, p});
+  plait::tensor_view<int, 2> y(recv.data(), {p, p});
+  std::string what;
+  try {
+    if (comm.rank() == 0) {
+      plait::all_to_all<plait::pairwise, plait::redistribute<1, 1>>(comm, x, y);
+    } else {
+      plait::all_to_all<plait::pairwise, plait::redistribute<0, 0>>(comm, x, y);
+    }
+  } catch (const plait::error& e) {
+    if (e.code() == plait::errc::size_mismatch) what = e.what();
+  }
+  CAPTURE(what);
+  const bool named = what.find("on the layout") != std::string::npos &&
+                     what.find("rank 0 calls all_to_all<pairwise> with redistribute<1, 1>") != std::string::npos &&
+                     what.find("with redistribute<0, 0>") != std::string::npos;
+  CHECK(named);
+  CHECK(recv == std::vector<int>(p * p, -1));  // nothing moved
+  PLAIT_REQUIRE_ALL(named);
+}
+
 TEST_CASE("mpi PLAIT_CHECK=1 is read when the communicator is created, and split children inherit it",
           "[mpi][transport][check][env]") {
   const char* saved = std::getenv("PLAIT_CHECK");

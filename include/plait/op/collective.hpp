@@ -109,6 +109,9 @@ struct collective {
     auto plan = make_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv));
     const detail::planned_schedule& planned =
         detail::remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(at.rank));
+    // make_plan took the views by reference (owning rvalues are deleted
+    // overloads), so they are still the caller's here.
+    if (detail::check_mode(comm)) check(comm, planned, plan, send, recv);
     if (planned.algorithm == requested_label().algorithm()) {
       static constexpr call_stamp stamp = detail::collective_stamp<Op, Layout>(algorithm_name<Algorithm>());
       run_schedule(comm, planned, plan, requested, stamp);
@@ -126,10 +129,25 @@ struct collective {
     return label;
   }
 
+  /// Check mode: every rank must make the same call (check_call), and the
+  /// schedules of a fixed algorithm policy must pass plait::verify for this
+  /// group size. Under automatic the schedule is a built-in one.
+  template <class Plan, class Send, class Recv>
+  [[gnu::cold, gnu::noinline]] static void check(Transport& comm, const detail::planned_schedule& planned,
+                                                 const Plan& plan, const Send& send, const Recv& recv) {
+    const detail::operation_label running(Op::name, planned.algorithm);
+    // automatic signs with its choice: ranks that run the same schedule agree however they named it.
+    std::string_view algorithm = planned.algorithm;
+    if constexpr (!detail::is_automatic<Algorithm>) algorithm = detail::signed_algorithm_name<Algorithm>();
+    detail::check_call(comm, plan, Op{}, running, detail::describe_call<Op, Layout>(algorithm, send, recv));
+    if constexpr (!detail::is_automatic<Algorithm> && schedules<Algorithm, Op>) {
+      detail::verify_schedules_once<Algorithm, Op>(comm.rank(), comm.size(), running);
+    }
+  }
+
   template <class Plan>
   static void run_schedule(Transport& comm, const detail::planned_schedule& planned, const Plan& plan,
                            std::string_view name, call_stamp stamp) {
-    if (detail::check_mode(comm)) detail::check_call(comm, plan, Op{}, name);
     const int tag = detail::take_tag(comm, stamp);
     execute(comm, planned.steps, plan, name, tag);
   }

@@ -32,6 +32,8 @@
 #include <span>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/config.hpp"
@@ -115,6 +117,61 @@ concept defers_own_copy = requires(const Plan& plan, int block) {
 /// copy writes). -1 when there is no such step.
 PLAIT_DECL int own_copy_step(const schedule& steps, int block);
 
+/// The own shard's local copy (prepare()'s copy of own_copy_block() from its
+/// send location into its place in the result), handed to the first send of
+/// that shard when both transport and plan allow it and both ends of the
+/// copy are contiguous: the receiver, which reads the shard anyway, writes
+/// both copies. Where it cannot apply (a device transport, a transport
+/// without isend_with_copy, a plan that does not defer) every member does
+/// what no deferral does, at compile time.
+template <class Comm, class Plan>
+class own_copy_deferral {
+ public:
+  static constexpr bool possible = !has_copy_engine<Comm> && sends_with_copy<Comm> && defers_own_copy<Plan>;
+
+  own_copy_deferral([[maybe_unused]] const schedule& steps, [[maybe_unused]] const Plan& plan) {
+    if constexpr (possible) {
+      const int block = plan.own_copy_block();
+      if (block >= 0 && plan.block_bytes(block) != 0 && plan.send_location(block).is_contiguous() &&
+          plan.location(block).is_contiguous()) {
+        block_ = block;
+        step_ = own_copy_step(steps, block);
+      }
+    }
+  }
+
+  /// The plan's local copies before the schedule, less the deferred one.
+  void prepare(const Plan& plan) const {
+    if constexpr (possible) {
+      if (step_ >= 0) {
+        plan.prepare_without_own_copy();
+        return;
+      }
+    }
+    plan.prepare();
+  }
+
+  /// Where the send of `blocks` in step `step_number` also copies to: the
+  /// deferred copy's destination for the first send of the deferred block in
+  /// its step (a message of that block alone, direct from the send buffer:
+  /// own_copy_step checked), else empty. That send takes it: once.
+  std::span<std::byte> take_copy([[maybe_unused]] int step_number, [[maybe_unused]] const std::vector<int>& blocks,
+                                 [[maybe_unused]] const Plan& plan) {
+    if constexpr (possible) {
+      if (step_number == step_ && !blocks.empty() && blocks.front() == block_) {
+        step_ = -1;
+        const region own = plan.location(block_);
+        return {own.data, own.bytes()};
+      }
+    }
+    return {};
+  }
+
+ private:
+  int block_ = -1;
+  int step_ = -1;  // -1: nothing deferred, or already handed to its send
+};
+
 /// One message of a step with its blocks located: blocks [first, first +
 /// count) of the step's region list. The same type for every transport and
 /// plan.
@@ -133,6 +190,172 @@ struct located_message {
 /// (advancing `staged`), from its located blocks. Not a template.
 PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged);
 
+/// The most messages and the most blocks (over all its messages) of any one step of a schedule.
+struct largest_step {
+  std::size_t messages = 0;
+  std::size_t blocks = 0;
+};
+PLAIT_DECL largest_step largest_step_of(const schedule& steps);
+
+/// One rank's run of one schedule, in its phases: prepare (the plan's local
+/// copies), then per step locate (where every message's blocks are, what
+/// goes through staging), post (receives, then sends with packing), wait
+/// (every transfer of the step, with the deadline) and unpack (staged
+/// receives into their blocks). Used once, by execute.
+template <class Comm, class Plan>
+class schedule_run {
+ public:
+  schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag)
+      : schedule_run(comm, steps, plan, operation, tag, largest_step_of(steps)) {}
+
+  void run() {
+    prepare();
+    for (std::size_t index = 0; index < steps_.steps.size(); ++index) {
+      const step& current = steps_.steps[index];
+      const int step_number = static_cast<int>(index);
+      locate(current);
+      try {
+        post(current, step_number);
+        wait();
+      } catch (const error& e) {
+        throw e.within({comm_.rank(), operation_, step_number, -1});
+      }
+      unpack();
+    }
+  }
+
+ private:
+  using engine_type =
+      std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
+
+  // In place for up to 8 messages a step (every built-in schedule at P <= 5,
+  // ring and pairwise at any P): small calls allocate nothing here.
+  schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag,
+               largest_step largest)
+      : comm_(comm),
+        steps_(steps),
+        plan_(plan),
+        operation_(operation),
+        tag_(tag),
+        engine_(engine_for(comm, host_)),
+        own_copy_(steps, plan),
+        transit_(engine_),
+        regions_(largest.blocks),
+        messages_(largest.messages),
+        requests_(largest.messages) {}
+
+  void prepare() {
+    if constexpr (has_copy_engine<Comm>) {
+      auto device_copy = [this](const region& src, const region& dst) { engine_.copy(src, dst); };
+      static_assert(
+          requires { plan_.prepare(device_copy); },
+          "plait: this transport's memory is not host memory: the block plan needs prepare(copy)");
+      plan_.prepare(device_copy);
+    } else {
+      own_copy_.prepare(plan_);
+    }
+  }
+
+  /// Every message's blocks, located, in one list (receives first, then
+  /// sends), and the staging the step needs.
+  void locate(const step& current) {
+    located_blocks_ = 0;
+    located_messages_ = 0;
+    for (const transfer& t : current.recvs) locate_transfer(t, false);
+    for (const transfer& t : current.sends) locate_transfer(t, true);
+    receives_ = current.recvs.size();
+    std::size_t staged = 0;
+    for (std::size_t i = 0; i < located_messages_; ++i) {
+      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged);
+    }
+    if (staging_.size() < staged) staging_ = engine_.allocate(staged);  // contents need not survive a step
+  }
+
+  void locate_transfer(const transfer& t, bool sending) {
+    located_message& m = messages_[located_messages_++];
+    m = {};
+    m.peer = t.peer;
+    m.first = located_blocks_;
+    m.count = t.blocks.size();
+    for (int block : t.blocks) {
+      // Host memory only. A device transport reads registered buffers in
+      // place, and a caller who registered only the receive buffer (where
+      // every block ends up) must still get that for its own shard.
+      if constexpr (!has_copy_engine<Comm> && requires { plan_.send_location(block); }) {
+        if (sending && t.blocks.size() == 1) {
+          regions_[located_blocks_++] = plan_.send_location(block);
+          continue;
+        }
+      }
+      regions_[located_blocks_++] =
+          plan_.has_location(block) ? plan_.location(block) : transit_.at(block, plan_.block_bytes(block));
+    }
+  }
+
+  /// Every receive, then every send (packed first if staged), of the step.
+  void post(const step& current, int step_number) {
+    for (std::size_t i = 0; i < located_messages_; ++i) {
+      const located_message& m = messages_[i];
+      if (i < receives_) {
+        std::span<std::byte> into =
+            m.staged() ? std::span<std::byte>(staging_.data() + m.staging_offset, m.bytes) : m.direct;
+        requests_[i] = comm_.irecv(m.peer, into, tag_);
+        continue;
+      }
+      std::span<const std::byte> from = m.direct;
+      if (m.staged()) {
+        std::byte* out = staging_.data() + m.staging_offset;
+        for (std::size_t b = m.first; b < m.first + m.count; ++b) {
+          engine_.pack(regions_[b], out);
+          out += regions_[b].bytes();
+        }
+        from = {staging_.data() + m.staging_offset, m.bytes};
+      }
+      if constexpr (sends_with_copy<Comm>) {
+        // One call site for plain sends and the one that carries the own copy (compile cost).
+        const std::span<std::byte> copy = own_copy_.take_copy(step_number, current.sends[i - receives_].blocks, plan_);
+        requests_[i] = comm_.isend_with_copy(m.peer, from, copy, tag_);
+      } else {
+        requests_[i] = comm_.isend(m.peer, from, tag_);
+      }
+    }
+  }
+
+  void wait() {
+    comm_.wait_all(std::span(requests_.data(), located_messages_), clock::now() + comm_.timeout());
+    for (std::size_t i = 0; i < located_messages_; ++i) requests_[i] = {};  // complete: released now
+  }
+
+  void unpack() {
+    for (std::size_t i = 0; i < receives_; ++i) {
+      const located_message& m = messages_[i];
+      if (!m.staged()) continue;
+      const std::byte* in = staging_.data() + m.staging_offset;
+      for (std::size_t b = m.first; b < m.first + m.count; ++b) {
+        engine_.unpack(in, regions_[b]);
+        in += regions_[b].bytes();
+      }
+    }
+  }
+
+  Comm& comm_;
+  const schedule& steps_;
+  const Plan& plan_;
+  std::string_view operation_;
+  int tag_;
+  host_engine host_;  // used when the transport has no copy engine of its own
+  engine_type& engine_;
+  own_copy_deferral<Comm, Plan> own_copy_;
+  transit_store<engine_type> transit_;
+  small_array<region, 8> regions_;
+  small_array<located_message, 8> messages_;
+  small_array<typename Comm::request, 8> requests_;
+  std::size_t located_blocks_ = 0;
+  std::size_t located_messages_ = 0;
+  std::size_t receives_ = 0;
+  typename engine_type::buffer staging_;
+};
+
 }  // namespace detail
 
 /// Runs `steps` for this rank on `comm`, moving the blocks `plan` locates.
@@ -140,142 +363,7 @@ PLAIT_DECL void place_message(located_message& m, std::span<const region> region
 /// messages apart from other calls.
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
-  detail::host_engine host;
-  auto& engine = detail::engine_for(comm, host);
-  using engine_type = std::remove_reference_t<decltype(engine)>;
-  // The own shard's local copy rides with its first send (deferred_step), when
-  // both transport and plan allow it and both ends of the copy are contiguous.
-  int deferred_block = -1;
-  int deferred_step = -1;
-  if constexpr (!detail::has_copy_engine<Comm> && detail::sends_with_copy<Comm> && detail::defers_own_copy<Plan>) {
-    deferred_block = plan.own_copy_block();
-    if (deferred_block >= 0 && plan.block_bytes(deferred_block) != 0 &&
-        plan.send_location(deferred_block).is_contiguous() && plan.location(deferred_block).is_contiguous()) {
-      deferred_step = detail::own_copy_step(steps, deferred_block);
-    }
-  }
-  if constexpr (detail::has_copy_engine<Comm>) {
-    auto device_copy = [&](const region& src, const region& dst) { engine.copy(src, dst); };
-    static_assert(
-        requires { plan.prepare(device_copy); },
-        "plait: this transport's memory is not host memory: the block plan needs prepare(copy)");
-    plan.prepare(device_copy);
-  } else if constexpr (detail::sends_with_copy<Comm> && detail::defers_own_copy<Plan>) {
-    if (deferred_step >= 0) {
-      plan.prepare_without_own_copy();
-    } else {
-      plan.prepare();
-    }
-  } else {
-    plan.prepare();
-  }
-  detail::transit_store<engine_type> transit(engine);
-
-  // Per step: every message's blocks, located, in one list; the messages
-  // (receives first, then sends) point into it. Sized for the largest step.
-  std::size_t most_messages = 0;
-  std::size_t most_blocks = 0;
-  for (const step& s : steps.steps) {
-    std::size_t blocks = 0;
-    for (const transfer& t : s.recvs) blocks += t.blocks.size();
-    for (const transfer& t : s.sends) blocks += t.blocks.size();
-    most_messages = std::max(most_messages, s.recvs.size() + s.sends.size());
-    most_blocks = std::max(most_blocks, blocks);
-  }
-  // In place for up to 8 messages a step (every built-in schedule at P <= 5,
-  // ring and pairwise at any P): small calls allocate nothing here.
-  detail::small_array<region, 8> regions(most_blocks);
-  detail::small_array<detail::located_message, 8> messages(most_messages);
-  detail::small_array<typename Comm::request, 8> requests(most_messages);
-  std::size_t located_blocks = 0;
-  std::size_t located_messages = 0;
-  typename engine_type::buffer staging;
-
-  auto locate = [&](const transfer& t, bool sending) {
-    detail::located_message& m = messages[located_messages++];
-    m = {};
-    m.peer = t.peer;
-    m.first = located_blocks;
-    m.count = t.blocks.size();
-    for (int block : t.blocks) {
-      // Host memory only. A device transport reads registered buffers in
-      // place, and a caller who registered only the receive buffer (where
-      // every block ends up) must still get that for its own shard.
-      if constexpr (!detail::has_copy_engine<Comm> && requires { plan.send_location(block); }) {
-        if (sending && t.blocks.size() == 1) {
-          regions[located_blocks++] = plan.send_location(block);
-          continue;
-        }
-      }
-      regions[located_blocks++] =
-          plan.has_location(block) ? plan.location(block) : transit.at(block, plan.block_bytes(block));
-    }
-  };
-
-  for (std::size_t index = 0; index < steps.steps.size(); ++index) {
-    const step& current = steps.steps[index];
-    const int step_number = static_cast<int>(index);
-    located_blocks = 0;
-    located_messages = 0;
-    for (const transfer& t : current.recvs) locate(t, false);
-    for (const transfer& t : current.sends) locate(t, true);
-    const std::size_t receives = current.recvs.size();
-    std::size_t staged = 0;
-    for (std::size_t i = 0; i < located_messages; ++i) {
-      detail::place_message(messages[i], std::span<const region>(regions.data(), located_blocks), staged);
-    }
-    if (staging.size() < staged) staging = engine.allocate(staged);  // contents need not survive a step
-
-    try {
-      for (std::size_t i = 0; i < located_messages; ++i) {
-        const detail::located_message& m = messages[i];
-        if (i < receives) {
-          std::span<std::byte> into =
-              m.staged() ? std::span<std::byte>(staging.data() + m.staging_offset, m.bytes) : m.direct;
-          requests[i] = comm.irecv(m.peer, into, tag);
-          continue;
-        }
-        std::span<const std::byte> from = m.direct;
-        if (m.staged()) {
-          std::byte* out = staging.data() + m.staging_offset;
-          for (std::size_t b = m.first; b < m.first + m.count; ++b) {
-            engine.pack(regions[b], out);
-            out += regions[b].bytes();
-          }
-          from = {staging.data() + m.staging_offset, m.bytes};
-        }
-        if constexpr (detail::sends_with_copy<Comm>) {
-          // The first send of the deferred block in its step (a message of that
-          // block alone, direct from the send buffer: own_copy_step checked)
-          // carries the copy; one call site for both (compile cost).
-          std::span<std::byte> copy;
-          const auto& blocks = current.sends[i - receives].blocks;
-          if (step_number == deferred_step && !blocks.empty() && blocks.front() == deferred_block) {
-            const region own = plan.location(deferred_block);
-            copy = std::span<std::byte>(own.data, own.bytes());
-            deferred_step = -1;
-          }
-          requests[i] = comm.isend_with_copy(m.peer, from, copy, tag);
-        } else {
-          requests[i] = comm.isend(m.peer, from, tag);
-        }
-      }
-      comm.wait_all(std::span(requests.data(), located_messages), clock::now() + comm.timeout());
-      for (std::size_t i = 0; i < located_messages; ++i) requests[i] = {};  // complete: released now, as before
-    } catch (const error& e) {
-      throw e.within({comm.rank(), operation, step_number, -1});
-    }
-
-    for (std::size_t i = 0; i < receives; ++i) {
-      const detail::located_message& m = messages[i];
-      if (!m.staged()) continue;
-      const std::byte* in = staging.data() + m.staging_offset;
-      for (std::size_t b = m.first; b < m.first + m.count; ++b) {
-        engine.unpack(in, regions[b]);
-        in += regions[b].bytes();
-      }
-    }
-  }
+  detail::schedule_run<Comm, Plan>(comm, steps, plan, operation, tag).run();
 }
 
 }  // namespace v0

@@ -65,17 +65,14 @@ namespace detail {
 // Check mode, per block plan and operation.
 PLAIT_EXTERN_TEMPLATE void check_call<shm::communicator, gather_plan, op::all_gather>(shm::communicator&,
                                                                                       const gather_plan&,
-                                                                                      op::all_gather, std::string_view);
-PLAIT_EXTERN_TEMPLATE void check_call<shm::communicator, exchange_plan, op::all_to_all>(shm::communicator&,
-                                                                                        const exchange_plan&,
-                                                                                        op::all_to_all,
-                                                                                        std::string_view);
-PLAIT_EXTERN_TEMPLATE void check_call<shm::communicator, tensor_gather_plan, op::all_gather>(shm::communicator&,
-                                                                                             const tensor_gather_plan&,
-                                                                                             op::all_gather,
-                                                                                             std::string_view);
+                                                                                      op::all_gather, std::string_view,
+                                                                                      call_signature);
+PLAIT_EXTERN_TEMPLATE void check_call<shm::communicator, exchange_plan, op::all_to_all>(
+    shm::communicator&, const exchange_plan&, op::all_to_all, std::string_view, call_signature);
+PLAIT_EXTERN_TEMPLATE void check_call<shm::communicator, tensor_gather_plan, op::all_gather>(
+    shm::communicator&, const tensor_gather_plan&, op::all_gather, std::string_view, call_signature);
 PLAIT_EXTERN_TEMPLATE void check_call<shm::communicator, tensor_exchange_plan, op::all_to_all>(
-    shm::communicator&, const tensor_exchange_plan&, op::all_to_all, std::string_view);
+    shm::communicator&, const tensor_exchange_plan&, op::all_to_all, std::string_view, call_signature);
 
 // The automatic choice (its remembered choices live in the core).
 PLAIT_EXTERN_TEMPLATE choice automatic_choice<automatic, op::all_gather, shm::communicator>(int, int, std::size_t);

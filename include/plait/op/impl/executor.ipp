@@ -1,4 +1,4 @@
-// Defines the executor's non-template helpers: direct_span, own_copy_step and place_message (see
+// Defines the executor's non-template helpers: direct_span, own_copy_step, largest_step_of and place_message (see
 // plait/op/executor.hpp).
 #pragma once
 
@@ -43,6 +43,18 @@ PLAIT_DECL int own_copy_step(const schedule& steps, int block) {
     return !received && sent && alone ? static_cast<int>(index) : -1;
   }
   return -1;
+}
+
+PLAIT_DECL largest_step largest_step_of(const schedule& steps) {
+  largest_step largest;
+  for (const step& s : steps.steps) {
+    std::size_t blocks = 0;
+    for (const transfer& t : s.recvs) blocks += t.blocks.size();
+    for (const transfer& t : s.sends) blocks += t.blocks.size();
+    largest.messages = std::max(largest.messages, s.recvs.size() + s.sends.size());
+    largest.blocks = std::max(largest.blocks, blocks);
+  }
+  return largest;
 }
 
 PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged) {
