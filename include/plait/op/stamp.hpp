@@ -18,8 +18,9 @@ namespace detail {
 /// The stamp of Op with Layout running `algorithm` (the running one: under
 /// automatic, the algorithm it picked, so that it matches a rank that named
 /// that algorithm). constexpr: a collective computes its requested stamp once.
+/// `kind` names the form when it is not Op's even one (all_gather_v, ...).
 template <class Op, class Layout>
-constexpr call_stamp collective_stamp(std::string_view algorithm) noexcept {
+constexpr call_stamp collective_stamp(std::string_view algorithm, call_kind kind = call_kind::unknown) noexcept {
   std::array<char, 160> text{};
   std::size_t size = 0;
   auto put = [&](std::string_view part) {
@@ -38,7 +39,14 @@ constexpr call_stamp collective_stamp(std::string_view algorithm) noexcept {
   };
   put(algorithm);
   put(" ");
-  put(Layout::name);
+  // contiguous is along<0> of an all-gather and redistribute<0, 0> of an
+  // all-to-all: the same blocks in the same places, so the same stamp (check
+  // mode agrees).
+  if constexpr (Layout::name == std::string_view("contiguous")) {
+    put(std::is_same_v<Op, op::all_gather> ? "along<0>" : "redistribute<0,0>");
+  } else {
+    put(Layout::name);
+  }
   // A layout's parameters are part of the call: along<0> and along<1>, or
   // redistribute<1, 1> and <0, 0>, may move the same bytes to other places.
   if constexpr (requires { Layout::dimension; }) {
@@ -56,9 +64,11 @@ constexpr call_stamp collective_stamp(std::string_view algorithm) noexcept {
     put_number(Layout::concat_dimension);
     put(">");
   }
-  constexpr call_kind kind = std::is_same_v<Op, op::all_gather>   ? call_kind::all_gather
-                             : std::is_same_v<Op, op::all_to_all> ? call_kind::all_to_all
-                                                                  : call_kind::unknown;
+  if (kind == call_kind::unknown) {
+    kind = std::is_same_v<Op, op::all_gather>   ? call_kind::all_gather
+           : std::is_same_v<Op, op::all_to_all> ? call_kind::all_to_all
+                                                : call_kind::unknown;
+  }
   return call_stamp::of(kind, std::string_view(text.data(), size));
 }
 
