@@ -47,6 +47,14 @@ struct call_stamp {
     for (char c : detail_text) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
     return {kind, 0, static_cast<std::uint16_t>((h >> 16) ^ (h & 0xffffu))};
   }
+  /// The stamp of a call of `kind` running `algorithm` with `layout`.
+  static constexpr call_stamp of(call_kind kind, std::string_view algorithm, std::string_view layout) noexcept {
+    std::uint32_t h = 2166136261u;
+    for (char c : algorithm) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    h = (h ^ 0x2fu) * 16777619u;  // a separator: ("ab", "c") and ("a", "bc") differ
+    for (char c : layout) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    return {kind, 0, static_cast<std::uint16_t>((h >> 16) ^ (h & 0xffffu))};
+  }
   [[nodiscard]] constexpr std::uint32_t bits() const noexcept {
     return static_cast<std::uint32_t>(kind) | std::uint32_t{digest} << 16;
   }
