@@ -354,3 +354,101 @@ TEST_CASE("bytes_sent of all_to_all_v counts the payload, not the count exchange
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("a bundle of a float output and a float LSE all-to-all equals the two moved one call each",
+          "[bundle][all_to_all]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const auto p = static_cast<std::size_t>(comm.size());
+    const std::size_t tokens = 3, heads = 2, dim = 4;  // per destination: out [tokens, heads, dim], lse [tokens, heads]
+    std::vector<float> out(p * tokens * heads * dim), lse(p * tokens * heads);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = make_value<float>(comm.rank(), i, 1);
+    for (std::size_t i = 0; i < lse.size(); ++i) lse[i] = make_value<float>(comm.rank(), i, 2);
+    std::vector<float> out_a(out.size()), lse_a(lse.size()), out_b(out.size()), lse_b(lse.size());
+    const std::uint64_t before = comm.bytes_sent();
+    plait::all_to_all<plait::pairwise>(comm, plait::bundle(out, lse), plait::bundle(out_a, lse_a));
+    const std::uint64_t bundled = comm.bytes_sent() - before;
+    plait::all_to_all<plait::pairwise>(comm, out, out_b);
+    plait::all_to_all<plait::pairwise>(comm, lse, lse_b);
+    const std::uint64_t separate = comm.bytes_sent() - before - bundled;
+    std::string v = plait_test::compare(out_a, out_b, "out") + plait_test::compare(lse_a, lse_b, "lse");
+    if (bundled != separate)
+      v += "a bundle sent " + std::to_string(bundled) + " bytes, two calls " + std::to_string(separate);
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_TEST_CASE("a bundle of uint8 data and uint8 scales all-gathers like two calls", "[bundle][all_gather]",
+                   plait::ring, plait::bruck, plait::recursive_doubling, plait::direct, plait::automatic) {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const auto p = static_cast<std::size_t>(comm.size());
+    std::vector<std::uint8_t> q(64), scales(4);  // 16 values per scale
+    for (std::size_t i = 0; i < q.size(); ++i) q[i] = make_value<std::uint8_t>(comm.rank(), i, 3);
+    for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = make_value<std::uint8_t>(comm.rank(), i, 4);
+    std::vector<std::uint8_t> q_a(64 * p), s_a(4 * p), q_b(64 * p), s_b(4 * p);
+    plait::all_gather<TestType>(comm, plait::bundle(q, scales), plait::bundle(q_a, s_a));
+    plait::all_gather<TestType>(comm, q, q_b);
+    plait::all_gather<TestType>(comm, scales, s_b);
+    return plait_test::compare(q_a, q_b, "data") + plait_test::compare(s_a, s_b, "scales");
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_TEST_CASE("bundles of the v forms equal their members moved one call each",
+                   "[bundle][all_gather_v][all_to_all_v]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
+                   plait::automatic) {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const int p = comm.size();
+    const auto row = [&](int s) { return counts_for(p, 31u + 7u * static_cast<unsigned>(s), 0, 4); };
+    const auto send_counts = row(comm.rank());
+    std::vector<int> recv_counts;
+    for (int s = 0; s < p; ++s) recv_counts.push_back(row(s)[static_cast<std::size_t>(comm.rank())]);
+    int sent = 0, received = 0;
+    for (int c : send_counts) sent += c;
+    for (int c : recv_counts) received += c;
+    // Tokens [n, 3] of doubles and their [n] int16 weights.
+    std::vector<double> tok(static_cast<std::size_t>(sent) * 3);
+    std::vector<std::int16_t> w(static_cast<std::size_t>(sent));
+    for (std::size_t i = 0; i < tok.size(); ++i) tok[i] = make_value<double>(comm.rank(), i, 5);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = make_value<std::int16_t>(comm.rank(), i, 6);
+    const auto r = static_cast<std::size_t>(received);
+    std::vector<double> tok_a(r * 3), tok_b(r * 3);
+    std::vector<std::int16_t> w_a(r), w_b(r);
+    using T2 = plait::tensor_view<double, 2>;
+    using C2 = plait::tensor_view<const double, 2>;
+    using T1 = plait::tensor_view<std::int16_t, 1>;
+    using C1 = plait::tensor_view<const std::int16_t, 1>;
+    const auto s_n = static_cast<std::size_t>(sent);
+    plait::all_to_all_v<TestType>(comm, plait::bundle(C2(tok.data(), {s_n, 3}), C1(w.data(), {s_n})), send_counts,
+                                  plait::bundle(T2(tok_a.data(), {r, 3}), T1(w_a.data(), {r})), recv_counts);
+    plait::all_to_all_v<TestType>(comm, C2(tok.data(), {s_n, 3}), send_counts, T2(tok_b.data(), {r, 3}), recv_counts);
+    plait::all_to_all_v<TestType>(comm, w, send_counts, w_b, recv_counts);
+    std::string v = plait_test::compare(tok_a, tok_b, "tokens") + plait_test::compare(w_a, w_b, "weights");
+    // all_gather_v of the same shapes, counts = every rank's total sent.
+    std::vector<int> totals;
+    for (int s = 0; s < p; ++s) {
+      int t = 0;
+      for (int c : row(s)) t += c;
+      totals.push_back(t);
+    }
+    std::size_t all = 0;
+    for (int t : totals) all += static_cast<std::size_t>(t);
+    std::vector<double> g_a(all * 3), g_b(all * 3);
+    std::vector<std::int16_t> gw_a(all), gw_b(all);
+    plait::all_gather_v<TestType>(comm, plait::bundle(C2(tok.data(), {s_n, 3}), C1(w.data(), {s_n})),
+                                  plait::bundle(T2(g_a.data(), {all, 3}), T1(gw_a.data(), {all})), totals);
+    plait::all_gather_v<TestType>(comm, C2(tok.data(), {s_n, 3}), T2(g_b.data(), {all, 3}), totals);
+    plait::all_gather_v<TestType>(comm, w, gw_b, totals);
+    return v + plait_test::compare(g_a, g_b, "gathered tokens") + plait_test::compare(gw_a, gw_b, "gathered weights");
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
