@@ -16,7 +16,9 @@
 //   plait-shm-shared  plait over shared memory from and into buffers of
 //               comm.allocate (--transport shm-shared): peers read them in place
 //   plait-mpi   plait over MPI point-to-point (--transport mpi)
-//   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall
+//   plait-shm-separate  (--op bundle) the bundle's two tensors, one call each
+//   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall (MPI_Allgatherv /
+//               MPI_Alltoallv for the v-forms, two MPI_Alltoall for a bundle)
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
 //               between two private buffers, all ranks at once: the rate a
 //               copy-based transport cannot beat, so its busbw is the ceiling
@@ -81,7 +83,12 @@ std::string loadavg();
                "  -b, --minbytes SIZE      smallest size (default 4K; suffixes K, M, G)\n"
                "  -e, --maxbytes SIZE      largest size (default 64M)\n"
                "  -f, --stepfactor F       size multiplier between steps (default 2)\n"
-               "  --op LIST                all_gather, all_to_all or both, comma-separated (default all_gather)\n"
+               "  --op LIST                all_gather, all_to_all, all_gather_v, all_to_all_v, bundle,\n"
+               "                           comma-separated (default all_gather); the v-forms split the size\n"
+               "                           by a skewed, MoE-like distribution (bench/reference.hpp,\n"
+               "                           skewed_parts: Zipf 1.1, seeded); bundle is an all_to_all of\n"
+               "                           two tensors (15/16 and 1/16 of the size) as one plait::bundle,\n"
+               "                           against the same two moved one call each\n"
                "  --transport LIST         plait's transports to measure: shm, shm-chunked (single copy off),\n"
                "                           shm-shared (buffers from comm.allocate), mpi\n"
                "                           (default shm)\n"
@@ -100,7 +107,8 @@ std::string loadavg();
                "                           in-place column; all_to_all stays out of place\n"
                "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
                "  --json FILE, --csv FILE  also write the results there\n"
-               "size = the gathered buffer (all_gather) or one rank's send buffer (all_to_all);\n"
+               "size = the gathered buffer (all_gather, all_gather_v) or one rank's send buffer\n"
+               "(all_to_all, all_to_all_v, bundle);\n"
                "busbw = size/time x (P-1)/P, in GB/s (1e9 B/s).\n");
   std::exit(code);
 }
@@ -194,7 +202,7 @@ options parse(int argc, char** argv) {
     usage(2);
   }
   for (const auto& op : o.ops) {
-    if (op != "all_gather" && op != "all_to_all") {
+    if (op != "all_gather" && op != "all_to_all" && op != "all_gather_v" && op != "all_to_all_v" && op != "bundle") {
       std::fprintf(stderr, "plait-bench: unknown --op %s\n", op.c_str());
       usage(2);
     }
@@ -249,12 +257,63 @@ std::function<void()> plait_call(Comm& comm, std::optional<plait::algorithm_id> 
   });
 }
 
+/// One plait v-form call of Op (all_gather_v, all_to_all_v) under the
+/// run-time algorithm choice, as a callable; the counts are bytes.
+template <class Op, class Comm>
+std::function<void()> plait_v_call(Comm& comm, std::optional<plait::algorithm_id> id, std::span<const std::byte> send,
+                                   std::span<std::byte> recv, std::vector<std::size_t> send_counts,
+                                   std::vector<std::size_t> recv_counts) {
+  auto call = [&comm, send, recv, send_counts, recv_counts]<class A>() {
+    return std::function<void()>([&comm, send, recv, send_counts, recv_counts] {
+      if constexpr (std::is_same_v<Op, plait::op::all_gather>) {
+        plait::all_gather_v<A>(comm, send, recv, recv_counts);
+      } else {
+        plait::all_to_all_v<A>(comm, send, send_counts, recv, recv_counts);
+      }
+    });
+  };
+  if (!id) return call.template operator()<plait::automatic>();
+  if (!plait::supports<Op>(*id, comm.size())) {
+    throw plait::error(plait::errc::unsupported, std::string(plait::to_string(*id)) + " cannot run " +
+                                                     std::string(Op::name) + " on " + std::to_string(comm.size()) +
+                                                     " ranks");
+  }
+  return plait::visit_algorithm(*id, [&]<class A>(std::type_identity<A>) -> std::function<void()> {
+    if constexpr (plait::schedules<A, Op>) {
+      return call.template operator()<A>();
+    } else {
+      return {};
+    }
+  });
+}
+
+/// The bundle benchmark's call: two tensors of one all_to_all, bundled or one call each.
+template <class Comm>
+std::function<void()> plait_bundle_call(Comm& comm, std::span<const std::byte> send, std::span<std::byte> recv,
+                                        std::size_t first_bytes, bool bundled) {
+  return [&comm, send, recv, first_bytes, bundled] {
+    const auto a = send.first(first_bytes);
+    const auto b = send.subspan(first_bytes);
+    const auto ra = recv.first(first_bytes);
+    const auto rb = recv.subspan(first_bytes);
+    if (bundled) {
+      plait::all_to_all(comm, plait::bundle(a, b), plait::bundle(ra, rb));
+    } else {
+      plait::all_to_all(comm, a, ra);
+      plait::all_to_all(comm, b, rb);
+    }
+  };
+}
+
 /// What every rank holds for one size of one operation.
 struct buffers {
   std::vector<std::byte> send;
   std::vector<std::byte> recv;
   std::vector<std::byte> copy_from;
   std::vector<std::byte> copy_to;
+  std::vector<std::size_t> send_counts;  // bytes per rank (v-forms)
+  std::vector<std::size_t> recv_counts;
+  std::size_t first_bytes = 0;                       // the bundle's first member (bundle)
   plait::shm::shared_buffer<std::byte> shared_send;  // for plait-shm-shared
   plait::shm::shared_buffer<std::byte> shared_recv;
 };
@@ -272,22 +331,50 @@ struct shm_variants {
 /// without MPI); `barrier` separates samples.
 template <class Timing, class Mpi>
 std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_variants& shm, Mpi* mpi,
-                              const std::function<void(bool gather, buffers&)>& native_setup,
+                              const std::function<void(const std::string& op, buffers&)>& native_setup,
                               const std::function<void()>& native, const std::function<void()>& barrier) {
   const int rank = timing.rank();
   const int ranks = timing.size();
   std::vector<bench::row> rows;
   for (const auto& op_name : o.ops) {
     const bool gather = op_name == "all_gather";
+    const bool gather_v = op_name == "all_gather_v";
+    const bool exchange_v = op_name == "all_to_all_v";
+    const bool bundled = op_name == "bundle";
     const bool in_place = gather && o.in_place;
-    for (const std::size_t bytes : o.sweep.sizes(static_cast<std::size_t>(ranks))) {
-      const std::size_t part = bytes / static_cast<std::size_t>(ranks);
+    // The v-forms' rows of the count matrix: rank s sends row(s)[d] bytes to d.
+    const auto p = static_cast<std::size_t>(ranks);
+    for (const std::size_t bytes : o.sweep.sizes(p)) {
+      const std::size_t part = bytes / p;
+      const auto row = [&](int s) { return bench::skewed_parts(bytes, ranks, 42u + static_cast<unsigned>(s)); };
       buffers b;
-      b.send.resize(gather ? part : bytes);
-      b.recv.resize(bytes);
-      b.copy_from.resize(bytes - part, std::byte{1});
-      b.copy_to.resize(bytes - part);
-      bench::fill_pattern(rank, b.send);
+      std::size_t own = part;  // bytes of this rank's own block (not received)
+      if (gather_v) {
+        b.recv_counts = bench::skewed_parts(bytes, ranks, 7u);
+        own = b.recv_counts[static_cast<std::size_t>(rank)];
+        b.send.resize(own);
+        b.recv.resize(bytes);
+      } else if (exchange_v) {
+        b.send_counts = row(rank);
+        std::size_t total = 0;
+        for (int s = 0; s < ranks; ++s) total += b.recv_counts.emplace_back(row(s)[static_cast<std::size_t>(rank)]);
+        own = b.send_counts[static_cast<std::size_t>(rank)];
+        b.send.resize(bytes);
+        b.recv.resize(total);
+      } else {
+        b.send.resize(gather ? part : bytes);
+        b.recv.resize(bytes);
+      }
+      // The bundle's members: 15/16 and 1/16 of the size, each P equal blocks.
+      if (bundled) b.first_bytes = bytes / 16 * 15 / p * p;
+      b.copy_from.resize(b.recv.size() - own, std::byte{1});
+      b.copy_to.resize(b.recv.size() - own);
+      if (bundled) {
+        bench::fill_pattern(rank, std::span(b.send).first(b.first_bytes));
+        bench::fill_pattern(rank, std::span(b.send).subspan(b.first_bytes));
+      } else {
+        bench::fill_pattern(rank, b.send);
+      }
       if (shm.shared != nullptr) {  // collective: every rank sweeps the same sizes
         b.shared_send = shm.shared->allocate<std::byte>(b.send.size());
         b.shared_recv = shm.shared->allocate<std::byte>(b.recv.size());
@@ -302,16 +389,28 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         names.emplace_back(name);
         results.push_back(recv);
         using comm_type = std::remove_pointer_t<decltype(comm)>;
-        variants.push_back(gather
-                               ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv, in_place)
-                               : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv, false));
+        if (gather_v || exchange_v) {
+          variants.push_back(gather_v ? plait_v_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv,
+                                                                                       b.send_counts, b.recv_counts)
+                                      : plait_v_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv,
+                                                                                       b.send_counts, b.recv_counts));
+        } else if (bundled) {
+          variants.push_back(plait_bundle_call(*comm, send, recv, b.first_bytes, true));
+          names.emplace_back(std::string(name) + "-separate");
+          results.push_back(recv);
+          variants.push_back(plait_bundle_call(*comm, send, recv, b.first_bytes, false));
+        } else {
+          variants.push_back(
+              gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv, in_place)
+                     : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv, false));
+        }
       };
       add_plait(shm.plain, "plait-shm", b.send, b.recv);
       add_plait(shm.chunked, "plait-shm-chunked", b.send, b.recv);
       add_plait(shm.shared, "plait-shm-shared", b.shared_send.span(), b.shared_recv.span());
       add_plait(mpi, "plait-mpi", b.send, b.recv);
       if (o.baselines && native) {
-        native_setup(gather, b);
+        native_setup(op_name, b);
         names.emplace_back("mpi");
         results.push_back(b.recv);
         variants.push_back(native);
@@ -341,8 +440,17 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           if (in_place) restore_shard(v);
           barrier();
           variants[v]();
-          const std::string wrong =
-              gather ? bench::check_all_gather(ranks, recv) : bench::check_all_to_all(rank, ranks, recv);
+          std::string wrong;
+          if (gather_v) {
+            wrong = bench::check_all_gather_v(b.recv_counts, recv);
+          } else if (exchange_v) {
+            wrong = bench::check_all_to_all_v(rank, ranks, row, recv);
+          } else if (bundled) {
+            wrong = bench::check_all_to_all(rank, ranks, recv.first(b.first_bytes)) +
+                    bench::check_all_to_all(rank, ranks, recv.subspan(b.first_bytes));
+          } else {
+            wrong = gather ? bench::check_all_gather(ranks, recv) : bench::check_all_to_all(rank, ranks, recv);
+          }
           if (!wrong.empty())
             std::fprintf(stderr, "plait-bench: rank %d: %s: %s\n", rank, names[v].c_str(), wrong.c_str());
           checks[v] = bench::any_rank(timing, !wrong.empty()) ? "FAIL" : "ok";
@@ -453,21 +561,49 @@ int main(int argc, char** argv) {
       plait::mpi::communicator* mpi = wants(o.transports, "mpi") ? &world : nullptr;
       MPI_Comm native_comm = world.native_handle();
       int native_count = 0;
-      bool native_gather = true;
+      std::string native_op;
       const void* const in_place_marker = MPI_IN_PLACE;
       const void* native_send = nullptr;
       void* native_recv = nullptr;
-      auto native_setup = [&](bool gather, buffers& b) {
-        native_gather = gather;
+      // The v-forms' counts and packed displacements, and the bundle's split.
+      std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+      int first_count = 0;
+      const auto as_int = [](const std::vector<std::size_t>& in, std::vector<int>& counts, std::vector<int>& displs) {
+        counts.assign(in.begin(), in.end());
+        displs.assign(in.size(), 0);
+        for (std::size_t i = 1; i < in.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+      };
+      auto native_setup = [&](const std::string& op, buffers& b) {
+        native_op = op;
         native_count = static_cast<int>(b.recv.size() / static_cast<std::size_t>(ranks));
-        native_send = gather && o.in_place ? in_place_marker : b.send.data();
+        native_send = op == "all_gather" && o.in_place ? in_place_marker : b.send.data();
         native_recv = b.recv.data();
+        as_int(b.send_counts, send_counts, send_displs);
+        as_int(b.recv_counts, recv_counts, recv_displs);
+        first_count = static_cast<int>(b.first_bytes / static_cast<std::size_t>(ranks));
       };
       auto native = [&] {
-        const int code =
-            native_gather
-                ? MPI_Allgather(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm)
-                : MPI_Alltoall(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm);
+        int code = MPI_SUCCESS;
+        if (native_op == "all_gather") {
+          code = MPI_Allgather(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm);
+        } else if (native_op == "all_gather_v") {
+          code = MPI_Allgatherv(native_send, recv_counts[static_cast<std::size_t>(world.rank())], MPI_BYTE, native_recv,
+                                recv_counts.data(), recv_displs.data(), MPI_BYTE, native_comm);
+        } else if (native_op == "all_to_all_v") {
+          code = MPI_Alltoallv(native_send, send_counts.data(), send_displs.data(), MPI_BYTE, native_recv,
+                               recv_counts.data(), recv_displs.data(), MPI_BYTE, native_comm);
+        } else if (native_op == "bundle") {
+          const auto* send = static_cast<const std::byte*>(native_send);
+          auto* recv = static_cast<std::byte*>(native_recv);
+          const int second = native_count - first_count;
+          code = MPI_Alltoall(send, first_count, MPI_BYTE, recv, first_count, MPI_BYTE, native_comm);
+          if (code == MPI_SUCCESS) {
+            const std::size_t offset = static_cast<std::size_t>(first_count) * static_cast<std::size_t>(ranks);
+            code = MPI_Alltoall(send + offset, second, MPI_BYTE, recv + offset, second, MPI_BYTE, native_comm);
+          }
+        } else {
+          code = MPI_Alltoall(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm);
+        }
         if (code != MPI_SUCCESS) throw plait::error(plait::errc::transport, "native MPI collective failed");
       };
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.

@@ -37,9 +37,12 @@
 #include "plait/layout/redistribute.hpp"
 
 #include "plait/op/all_gather.hpp"
+#include "plait/op/all_gather_v.hpp"
 #include "plait/op/all_to_all.hpp"
+#include "plait/op/all_to_all_v.hpp"
 #include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
+#include "plait/op/exchange_counts.hpp"
 #include "plait/op/executor.hpp"
 #include "plait/op/split_all_gather.hpp"
 

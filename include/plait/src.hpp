@@ -28,6 +28,7 @@
 
 // ---- layout ------------------------------------------------------------
 #include "plait/layout/impl/along.ipp"
+#include "plait/layout/impl/bundle_plan.ipp"
 #include "plait/layout/impl/tensor_plans.ipp"
 
 // ---- algorithm ---------------------------------------------------------

@@ -2,6 +2,7 @@
 // all shards in rank order.
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/select.hpp"
@@ -9,6 +10,7 @@
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
+#include "plait/op/bundled.hpp"
 #include "plait/op/collective.hpp"
 
 namespace plait {
@@ -19,7 +21,11 @@ inline namespace v0 {
 ///   plait::all_gather<plait::ring>(comm, mine, all);
 template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class Recv>
 void all_gather(Comm& comm, Send&& send, Recv&& recv) {
-  collective<op::all_gather, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
+  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
+    detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::even(comm, send, recv);
+  } else {
+    collective<op::all_gather, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
+  }
 }
 
 }  // namespace v0

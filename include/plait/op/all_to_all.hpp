@@ -1,6 +1,7 @@
 // plait::all_to_all — block j of rank i ends up as block i of rank j.
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/select.hpp"
@@ -8,6 +9,7 @@
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
+#include "plait/op/bundled.hpp"
 #include "plait/op/collective.hpp"
 
 namespace plait {
@@ -18,7 +20,11 @@ inline namespace v0 {
 ///   plait::all_to_all<plait::pairwise>(comm, send, recv);
 template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class Recv>
 void all_to_all(Comm& comm, Send&& send, Recv&& recv) {
-  collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
+  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
+    detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv);
+  } else {
+    collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
+  }
 }
 
 }  // namespace v0

@@ -121,28 +121,35 @@ struct collective {
     }
   }
 
+  /// Check mode: every rank must make the same call (check_call), and the
+  /// schedules of a fixed algorithm policy must pass plait::verify for this
+  /// group size. Under automatic the schedule is a built-in one.
+  /// `form` names the call ("all_gather_v" for the uneven forms, which use
+  /// this too; a bundle checks each member). The uneven forms' views differ
+  /// between ranks by design, so they compare every block's size but not the
+  /// views' shapes (`compare_shapes` false).
+  template <class Plan, class Send, class Recv>
+  [[gnu::cold, gnu::noinline]] static void check(Transport& comm, const detail::planned_schedule& planned,
+                                                 const Plan& plan, const Send& send, const Recv& recv,
+                                                 std::string_view form = Op::name, bool compare_shapes = true) {
+    const detail::operation_label running(form, planned.algorithm);
+    // automatic signs with its choice: ranks that run the same schedule agree however they named it.
+    std::string_view algorithm = planned.algorithm;
+    if constexpr (!detail::is_automatic<Algorithm>) algorithm = detail::signed_algorithm_name<Algorithm>();
+    detail::call_signature mine = detail::describe_call<Op, Layout>(algorithm, send, recv);
+    if (!compare_shapes) mine.send = mine.recv = {};
+    detail::check_call(comm, plan, Op{}, running, mine);
+    if constexpr (!detail::is_automatic<Algorithm> && schedules<Algorithm, Op>) {
+      detail::verify_schedules_once<Algorithm, Op>(comm.rank(), comm.size(), running);
+    }
+  }
+
  private:
   /// "all_gather<ring>", built once per program: a small call's own work is
   /// a few thousand instructions, and formatting its name took a tenth.
   static const detail::operation_label& requested_label() {
     static const detail::operation_label label(Op::name, algorithm_name<Algorithm>());
     return label;
-  }
-
-  /// Check mode: every rank must make the same call (check_call), and the
-  /// schedules of a fixed algorithm policy must pass plait::verify for this
-  /// group size. Under automatic the schedule is a built-in one.
-  template <class Plan, class Send, class Recv>
-  [[gnu::cold, gnu::noinline]] static void check(Transport& comm, const detail::planned_schedule& planned,
-                                                 const Plan& plan, const Send& send, const Recv& recv) {
-    const detail::operation_label running(Op::name, planned.algorithm);
-    // automatic signs with its choice: ranks that run the same schedule agree however they named it.
-    std::string_view algorithm = planned.algorithm;
-    if constexpr (!detail::is_automatic<Algorithm>) algorithm = detail::signed_algorithm_name<Algorithm>();
-    detail::check_call(comm, plan, Op{}, running, detail::describe_call<Op, Layout>(algorithm, send, recv));
-    if constexpr (!detail::is_automatic<Algorithm> && schedules<Algorithm, Op>) {
-      detail::verify_schedules_once<Algorithm, Op>(comm.rank(), comm.size(), running);
-    }
   }
 
   template <class Plan>

@@ -1,0 +1,81 @@
+// Counts for the uneven ("v") collectives: one per rank, any contiguous range
+// of an integral type, in elements (1-D) or slices of the layout's dimension
+// (tensors). Read and checked here, before any byte moves: a wrong number of
+// counts, a negative count or a total that overflows is
+// errc::invalid_argument naming the count.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <ranges>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "plait/core/error.hpp"
+#include "plait/layout/contiguous.hpp"
+
+namespace plait {
+inline namespace v0 {
+
+/// What a v-form takes as counts: a contiguous, sized range of an integral
+/// type other than bool and the character types (std::vector<int>,
+/// std::array<std::int64_t, P>, std::span<const std::size_t>, ...).
+template <class R>
+concept count_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                      std::integral<std::remove_cv_t<std::ranges::range_value_t<R>>> &&
+                      !std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, bool> &&
+                      !std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, char> &&
+                      !std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, char8_t>;
+
+namespace detail {
+
+/// Counts read and checked: one std::size_t per rank, their running offsets
+/// (offset[j] = counts[0] + ... + counts[j - 1]), their sum and the largest.
+struct checked_counts {
+  std::vector<std::size_t> count;
+  std::vector<std::size_t> offset;
+  std::size_t total = 0;
+  std::size_t largest = 0;
+};
+
+/// `counts` as checked_counts, for `at.size` ranks, where one count is
+/// `unit` elements (the product of the other extents for tensors). `which`
+/// names the argument in messages ("recv_counts").
+template <count_range Counts>
+checked_counts read_counts(const Counts& counts, const call_site& at, std::string_view which, std::size_t unit) {
+  const std::size_t n = std::ranges::size(counts);
+  if (n != static_cast<std::size_t>(at.size)) {
+    at.fail(errc::invalid_argument,
+            {which, " holds ", n, " counts, but the communicator has ", at.size, " ranks: one count per rank"});
+  }
+  checked_counts out;
+  out.count.resize(n);
+  out.offset.resize(n);
+  const auto* values = std::ranges::data(counts);
+  // Elements, not counts, must fit: a count times its unit is what a buffer holds.
+  const std::size_t most =
+      unit == 0 ? std::numeric_limits<std::size_t>::max() : std::numeric_limits<std::size_t>::max() / unit;
+  for (std::size_t j = 0; j < n; ++j) {
+    const auto value = values[j];
+    if constexpr (std::is_signed_v<std::remove_cv_t<std::ranges::range_value_t<Counts>>>) {
+      if (value < 0) at.fail(errc::invalid_argument, {which, "[", j, "] is ", value, "; counts must not be negative"});
+    }
+    const auto c = static_cast<std::uintmax_t>(value);
+    if (c > most || out.total > most - c) {
+      at.fail(errc::invalid_argument, {which, ": the counts add up to more than a buffer can hold (overflow at ", which,
+                                       "[", j, "] = ", c, ")"});
+    }
+    out.count[j] = static_cast<std::size_t>(c);
+    out.offset[j] = out.total;
+    out.total += out.count[j];
+    if (out.count[j] > out.largest) out.largest = out.count[j];
+  }
+  return out;
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

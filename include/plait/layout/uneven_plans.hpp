@@ -1,0 +1,264 @@
+// Block plans of the uneven ("v") collectives. The executor already moves
+// blocks of any size; what changes is where the blocks are: at the running
+// offsets of the counts instead of at multiples of one block size.
+//
+//   all_gather_v:  block j is recv_counts[j] elements (or slices along the
+//                  layout's dimension) at offset recv_counts[0] + ... + recv_counts[j-1]
+//   all_to_all_v:  block (s, d) is send_counts[d] of rank s, at its running
+//                  offset in s's send, and recv_counts[s] of rank d in d's recv
+//
+// Every check runs here, before the schedule starts: a wrong number of counts
+// or a negative one is errc::invalid_argument, counts that disagree with a
+// buffer are errc::size_mismatch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/views.hpp"
+#include "plait/layout/along.hpp"
+#include "plait/layout/counts.hpp"
+#include "plait/layout/redistribute.hpp"
+#include "plait/layout/tensor_plans.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// all-to-all with blocks of any size: block (s, d) is send_[d] on rank s and
+/// recv_[s] on rank d. Blocks this rank only forwards (ring, Bruck) have
+/// their sizes in `sizes_` (P x P bytes, from the count exchange); without it
+/// only the schedules that move every block straight from its source to its
+/// destination (pairwise, direct) can run.
+class exchange_v_plan {
+ public:
+  exchange_v_plan(std::vector<region> send, std::vector<region> recv, int rank, int size)
+      : send_(std::move(send)), recv_(std::move(recv)), rank_(rank), size_(size) {}
+
+  /// The bytes rank s sends rank d, for every (s, d): sizes[s * P + d].
+  void set_block_sizes(std::vector<std::size_t> sizes) { sizes_ = std::move(sizes); }
+  [[nodiscard]] bool knows_every_block() const noexcept { return !sizes_.empty(); }
+
+  [[nodiscard]] std::size_t block_bytes(int block) const {
+    const int source = op::all_to_all::source(block, size_);
+    const int destination = op::all_to_all::destination(block, size_);
+    if (source == rank_) return send_[static_cast<std::size_t>(destination)].bytes();
+    if (destination == rank_) return recv_[static_cast<std::size_t>(source)].bytes();
+    return sizes_.empty() ? 0 : sizes_[static_cast<std::size_t>(block)];
+  }
+  [[nodiscard]] bool has_location(int block) const {
+    return op::all_to_all::source(block, size_) == rank_ || op::all_to_all::destination(block, size_) == rank_;
+  }
+  [[nodiscard]] region location(int block) const {
+    if (op::all_to_all::destination(block, size_) == rank_) {
+      return recv_[static_cast<std::size_t>(op::all_to_all::source(block, size_))];
+    }
+    return send_[static_cast<std::size_t>(op::all_to_all::destination(block, size_))];
+  }
+  template <class Copy>
+  void prepare(Copy&& copy) const {
+    const auto own = static_cast<std::size_t>(rank_);
+    if (send_[own].bytes() != 0) copy(send_[own], recv_[own]);
+  }
+  void prepare() const { prepare(host_copy{}); }
+
+  /// Bytes this rank sends to each peer, then bytes it expects from each: its
+  /// row of the count exchange.
+  [[nodiscard]] std::vector<std::uint64_t> own_counts() const {
+    std::vector<std::uint64_t> row(2 * send_.size());
+    for (std::size_t j = 0; j < send_.size(); ++j) {
+      row[j] = send_[j].bytes();
+      row[send_.size() + j] = recv_[j].bytes();
+    }
+    return row;
+  }
+
+ private:
+  std::vector<region> send_;
+  std::vector<region> recv_;
+  std::vector<std::size_t> sizes_;
+  int rank_;
+  int size_;
+};
+
+/// The product of every extent but `dim`: how many elements one slice along
+/// `dim` holds.
+template <class T, std::size_t Rank>
+std::size_t slice_elements(const tensor_view<T, Rank>& v, std::size_t dim) {
+  std::size_t n = 1;
+  for (std::size_t r = 0; r < Rank; ++r) {
+    if (r != dim) n *= v.extent(r);
+  }
+  return n;
+}
+
+/// all_gather_v along `dim`: rank j's recv_counts[j] slices at their running offset.
+template <class S, class R, std::size_t Rank, count_range Counts>
+tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, const call_site& at,
+                                  const tensor_view<S, Rank>& send, const tensor_view<R, Rank>& recv,
+                                  const Counts& recv_counts) {
+  check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
+  check_view_not_null(at, send.data_handle(), send.size(), "send");
+  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  for (std::size_t r = 0; r < Rank; ++r) {
+    if (r != dim && send.extent(r) != recv.extent(r)) {
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; all but the gathered dimension must be equal"});
+    }
+  }
+  const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
+  const auto me = static_cast<std::size_t>(at.rank);
+  if (send.extent(dim) != counts.count[me]) {
+    at.fail(errc::size_mismatch, {layout, ": send holds ", send.extent(dim), " slices along dimension ", dim,
+                                  ", but recv_counts[", at.rank, "] is ", counts.count[me]});
+  }
+  if (recv.extent(dim) != counts.total) {
+    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(dim), " slices along dimension ", dim,
+                                  ", but recv_counts add up to ", counts.total});
+  }
+  const auto send_box = to_box(send);
+  const auto recv_box = to_box(recv);
+  check_unique(recv_box, at, "recv");
+  check_disjoint(send_box, recv_box, at);
+  std::vector<region> blocks;
+  blocks.reserve(counts.count.size());
+  for (std::size_t j = 0; j < counts.count.size(); ++j) {
+    blocks.push_back(to_region(recv_box.slice(dim, counts.offset[j], counts.count[j]), at, "recv"));
+  }
+  return tensor_gather_plan(to_region(send_box, at, "send"), std::move(blocks), at.rank, false);
+}
+
+/// in-place all_gather_v along `dim`: this rank's slices already sit at its offset in recv.
+template <class R, std::size_t Rank, count_range Counts>
+tensor_gather_plan gather_v_along_in_place(std::string_view layout, std::size_t dim, const call_site& at,
+                                           const tensor_view<R, Rank>& recv, const Counts& recv_counts) {
+  static_assert(!std::is_const_v<R>, "plait: recv must be writable (a view of non-const elements)");
+  static_assert(std::is_trivially_copyable_v<R>, "plait: tensor elements must be trivially copyable");
+  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
+  if (recv.extent(dim) != counts.total) {
+    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(dim), " slices along dimension ", dim,
+                                  ", but recv_counts add up to ", counts.total});
+  }
+  const auto recv_box = to_box(recv);
+  check_unique(recv_box, at, "recv");
+  std::vector<region> blocks;
+  blocks.reserve(counts.count.size());
+  for (std::size_t j = 0; j < counts.count.size(); ++j) {
+    blocks.push_back(to_region(recv_box.slice(dim, counts.offset[j], counts.count[j]), at, "recv"));
+  }
+  return tensor_gather_plan(region{}, std::move(blocks), at.rank, true);
+}
+
+/// all_to_all_v splitting send along `split` by send_counts and concatenating
+/// into recv along `concat` by recv_counts. Every dimension but those two
+/// must be equal on both sides; that the blocks' shapes agree between two
+/// ranks (for split != concat) is a matter of both ranks' counts, which the
+/// count exchange and the transports' exact receive sizes check.
+template <class S, class R, std::size_t Rank, count_range SendCounts, count_range RecvCounts>
+exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t split, std::size_t concat,
+                                        const call_site& at, const tensor_view<S, Rank>& send,
+                                        const SendCounts& send_counts, const tensor_view<R, Rank>& recv,
+                                        const RecvCounts& recv_counts) {
+  check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
+  check_view_not_null(at, send.data_handle(), send.size(), "send");
+  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  for (std::size_t r = 0; r < Rank; ++r) {
+    if (r != split && r != concat && send.extent(r) != recv.extent(r)) {
+      at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
+                                    recv.extent(r), "; all but the split and concat dimensions must be equal"});
+    }
+  }
+  const checked_counts out = read_counts(send_counts, at, "send_counts", slice_elements(send, split));
+  const checked_counts in = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, concat));
+  if (send.extent(split) != out.total) {
+    at.fail(errc::size_mismatch, {layout, ": send holds ", send.extent(split), " slices along dimension ", split,
+                                  ", but send_counts add up to ", out.total});
+  }
+  if (recv.extent(concat) != in.total) {
+    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(concat), " slices along dimension ", concat,
+                                  ", but recv_counts add up to ", in.total});
+  }
+  const auto me = static_cast<std::size_t>(at.rank);
+  const std::size_t own_out = out.count[me] * slice_elements(send, split);
+  const std::size_t own_in = in.count[me] * slice_elements(recv, concat);
+  if (own_out != own_in) {
+    at.fail(errc::size_mismatch,
+            {layout, ": this rank sends itself ", own_out, " elements (send_counts[", at.rank, "] = ", out.count[me],
+             ") but expects ", own_in, " (recv_counts[", at.rank, "] = ", in.count[me], ")"});
+  }
+  const auto send_box = to_box(send);
+  const auto recv_box = to_box(recv);
+  check_unique(recv_box, at, "recv");
+  check_disjoint(send_box, recv_box, at);
+  std::vector<region> from;
+  std::vector<region> into;
+  from.reserve(out.count.size());
+  into.reserve(in.count.size());
+  for (std::size_t j = 0; j < out.count.size(); ++j) {
+    from.push_back(to_region(send_box.slice(split, out.offset[j], out.count[j]), at, "send"));
+    into.push_back(to_region(recv_box.slice(concat, in.offset[j], in.count[j]), at, "recv"));
+  }
+  return exchange_v_plan(std::move(from), std::move(into), at.rank, at.size);
+}
+
+// ---- the layouts' v-plans, found by argument-dependent lookup ---------------
+
+/// contiguous: 1-D ranges (and tensors along dimension 0).
+template <tensor_argument Send, tensor_argument Recv, count_range Counts>
+tensor_gather_plan make_v_plan(contiguous, op::all_gather, const call_site& at, Send&& send, Recv&& recv,
+                               const Counts& recv_counts) {
+  check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
+  return gather_v_along("contiguous", 0, at, as_tensor(send), as_tensor(recv), recv_counts);
+}
+
+template <tensor_argument Recv, count_range Counts>
+tensor_gather_plan make_v_plan(contiguous, op::all_gather, const call_site& at, in_place_t, Recv&& recv,
+                               const Counts& recv_counts) {
+  return gather_v_along_in_place("contiguous", 0, at, as_tensor(recv), recv_counts);
+}
+
+template <std::size_t D, tensor_argument Send, tensor_argument Recv, count_range Counts>
+tensor_gather_plan make_v_plan(along<D>, op::all_gather, const call_site& at, Send&& send, Recv&& recv,
+                               const Counts& recv_counts) {
+  check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
+  layout_dimension_in_range<D, tensor_of<Recv>::rank()>();
+  return gather_v_along(along_name(D), D, at, as_tensor(send), as_tensor(recv), recv_counts);
+}
+
+template <std::size_t D, tensor_argument Recv, count_range Counts>
+tensor_gather_plan make_v_plan(along<D>, op::all_gather, const call_site& at, in_place_t, Recv&& recv,
+                               const Counts& recv_counts) {
+  layout_dimension_in_range<D, tensor_of<Recv>::rank()>();
+  return gather_v_along_in_place(along_name(D), D, at, as_tensor(recv), recv_counts);
+}
+
+template <tensor_argument Send, tensor_argument Recv, count_range SendCounts, count_range RecvCounts>
+exchange_v_plan make_v_plan(contiguous, op::all_to_all, const call_site& at, Send&& send, const SendCounts& send_counts,
+                            Recv&& recv, const RecvCounts& recv_counts) {
+  check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
+  return exchange_v_split_concat("contiguous", 0, 0, at, as_tensor(send), send_counts, as_tensor(recv), recv_counts);
+}
+
+template <std::size_t S, std::size_t C, tensor_argument Send, tensor_argument Recv, count_range SendCounts,
+          count_range RecvCounts>
+exchange_v_plan make_v_plan(redistribute<S, C>, op::all_to_all, const call_site& at, Send&& send,
+                            const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts) {
+  check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
+  layout_dimension_in_range<S, tensor_of<Send>::rank()>();
+  layout_dimension_in_range<C, tensor_of<Recv>::rank()>();
+  const std::string name = "redistribute<" + std::to_string(S) + ", " + std::to_string(C) + ">";
+  return exchange_v_split_concat(name, S, C, at, as_tensor(send), send_counts, as_tensor(recv), recv_counts);
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,201 @@
+// The engine behind bundles (op/bundle.hpp): every member gets its own block
+// plan from the layout, as if it were moved alone; the plans become one
+// bundle_plan (layout/bundle_plan.hpp) and the algorithm's schedule is
+// expanded so that each message carries every member's blocks. One schedule,
+// one tag, one message per (step, peer): the latency of one collective.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "plait/algorithm/select.hpp"
+#include "plait/core/call_stamp.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/layout/bundle_plan.hpp"
+#include "plait/layout/layout.hpp"
+#include "plait/layout/uneven_plans.hpp"
+#include "plait/op/bundle.hpp"
+#include "plait/op/check.hpp"
+#include "plait/op/collective.hpp"
+#include "plait/op/executor.hpp"
+#include "plait/op/stamp.hpp"
+#include "plait/op/uneven.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// The schedule of `planned` expanded for `Members` members, remembered per
+/// thread as remembered_schedule remembers schedules (a repeated call builds
+/// nothing).
+template <class Algorithm, class Op, class Transport, int Members>
+const schedule& remembered_expansion(const planned_schedule& planned, int rank, int size, std::size_t block_bytes) {
+  struct entry {
+    int rank = -1;
+    int size = 0;
+    std::size_t block_bytes = 0;
+    schedule wide;
+  };
+  thread_local std::array<entry, 4> known;
+  thread_local std::size_t next = 0;
+  for (entry& e : known) {
+    if (e.size == size && e.rank == rank && e.block_bytes == block_bytes) return e.wide;
+  }
+  entry& slot = known[next++ % known.size()];
+  slot = {rank, size, block_bytes, expand_for_members(planned.steps, Members)};
+  return slot.wide;
+}
+
+/// True when every member of the bundle is a tensor view, or every member a 1-D range.
+template <class Bundle, std::size_t... I>
+constexpr bool members_alike(std::index_sequence<I...>) {
+  constexpr bool tensors =
+      (mdspan_like<std::remove_cvref_t<decltype(std::declval<Bundle&>().template get<I>())>> && ...);
+  constexpr bool ranges =
+      (!mdspan_like<std::remove_cvref_t<decltype(std::declval<Bundle&>().template get<I>())>> && ...);
+  return tensors || ranges;
+}
+
+template <class Send, class Recv>
+constexpr void check_bundle_pair() {
+  static_assert(is_bundle<Send> && is_bundle<Recv>,
+                "plait: when one side is a plait::bundle the other must be one too (in_place does not combine with "
+                "bundles)");
+  if constexpr (is_bundle<Send> && is_bundle<Recv>) {
+    static_assert(Send::size == Recv::size, "plait: send and recv bundles must have the same number of members");
+    static_assert(members_alike<Send>(std::make_index_sequence<Send::size>{}) &&
+                      members_alike<Recv>(std::make_index_sequence<Recv::size>{}),
+                  "plait: bundle members are all 1-D ranges or all tensor views, not a mix");
+  }
+}
+
+/// A bundle's collective of Op on Transport with Algorithm and Layout.
+template <class Op, class Transport, class Algorithm, class Layout>
+struct bundled_collective {
+  static_assert(detail::check_transport<Transport>());
+  static_assert(detail::check_algorithm<Algorithm, Op>());
+  static_assert(layout<Layout>,
+                "plait: the Layout argument is not a layout (use plait::contiguous, plait::along<D> "
+                "or plait::redistribute<S, C>)");
+  static_assert(Layout::template serves<Op>,
+                "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
+                "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
+
+  /// all_gather / all_to_all of bundles.
+  template <class Send, class Recv>
+  static void even(Transport& comm, Send& send, Recv& recv) {
+    check_bundle_pair<Send, Recv>();
+    const operation_label& label = requested_label(Op::name);
+    const call_site at{comm.rank(), comm.size(), label};
+    auto plan = members_plan(at, send, recv, std::make_index_sequence<Send::size>{});
+    run(comm, plan, plan.combined_block_bytes(at.rank), Op::name, even_kind(), send, recv);
+  }
+
+  /// all_gather_v of bundles: the same counts for every member.
+  template <class Send, class Recv, class Counts>
+  static void gather_v(Transport& comm, Send& send, Recv& recv, const Counts& counts) {
+    check_bundle_pair<Send, Recv>();
+    const operation_label& label = requested_label(uneven_names<Op>::name);
+    const call_site at{comm.rank(), comm.size(), label};
+    auto plan = members_v_plan(at, send, recv, counts, std::make_index_sequence<Send::size>{});
+    std::size_t largest = 0;
+    for (int j = 0; j < comm.size(); ++j) largest = std::max(largest, plan.combined_block_bytes(j));
+    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv);
+  }
+
+  /// all_to_all_v of bundles: the same counts for every member.
+  template <class Send, class SendCounts, class Recv, class RecvCounts>
+  static void exchange_v(Transport& comm, Send& send, const SendCounts& send_counts, Recv& recv,
+                         const RecvCounts& recv_counts) {
+    check_bundle_pair<Send, Recv>();
+    const operation_label& label = requested_label(uneven_names<Op>::name);
+    const call_site at{comm.rank(), comm.size(), label};
+    auto plan = members_exchange_plan(at, send, send_counts, recv, recv_counts, std::make_index_sequence<Send::size>{});
+    if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
+      learn_sizes(comm, plan, label, std::make_index_sequence<Send::size>{});
+    }
+    std::size_t largest = 0;
+    for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) {
+      if (plan.has_location(b * plan.members)) largest = std::max(largest, plan.combined_block_bytes(b));
+    }
+    if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
+      for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) {
+        largest = std::max(largest, plan.combined_block_bytes(b));
+      }
+    }
+    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv);
+  }
+
+ private:
+  static constexpr call_kind even_kind() {
+    return std::is_same_v<Op, op::all_gather> ? call_kind::all_gather : call_kind::all_to_all;
+  }
+
+  /// "all_gather<ring>" for the operation named `name`; one per program and name.
+  static const operation_label& requested_label(std::string_view name) {
+    if (name == Op::name) {
+      static const operation_label even_label(Op::name, algorithm_name<Algorithm>());
+      return even_label;
+    }
+    static const operation_label uneven_label(uneven_names<Op>::name, algorithm_name<Algorithm>());
+    return uneven_label;
+  }
+
+  template <class Send, class Recv, std::size_t... I>
+  static auto members_plan(const call_site& at, Send& send, Recv& recv, std::index_sequence<I...>) {
+    return bundle_plan<decltype(make_plan(Layout{}, Op{}, at, send.template get<I>(), recv.template get<I>()))...>(
+        make_plan(Layout{}, Op{}, at, send.template get<I>(), recv.template get<I>())...);
+  }
+  template <class Send, class Recv, class Counts, std::size_t... I>
+  static auto members_v_plan(const call_site& at, Send& send, Recv& recv, const Counts& counts,
+                             std::index_sequence<I...>) {
+    return bundle_plan<decltype(make_v_plan(Layout{}, Op{}, at, send.template get<I>(), recv.template get<I>(),
+                                            counts))...>(
+        make_v_plan(Layout{}, Op{}, at, send.template get<I>(), recv.template get<I>(), counts)...);
+  }
+  template <class Send, class SendCounts, class Recv, class RecvCounts, std::size_t... I>
+  static auto members_exchange_plan(const call_site& at, Send& send, const SendCounts& send_counts, Recv& recv,
+                                    const RecvCounts& recv_counts, std::index_sequence<I...>) {
+    return bundle_plan<decltype(make_v_plan(Layout{}, Op{}, at, send.template get<I>(), send_counts,
+                                            recv.template get<I>(), recv_counts))...>(
+        make_v_plan(Layout{}, Op{}, at, send.template get<I>(), send_counts, recv.template get<I>(), recv_counts)...);
+  }
+  /// Each member learns every block's size (one count exchange per member:
+  /// their units differ).
+  template <class Plan, std::size_t... I>
+  static void learn_sizes(Transport& comm, Plan& plan, std::string_view label, std::index_sequence<I...>) {
+    (exchange_block_sizes(comm, plan.template member<I>(), label), ...);
+  }
+
+  /// Check mode, member by member: each member's call signature and blocks
+  /// (one signature exchange per member; check mode is off by default).
+  template <class Plan, class Send, class Recv, std::size_t... I>
+  static void check_members(Transport& comm, const planned_schedule& planned, const Plan& plan, Send& send, Recv& recv,
+                            std::string_view operation, std::index_sequence<I...>) {
+    (collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan.template member<I>(),
+                                                         send.template get<I>(), recv.template get<I>(), operation,
+                                                         operation == Op::name),
+     ...);
+  }
+
+  template <class Plan, class Send, class Recv>
+  static void run(Transport& comm, const Plan& plan, std::size_t largest, std::string_view operation, call_kind kind,
+                  Send& send, Recv& recv) {
+    const planned_schedule& planned = remembered_schedule<Algorithm, Op, Transport>(comm.rank(), comm.size(), largest);
+    const schedule& wide =
+        remembered_expansion<Algorithm, Op, Transport, Plan::members>(planned, comm.rank(), comm.size(), largest);
+    const operation_label name(operation, planned.algorithm);
+    if (check_mode(comm))
+      check_members(comm, planned, plan, send, recv, operation, std::make_index_sequence<Plan::members>{});
+    const int tag = take_tag(comm, collective_stamp<Op, Layout>(planned.algorithm, kind));
+    execute(comm, wide, plan, name.view(), tag);
+  }
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,163 @@
+// The engine behind the uneven collectives (all_gather_v, all_to_all_v): the
+// same compile-time checks, schedules and executor as the even forms, with
+// block plans whose blocks have the counts' sizes (layout/uneven_plans.hpp).
+//
+// automatic chooses by the largest block, the same on every rank: an
+// all-gather's recv_counts are known everywhere; an all-to-all's are not, so
+// all_to_all_v first exchanges every rank's counts (one small all-gather of
+// 2P numbers per rank, control traffic) whenever it needs them: for
+// automatic, for schedules that forward blocks between other ranks (ring,
+// Bruck: a forwarding rank must know a block's size) and in check mode, which
+// also checks that rank i's send count to j equals rank j's receive count
+// from i. pairwise and direct move each block straight from its source to its
+// destination and skip the exchange; there the transports' exact receive
+// sizes catch disagreeing counts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "plait/algorithm/direct.hpp"
+#include "plait/algorithm/pairwise.hpp"
+#include "plait/algorithm/ring.hpp"
+#include "plait/algorithm/select.hpp"
+#include "plait/core/call_stamp.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/layout/contiguous_plans.hpp"
+#include "plait/layout/layout.hpp"
+#include "plait/layout/uneven_plans.hpp"
+#include "plait/op/check.hpp"
+#include "plait/op/collective.hpp"
+#include "plait/op/executor.hpp"
+#include "plait/op/stamp.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// The uneven form's name and call kind for an operation.
+template <class Op>
+struct uneven_names;
+template <>
+struct uneven_names<op::all_gather> {
+  static constexpr std::string_view name = "all_gather_v";
+  static constexpr call_kind kind = call_kind::all_gather_v;
+};
+template <>
+struct uneven_names<op::all_to_all> {
+  static constexpr std::string_view name = "all_to_all_v";
+  static constexpr call_kind kind = call_kind::all_to_all_v;
+};
+
+/// Whether schedules of A move every all-to-all block straight from its
+/// source to its destination, so no rank needs the size of a block it
+/// neither sends nor receives.
+template <class A>
+inline constexpr bool moves_blocks_directly = std::is_same_v<A, pairwise> || std::is_same_v<A, direct>;
+
+/// Every rank's row of (bytes sent to each rank, bytes expected from each
+/// rank) reaches every rank; every pair is checked on every rank, so ranks
+/// whose counts disagree all fail together (errc::size_mismatch naming both),
+/// before any payload moves. Then `plan` knows every block's size.
+template <class Comm>
+void exchange_block_sizes(Comm& comm, exchange_v_plan& plan, std::string_view operation) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  const std::vector<std::uint64_t> mine = plan.own_counts();
+  std::vector<std::uint64_t> rows(2 * p * p);
+  const auto own = std::as_bytes(std::span(mine));
+  const auto all = std::as_writable_bytes(std::span(rows));
+  if constexpr (exchanges_control<Comm>) {
+    comm.exchange_control(own, all);  // a device transport: host records its own way
+  } else {
+    const gather_plan gather(own, all, own.size(), comm.rank(), false);
+    const std::uint64_t before = comm.bytes_sent();
+    execute(comm, ring::plan(op::all_gather{}, comm.rank(), comm.size()), gather, "count exchange",
+            take_tag(comm, call_stamp::of(call_kind::control, "counts")));
+    if constexpr (discounts_control_bytes<Comm>) comm.discount_control_bytes(comm.bytes_sent() - before);
+  }
+  std::vector<std::size_t> sizes(p * p);
+  for (std::size_t s = 0; s < p; ++s) {
+    for (std::size_t d = 0; d < p; ++d) {
+      const std::uint64_t sent = rows[s * 2 * p + d];
+      const std::uint64_t expected = rows[d * 2 * p + p + s];
+      if (sent != expected) {
+        fail(errc::size_mismatch,
+             {"rank ", s, " sends ", sent, " bytes to rank ", d, ", but rank ", d, " expects ", expected, " from rank ",
+              s, ": send_counts and recv_counts disagree"},
+             {comm.rank(), operation, -1, static_cast<int>(s == static_cast<std::size_t>(comm.rank()) ? d : s)});
+      }
+      sizes[s * p + d] = static_cast<std::size_t>(sent);
+    }
+  }
+  plan.set_block_sizes(std::move(sizes));
+}
+
+/// The uneven collective of Op on Transport with Algorithm and Layout.
+template <class Op, class Transport, class Algorithm, class Layout>
+struct uneven_collective {
+  static_assert(detail::check_transport<Transport>());
+  static_assert(detail::check_algorithm<Algorithm, Op>());
+  static_assert(layout<Layout>,
+                "plait: the Layout argument is not a layout: it lacks `using layout_concept = plait::layout_tag;` "
+                "(use plait::contiguous, plait::along<D> or plait::redistribute<S, C>)");
+  static_assert(Layout::template serves<Op>,
+                "plait: this layout does not fit this operation: all_gather_v takes plait::contiguous or "
+                "plait::along<D>; all_to_all_v takes plait::contiguous or plait::redistribute<S, C>");
+
+  using names = uneven_names<Op>;
+
+  [[nodiscard]] static call_site site(const Transport& comm) { return {comm.rank(), comm.size(), requested_label()}; }
+
+  /// Runs `plan`, whose largest block (the same on every rank) is `largest` bytes.
+  template <class Plan, class Send, class Recv>
+  static void run(Transport& comm, Plan& plan, std::size_t largest, const Send& send, const Recv& recv) {
+    if constexpr (std::is_same_v<Plan, exchange_v_plan>) {
+      if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
+        exchange_block_sizes(comm, plan, requested_label());
+        largest = 0;
+        for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) largest = std::max(largest, plan.block_bytes(b));
+      }
+    }
+    const planned_schedule& planned = remembered_schedule<Algorithm, Op, Transport>(comm.rank(), comm.size(), largest);
+    if (check_mode(comm)) {
+      collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv, names::name, false);
+    }
+    if (planned.algorithm == requested_label().algorithm()) {
+      run_schedule(comm, planned, plan, requested_label());
+    } else {  // automatic: name the algorithm that runs
+      const operation_label running(names::name, planned.algorithm);
+      run_schedule(comm, planned, plan, running);
+    }
+  }
+
+  static const operation_label& requested_label() {
+    static const operation_label label(names::name, algorithm_name<Algorithm>());
+    return label;
+  }
+
+ private:
+  template <class Plan>
+  static void run_schedule(Transport& comm, const planned_schedule& planned, const Plan& plan,
+                           const operation_label& name) {
+    const int tag = take_tag(comm, collective_stamp<Op, Layout>(planned.algorithm, names::kind));
+    execute(comm, planned.steps, plan, name.view(), tag);
+  }
+};
+
+/// The static_assert every v-form runs on its counts argument.
+template <class Counts>
+constexpr void check_counts_type() {
+  static_assert(count_range<Counts>,
+                "plait: counts must be a contiguous range of an integral type, one count per rank "
+                "(std::vector<int>, std::array<std::int64_t, P>, std::span<const std::size_t>, ...)");
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

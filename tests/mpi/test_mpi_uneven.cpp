@@ -1,0 +1,139 @@
+// Differential tests of the uneven collectives: plait's all_gather_v and
+// all_to_all_v over plait::mpi::communicator must produce byte for byte what
+// MPI_Allgatherv / MPI_Alltoallv (with packed displacements) produce on the
+// same data and counts, for every algorithm, random counts including zeros,
+// all-zero and one rank holding everything; bundles equal their members moved
+// one call each.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "plait/mpi.hpp"
+
+namespace {
+
+/// counts[r] for every rank, the same on every rank: random in [0, most] by
+/// `seed`, all zero (pattern 1) or everything on the last rank (pattern 2).
+std::vector<int> shared_counts(int ranks, unsigned seed, int pattern, int most) {
+  std::vector<int> c(static_cast<std::size_t>(ranks));
+  std::mt19937 gen(seed);
+  for (int& x : c) x = static_cast<int>(gen() % static_cast<unsigned>(most + 1));
+  if (pattern == 1) std::fill(c.begin(), c.end(), 0);
+  if (pattern == 2) {
+    std::fill(c.begin(), c.end(), 0);
+    c.back() = most * 2;
+  }
+  return c;
+}
+
+std::vector<int> packed_displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size());
+  int at = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    d[i] = at;
+    at += counts[i];
+  }
+  return d;
+}
+
+int total(const std::vector<int>& c) {
+  int t = 0;
+  for (int x : c) t += x;
+  return t;
+}
+
+template <class Algorithm>
+bool gather_v_matches(plait::mpi::communicator& comm, unsigned seed, int pattern) {
+  const int p = comm.size();
+  const auto counts = shared_counts(p, seed, pattern, 700);
+  const auto mine = plait_test::pattern_bytes(
+      comm.rank(), static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]), 11);
+  std::vector<std::byte> got(static_cast<std::size_t>(total(counts)));
+  std::vector<std::byte> want(got.size());
+  plait::all_gather_v<Algorithm>(comm, mine, got, counts);
+  const auto displs = packed_displacements(counts);
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, want.data(), counts.data(), displs.data(),
+                 MPI_BYTE, MPI_COMM_WORLD);
+  return got == want;
+}
+
+template <class Algorithm>
+bool exchange_v_matches(plait::mpi::communicator& comm, unsigned seed, int pattern) {
+  const int p = comm.size();
+  const auto row = [&](int s) { return shared_counts(p, seed + 31u * static_cast<unsigned>(s), pattern, 500); };
+  const auto send_counts = row(comm.rank());
+  std::vector<int> recv_counts;
+  for (int s = 0; s < p; ++s) recv_counts.push_back(row(s)[static_cast<std::size_t>(comm.rank())]);
+  const auto send = plait_test::pattern_bytes(comm.rank(), static_cast<std::size_t>(total(send_counts)), 12);
+  std::vector<std::byte> got(static_cast<std::size_t>(total(recv_counts)));
+  std::vector<std::byte> want(got.size());
+  plait::all_to_all_v<Algorithm>(comm, send, send_counts, got, recv_counts);
+  const auto sd = packed_displacements(send_counts);
+  const auto rd = packed_displacements(recv_counts);
+  MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), MPI_BYTE, want.data(), recv_counts.data(), rd.data(),
+                MPI_BYTE, MPI_COMM_WORLD);
+  return got == want;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("mpi all_gather_v equals MPI_Allgatherv for every algorithm", "[mpi][all_gather_v]", plait::ring,
+                   plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
+                   plait::neighbor_exchange, plait::automatic) {
+  plait::mpi::communicator comm(MPI_COMM_WORLD);
+  if constexpr (std::is_same_v<TestType, plait::neighbor_exchange>) {
+    if (comm.size() % 2 != 0 && comm.size() != 1) return;  // every rank skips alike
+  }
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    for (unsigned seed = 1; seed <= 2; ++seed) {
+      CAPTURE(pattern, seed);
+      PLAIT_REQUIRE_ALL(gather_v_matches<TestType>(comm, seed, pattern));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("mpi all_to_all_v equals MPI_Alltoallv for every algorithm", "[mpi][all_to_all_v]", plait::ring,
+                   plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
+  plait::mpi::communicator comm(MPI_COMM_WORLD);
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    for (unsigned seed = 1; seed <= 2; ++seed) {
+      CAPTURE(pattern, seed);
+      PLAIT_REQUIRE_ALL(exchange_v_matches<TestType>(comm, seed, pattern));
+    }
+  }
+}
+
+TEST_CASE("mpi exchange_counts and a bundle all_to_all_v equal the members moved one call each",
+          "[mpi][all_to_all_v][bundle]") {
+  plait::mpi::communicator comm(MPI_COMM_WORLD);
+  const int p = comm.size();
+  std::vector<std::int64_t> send_counts(static_cast<std::size_t>(p));
+  for (int d = 0; d < p; ++d) send_counts[static_cast<std::size_t>(d)] = (comm.rank() * 3 + d) % 4;
+  const std::vector<std::size_t> recv_counts = plait::exchange_counts(comm, send_counts);
+  bool ok = true;
+  for (int s = 0; s < p; ++s)
+    ok = ok && recv_counts[static_cast<std::size_t>(s)] == static_cast<std::size_t>((s * 3 + comm.rank()) % 4);
+  std::size_t sent = 0, received = 0;
+  for (auto c : send_counts) sent += static_cast<std::size_t>(c);
+  for (auto c : recv_counts) received += c;
+  std::vector<float> out(sent * 8), lse(sent);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(comm.rank() * 100000 + static_cast<int>(i));
+  for (std::size_t i = 0; i < lse.size(); ++i) lse[i] = static_cast<float>(-comm.rank() * 1000 - static_cast<int>(i));
+  std::vector<float> out_a(received * 8), lse_a(received), out_b(received * 8), lse_b(received);
+  using V2 = plait::tensor_view<float, 2>;
+  using C2 = plait::tensor_view<const float, 2>;
+  plait::all_to_all_v<plait::pairwise>(
+      comm, plait::bundle(C2(out.data(), {sent, 8}), C2(lse.data(), {sent, 1})), send_counts,
+      plait::bundle(V2(out_a.data(), {received, 8}), V2(lse_a.data(), {received, 1})), recv_counts);
+  plait::all_to_all_v<plait::pairwise>(comm, C2(out.data(), {sent, 8}), send_counts, V2(out_b.data(), {received, 8}),
+                                       recv_counts);
+  plait::all_to_all_v<plait::pairwise>(comm, lse, send_counts, lse_b, recv_counts);
+  PLAIT_REQUIRE_ALL(ok && out_a == out_b && lse_a == lse_b);
+}
