@@ -452,3 +452,18 @@ TEMPLATE_TEST_CASE("bundles of the v forms equal their members moved one call ea
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("check mode catches ranks that pass all_gather_v different counts", "[all_gather_v][check]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 3, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_check_mode(true);
+    comm.set_timeout(std::chrono::seconds(20));
+    // Every rank's own count agrees with its send, but rank 2 believes rank 0
+    // sends 2 elements and rank 1 none: the same total, other offsets.
+    const std::vector<int> counts = comm.rank() == 2 ? std::vector<int>{2, 0, 2} : std::vector<int>{1, 1, 2};
+    std::vector<int> send(static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]), comm.rank());
+    return expect_refused(comm, plait::errc::size_mismatch, "disagree", [&](std::vector<int>& recv) {
+      plait::all_gather_v<plait::ring>(comm, send, std::span(recv.data(), 4), counts);
+    });
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
