@@ -46,6 +46,8 @@
 
 #include <unistd.h>
 
+#include "plait/core/call_stamp.hpp"
+#include "plait/core/communicator_core.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
@@ -68,7 +70,6 @@ struct options {
 
 namespace detail {
 
-using plait::detail::default_timeout;  // PLAIT_TIMEOUT, shared by every transport
 using plait::detail::seconds_text;
 
 /// The bootstrap communicator behind a type-erased face: the NVLink
@@ -235,9 +236,12 @@ inline std::uint64_t host_hash() {
 
 }  // namespace detail
 
-/// The NVLink P2P transport over policy Ops. Movable, not copyable.
+/// The NVLink P2P transport over policy Ops. Movable, not copyable. Rank,
+/// size, timeouts, tags and call stamps, poisoning, check mode and payload
+/// accounting are plait::communicator_core's (its accessors are this
+/// communicator's).
 template <class Ops>
-class basic_communicator {
+class basic_communicator : public communicator_core {
  public:
   using transport_concept = transport_tag;
   using memory_space = device_memory;
@@ -263,14 +267,23 @@ class basic_communicator {
   template <transport Bootstrap>
   basic_communicator(Bootstrap&& bootstrap, int device, stream_type stream = {}, options shape = {}) = delete;
 
-  basic_communicator(basic_communicator&&) noexcept = default;
-  basic_communicator& operator=(basic_communicator&&) noexcept = default;
+  /// The source becomes a null communicator.
+  basic_communicator(basic_communicator&& other) noexcept
+      : communicator_core(std::move(other)), s_(std::move(other.s_)) {
+    other.attach(-1, 0);
+  }
+  basic_communicator& operator=(basic_communicator&& other) noexcept {
+    if (this != &other) {
+      communicator_core::operator=(std::move(other));
+      s_ = std::move(other.s_);
+      other.attach(-1, 0);
+    }
+    return *this;
+  }
   basic_communicator(const basic_communicator&) = delete;
   basic_communicator& operator=(const basic_communicator&) = delete;
   ~basic_communicator() = default;
 
-  [[nodiscard]] int rank() const noexcept { return s_ ? s_->rank : -1; }
-  [[nodiscard]] int size() const noexcept { return s_ ? s_->size : 0; }
   explicit operator bool() const noexcept { return s_ != nullptr; }
   [[nodiscard]] int device() const noexcept { return s_ ? s_->device : -1; }
   [[nodiscard]] stream_type stream() const noexcept { return s_ ? s_->stream : stream_type{}; }
@@ -279,37 +292,20 @@ class basic_communicator {
     return s_ ? options{s_->layout.shape.slots, s_->layout.shape.slot_bytes, s_->layout.shape.channels} : options{};
   }
 
-  void set_timeout(std::chrono::nanoseconds timeout) { usable("set_timeout").timeout = timeout; }
-  template <class Rep, class Period>
-  void set_timeout(std::chrono::duration<Rep, Period> timeout) {
-    set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
-  }
-  [[nodiscard]] std::chrono::nanoseconds timeout() const noexcept {
-    return s_ ? s_->timeout : detail::default_timeout();
-  }
-  [[nodiscard]] std::uint64_t bytes_sent() const noexcept { return s_ ? s_->bytes_sent : 0; }
-
-  /// A fresh tag for one collective call; every rank draws the same sequence.
-  int next_tag() {
-    auto& s = usable("collective");
-    s.tag_counter = s.tag_counter % max_tag + 1;
-    return s.tag_counter;
-  }
-
   /// Records a send of device bytes; they must stay untouched until the
   /// transfer has run (after wait_all, in stream order).
   request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
     auto& s = usable("isend");
-    check_peer(s, peer, "isend");
+    check_peer(peer, "isend");
     post(s, peer, true, const_cast<std::byte*>(bytes.data()), bytes.size(), tag, "isend");
-    s.bytes_sent += bytes.size();
+    count_sent(bytes.size());
     return {s.posted++};
   }
 
   /// Records a receive of exactly bytes.size() device bytes.
   request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
     auto& s = usable("irecv");
-    check_peer(s, peer, "irecv");
+    check_peer(peer, "irecv");
     post(s, peer, false, bytes.data(), bytes.size(), tag, "irecv");
     return {s.posted++};
   }
@@ -322,12 +318,12 @@ class basic_communicator {
     for (const request& r : requests) {
       if (r.sequence >= s.posted) {
         throw error(errc::invalid_argument, "request " + std::to_string(r.sequence) + " was never posted",
-                    {s.rank, "wait_all"});
+                    where("wait_all"));
       }
     }
     if (s.pending.empty()) return;
     flush(s, until);
-    raise_device_error(s);
+    raise_device_error();
   }
   void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout()); }
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
@@ -341,10 +337,10 @@ class basic_communicator {
     try {
       s.ops.synchronize(s.stream);
     } catch (const error& e) {
-      poison(s, e);
+      poison_and_discard(e);
       throw;
     }
-    raise_device_error(s);
+    raise_device_error();
   }
 
   /// synchronize(), then a barrier of the bootstrap communicator.
@@ -354,7 +350,7 @@ class basic_communicator {
     try {
       s.boot->barrier();
     } catch (const error& e) {
-      poison(s, e);
+      poison_and_discard(e);
       throw;
     }
   }
@@ -365,15 +361,10 @@ class basic_communicator {
   basic_communicator split(int color, int key) {
     synchronize();
     auto& s = usable("split");
-    if (color < 0 && color != no_group) {
-      throw error(errc::invalid_argument, "split color " + std::to_string(color) + " is negative (use plait::no_group)",
-                  {s.rank, "split"});
-    }
+    check_split_color(color);
     std::unique_ptr<detail::bootstrap_link> child = s.boot->split(color, key);
     if (!child) return {};
-    basic_communicator out(std::move(child), s.device, s.stream, shape());
-    out.s_->timeout = s.timeout;
-    return out;
+    return basic_communicator(std::move(child), s.device, s.stream, shape(), this);
   }
 
   /// Work of this communicator goes to `stream` until the returned guard ends.
@@ -402,23 +393,18 @@ class basic_communicator {
   /// The policy itself (tests and check programs look at it).
   Ops& policy() { return usable("policy").ops; }
 
-  /// Check mode (plait/op/check.hpp): signatures of each collective call are
-  /// compared across ranks first. Also on with PLAIT_CHECK=1.
-  void set_check_mode(bool on) { usable("set_check_mode").check_mode = on; }
-  [[nodiscard]] bool check_mode() const noexcept { return s_ && s_->check_mode; }
-
   /// Every rank's small host record `mine` into `all` over the bootstrap
   /// communicator: check mode exchanges its call signatures here, in host
   /// memory, never through the device staging areas.
   void exchange_control(std::span<const std::byte> mine, std::span<std::byte> all) {
     auto& s = usable("check");
-    if (all.size() != mine.size() * static_cast<std::size_t>(s.size)) {
-      throw error(errc::invalid_argument, "control exchange of the wrong size", {s.rank, "check"});
+    if (all.size() != mine.size() * static_cast<std::size_t>(size())) {
+      throw error(errc::invalid_argument, "control exchange of the wrong size", where("check"));
     }
     try {
       s.boot->all_gather(mine, all);
     } catch (const error& e) {
-      poison(s, e);
+      poison_and_discard(e);
       throw;
     }
   }
@@ -454,16 +440,12 @@ class basic_communicator {
   [[nodiscard]] std::uint64_t bytes_zero_copy() const noexcept { return s_ ? s_->zero_copy_bytes : 0; }
 
  private:
-  static constexpr int max_tag = (1 << 30) - 1;
-
   struct posted_message {
     int peer;
     bool is_send;
     detail::message what;
   };
 
-  /// Everything a communicator owns, behind one pointer so moves are trivial
-  /// and teardown happens once.
   /// One collective registration as this rank sees it.
   struct registered {
     std::uint64_t serial = 0;                      ///< this rank's (nonzero; unique per communicator)
@@ -475,12 +457,14 @@ class basic_communicator {
     std::vector<std::byte*> mappings;  ///< per peer: what release_buffer closes
   };
 
+  /// What a communicator owns besides the core's settings, behind one pointer
+  /// so that teardown happens once and registration handles reach it after
+  /// the communicator moved (they need only the bootstrap, the policy and the
+  /// registry: the core's fields stay in the communicator itself).
   struct state {
     std::unique_ptr<detail::bootstrap_link> boot;
     Ops ops;
     engine_type engine;
-    int rank = -1;
-    int size = 0;
     int device = 0;
     stream_type stream{};
     detail::area_layout layout{};
@@ -489,18 +473,11 @@ class basic_communicator {
     std::vector<bool> mapped;  // peer area opened through an IPC handle (else a raw address)
     std::vector<posted_message> pending;
     std::uint64_t posted = 0;
-    std::uint64_t bytes_sent = 0;
     std::uint64_t zero_copy_bytes = 0;
-    bool check_mode = false;
     std::vector<registered> registrations;  // live handles only
     std::uint64_t serial_counter = 0;
     /// What registration handles hold: null once this state is gone.
     std::shared_ptr<state*> link = std::make_shared<state*>(this);
-    int tag_counter = 0;
-    std::chrono::nanoseconds timeout = detail::default_timeout();
-    bool poisoned = false;
-    errc poisoned_code = errc::transport;
-    std::string poison_reason;
 
     state(std::unique_ptr<detail::bootstrap_link> b, int dev, stream_type st)
         : boot(std::move(b)), ops(dev), engine(ops, &stream), device(dev), stream(st) {}
@@ -536,10 +513,15 @@ class basic_communicator {
     }
   };
 
-  basic_communicator(std::unique_ptr<detail::bootstrap_link> boot, int device, stream_type stream, options shape) {
+  /// A group over `boot`: with the default settings (PLAIT_TIMEOUT, PLAIT_CHECK
+  /// read now), or those of `parent` when split from it.
+  basic_communicator(std::unique_ptr<detail::bootstrap_link> boot, int device, stream_type stream, options shape,
+                     const basic_communicator* parent = nullptr)
+      : communicator_core(parent != nullptr ? parent->child(boot->rank(), boot->size())
+                                            : communicator_core(boot->rank(), boot->size())) {
     const int rank = boot->rank();
     const int size = boot->size();
-    const error_context at{rank, "nvlink::communicator"};
+    const error_context at = where("nvlink::communicator");
     if (size > detail::max_ranks) {
       throw error(
           errc::unsupported,
@@ -560,8 +542,6 @@ class basic_communicator {
     // Every lane of a step must fit one launch: fewer channels for large groups.
     g.channels = std::min<std::uint32_t>(g.channels, static_cast<std::uint32_t>(detail::max_lanes / (2 * size)));
     auto s = std::make_unique<state>(std::move(boot), device, stream);
-    s->rank = rank;
-    s->size = size;
     s->layout = detail::area_layout::of(g);
     s->area = s->ops.allocate_area(s->layout.total);
     const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots, g.channels,
@@ -595,7 +575,7 @@ class basic_communicator {
         continue;
       }
       const detail::area_record& r = all[p];
-      check_record(r, mine, peer, at);
+      check_record(r, mine, peer);
       const bool same_process = r.pid == mine.pid;
       s->peer_areas[p] =
           s->ops.import_area(r.handle, r.area_bytes, same_process,
@@ -612,7 +592,7 @@ class basic_communicator {
         throw error(errc::transport,
                     "the staging area mapped from rank " + std::to_string(peer) +
                         " does not carry that rank's header (stale or foreign handle)",
-                    {rank, "nvlink::communicator", -1, peer});
+                    where("nvlink::communicator", peer));
       }
     }
     // Everyone has mapped everyone: names standing in for handles can go.
@@ -621,9 +601,8 @@ class basic_communicator {
     s_ = std::move(s);
   }
 
-  static void check_record(const detail::area_record& r, const detail::area_record& mine, int peer,
-                           const error_context& at) {
-    const error_context from{at.rank, at.operation, -1, peer};
+  void check_record(const detail::area_record& r, const detail::area_record& mine, int peer) const {
+    const error_context from = where("nvlink::communicator", peer);
     auto bad = [&](const std::string& what) {
       return error(errc::transport, "rank " + std::to_string(peer) + " sent a bad staging-area record: " + what, from);
     };
@@ -653,41 +632,27 @@ class basic_communicator {
     }
   }
 
-  state& usable(std::string_view operation) const {
-    if (!s_)
-      throw error(errc::invalid_argument, "null communicator (from split with plait::no_group)", {-1, operation});
-    if (s_->poisoned) {
-      throw error(s_->poisoned_code, "communicator is unusable after an earlier failure: " + s_->poison_reason,
-                  {s_->rank, operation});
-    }
-    raise_device_error(*s_);
+  /// The state, once the core says the communicator is usable and the device
+  /// has reported no failure since the last call.
+  state& usable(std::string_view operation) {
+    require_usable(operation);
+    raise_device_error();
     return *s_;
   }
-  state& usable(std::string_view operation) { return std::as_const(*this).usable(operation); }
 
-  static void check_peer(const state& s, int peer, std::string_view operation) {
-    if (peer < 0 || peer >= s.size) {
-      throw error(errc::invalid_argument,
-                  "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(s.size) + ")",
-                  {s.rank, operation, -1, peer});
-    }
-  }
-
-  static void post(state& s, int peer, bool is_send, std::byte* data, std::size_t bytes, int tag,
-                   std::string_view operation) {
+  void post(state& s, int peer, bool is_send, std::byte* data, std::size_t bytes, int tag, std::string_view operation) {
     if (s.pending.size() == static_cast<std::size_t>(detail::max_messages)) {
       throw error(errc::unsupported,
                   "more than " + std::to_string(detail::max_messages) +
                       " transfers recorded before one wait_all (call wait_all more often)",
-                  {s.rank, operation, -1, peer});
+                  where(operation, peer));
     }
     if (data == nullptr && bytes != 0) {
-      throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes",
-                  {s.rank, operation, -1, peer});
+      throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes", where(operation, peer));
     }
     if (bytes != 0) {
       if (const char* problem = s.ops.check_buffer(data)) {
-        throw error(errc::invalid_argument, problem, {s.rank, operation, -1, peer});
+        throw error(errc::invalid_argument, problem, where(operation, peer));
       }
     }
     std::uint32_t source = 0;
@@ -712,11 +677,10 @@ class basic_communicator {
 
   /// The collective part of register_buffer; returns the registration's serial.
   std::uint64_t add_registration(state& s, std::span<const std::byte> bytes) {
-    const error_context at{s.rank, "register_buffer"};
     auto* data = const_cast<std::byte*>(bytes.data());
     detail::buffer_record mine{};
     mine.magic = detail::buffer_magic;
-    mine.rank = s.rank;
+    mine.rank = rank();
     mine.pid = static_cast<std::int64_t>(getpid());
     mine.address = reinterpret_cast<std::uintptr_t>(data);
     mine.bytes = bytes.size();
@@ -755,33 +719,33 @@ class basic_communicator {
     mine.status = static_cast<std::uint32_t>(status);
     mine.checksum = mine.digest();
 
-    std::vector<detail::buffer_record> all(static_cast<std::size_t>(s.size));
+    std::vector<detail::buffer_record> all(static_cast<std::size_t>(size()));
     try {
       s.boot->all_gather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
     } catch (const error& e) {
-      poison(s, e);
+      poison_and_discard(e);
       throw;
     }
-    for (int peer = 0; peer < s.size; ++peer) {
+    for (int peer = 0; peer < size(); ++peer) {
       const detail::buffer_record& r = all[static_cast<std::size_t>(peer)];
       const auto st = static_cast<detail::registration_status>(r.status);
       if (r.magic != detail::buffer_magic || r.checksum != r.digest() || r.rank != peer ||
           r.status > static_cast<std::uint32_t>(detail::registration_status::too_many) ||
           (st == detail::registration_status::ok && (r.id >= detail::max_registrations || r.serial == 0))) {
         const error e(errc::transport, "rank " + std::to_string(peer) + " sent a corrupt buffer registration",
-                      {s.rank, "register_buffer", -1, peer});
-        poison(s, e);
+                      where("register_buffer", peer));
+        poison_and_discard(e);
         throw e;
       }
     }
     // Refused anywhere: refused everywhere, with the first refusing rank named, before anything is mapped.
-    for (int peer = 0; peer < s.size; ++peer) {
+    for (int peer = 0; peer < size(); ++peer) {
       const auto st = static_cast<detail::registration_status>(all[static_cast<std::size_t>(peer)].status);
       if (st == detail::registration_status::ok || st == detail::registration_status::empty) continue;
       std::string why = "rank " + std::to_string(peer) + " cannot register its buffer of " +
                         std::to_string(all[static_cast<std::size_t>(peer)].bytes) + " bytes: " + detail::describe(st);
-      if (peer == s.rank && problem != nullptr) why += std::string(" (") + problem + ")";
-      throw error(errc::invalid_argument, why, {s.rank, "register_buffer", -1, peer});
+      if (peer == rank() && problem != nullptr) why += std::string(" (") + problem + ")";
+      throw error(errc::invalid_argument, why, where("register_buffer", peer));
     }
 
     registered reg;
@@ -789,15 +753,15 @@ class basic_communicator {
     reg.id = mine.id;
     reg.data = status == detail::registration_status::ok ? data : nullptr;
     reg.bytes = status == detail::registration_status::ok ? bytes.size() : 0;
-    reg.ids.assign(static_cast<std::size_t>(s.size), detail::max_registrations);
-    reg.mappings.assign(static_cast<std::size_t>(s.size), nullptr);
+    reg.ids.assign(static_cast<std::size_t>(size()), detail::max_registrations);
+    reg.mappings.assign(static_cast<std::size_t>(size()), nullptr);
     std::uint32_t reached = 0;  // ranks whose buffer this rank reads directly
     try {
-      for (int peer = 0; peer < s.size; ++peer) {
+      for (int peer = 0; peer < size(); ++peer) {
         const detail::buffer_record& r = all[static_cast<std::size_t>(peer)];
         if (r.status != static_cast<std::uint32_t>(detail::registration_status::ok)) continue;
         detail::buffer_import in;
-        if (peer == s.rank) {
+        if (peer == rank()) {
           in.ok = true;
           in.entry = {reinterpret_cast<std::uintptr_t>(data), bytes.size(), 0, 0};
         } else {
@@ -821,14 +785,14 @@ class basic_communicator {
         reg.mappings[static_cast<std::size_t>(peer)] = in.mapping;
         reached |= 1U << peer;
       }
-      std::vector<std::uint32_t> reach(static_cast<std::size_t>(s.size));
+      std::vector<std::uint32_t> reach(static_cast<std::size_t>(size()));
       s.boot->all_gather(std::as_bytes(std::span(&reached, 1)), std::as_writable_bytes(std::span(reach)));
-      for (int peer = 0; peer < s.size; ++peer) {
-        if ((reach[static_cast<std::size_t>(peer)] >> s.rank & 1U) != 0) reg.readers |= 1U << peer;
+      for (int peer = 0; peer < size(); ++peer) {
+        if ((reach[static_cast<std::size_t>(peer)] >> rank() & 1U) != 0) reg.readers |= 1U << peer;
       }
     } catch (const error& e) {
       drop(s, reg);
-      poison(s, e);
+      poison_and_discard(e);
       throw;
     }
     s.registrations.push_back(std::move(reg));
@@ -837,7 +801,7 @@ class basic_communicator {
 
   /// Clears what `reg` put into our registry and closes its mappings (local).
   static void drop(state& s, registered& reg) noexcept {
-    for (int peer = 0; peer < s.size; ++peer) {
+    for (int peer = 0; peer < static_cast<int>(reg.ids.size()); ++peer) {
       const auto p = static_cast<std::size_t>(peer);
       if (reg.ids[p] < detail::max_registrations) {
         try {
@@ -877,12 +841,12 @@ class basic_communicator {
   }
 
   /// Groups the recorded transfers into lanes and hands the step to the policy.
-  static void flush(state& s, deadline until) {
+  void flush(state& s, deadline until) {
     auto args = std::make_unique<detail::step_args>();
     args->layout = s.layout;
     args->self = s.area;
-    for (int p = 0; p < s.size; ++p) args->peer_area[p] = s.peer_areas[static_cast<std::size_t>(p)];
-    args->rank = s.rank;
+    for (int p = 0; p < size(); ++p) args->peer_area[p] = s.peer_areas[static_cast<std::size_t>(p)];
+    args->rank = rank();
     const auto left = until - clock::now();
     args->timeout_ns =
         left.count() > 0
@@ -914,27 +878,28 @@ class basic_communicator {
     try {
       s.ops.run_step(*args, s.stream);
     } catch (const error& e) {
-      poison(s, e);
+      poison_and_discard(e);
       throw;
     }
   }
 
   /// Throws the step failure the policy recorded, if any (and poisons).
-  static void raise_device_error(state& s) {
-    const detail::fault f = s.ops.error_word();
+  void raise_device_error() {
+    const detail::fault f = s_->ops.error_word();
     if (f.code == static_cast<std::uint32_t>(detail::fault_code::none)) return;
-    const error e = describe(s, f);
-    poison(s, e);
+    const error e = device_error(f);
+    poison_and_discard(e);
     throw e;
   }
 
-  static error describe(const state& s, const detail::fault& f) {
-    const error_context at{s.rank, {}, -1, f.peer};
+  /// The plait::error a fault of the device's error word stands for.
+  [[nodiscard]] error device_error(const detail::fault& f) const {
+    const error_context at = where({}, f.peer);
     const std::string direction = f.is_send != 0 ? "send " : "receive ";
     const std::string message = direction + std::to_string(f.bytes) + " bytes (" + std::to_string(f.done) + " done)";
     switch (static_cast<detail::fault_code>(f.code)) {
       case detail::fault_code::timeout:
-        return error(errc::timeout, "timed out after " + detail::seconds_text(s.timeout) + " waiting to " + message,
+        return error(errc::timeout, "timed out after " + detail::seconds_text(timeout()) + " waiting to " + message,
                      at);
       case detail::fault_code::tag_mismatch:
         return error(errc::transport,
@@ -962,11 +927,11 @@ class basic_communicator {
     return error(errc::transport, "unknown device error code " + std::to_string(f.code), at);
   }
 
-  static void poison(state& s, const error& e) {
-    s.poisoned = true;
-    s.poisoned_code = e.value();
-    s.poison_reason = e.what();
-    s.pending.clear();  // nothing recorded may run after the throw
+  /// Poisons (the core keeps the first failure) and drops what was recorded:
+  /// nothing recorded may run after the throw.
+  void poison_and_discard(const error& e) noexcept {
+    poison(e);
+    if (s_) s_->pending.clear();
   }
 
   std::unique_ptr<state> s_;
