@@ -234,6 +234,15 @@ inline std::uint64_t host_hash() {
   return h;
 }
 
+// The device compares stamps as bits; it must agree with plait::stamps_conflict.
+static_assert(stamp_bits_conflict(call_stamp::of(call_kind::all_gather, "x").bits(),
+                                  call_stamp::of(call_kind::all_to_all, "x").bits()));
+static_assert(stamp_bits_conflict(call_stamp::of(call_kind::all_gather, "x").bits(),
+                                  call_stamp::of(call_kind::all_gather, "y").bits()));
+static_assert(!stamp_bits_conflict(call_stamp::of(call_kind::all_gather, "x").bits(),
+                                   call_stamp::of(call_kind::all_gather, "x").bits()));
+static_assert(!stamp_bits_conflict(call_stamp{}.bits(), call_stamp::of(call_kind::all_gather, "x").bits()));
+
 }  // namespace detail
 
 /// The NVLink P2P transport over policy Ops. Movable, not copyable. Rank,
@@ -295,8 +304,9 @@ class basic_communicator : public communicator_core {
   /// Records a send of device bytes; they must stay untouched until the
   /// transfer has run (after wait_all, in stream order).
   request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
-    auto& s = usable("isend");
+    auto& s = live_state("isend");
     check_peer(peer, "isend");
+    check_tag(tag, peer, "isend");
     post(s, peer, true, const_cast<std::byte*>(bytes.data()), bytes.size(), tag, "isend");
     count_sent(bytes.size());
     return {s.posted++};
@@ -304,8 +314,9 @@ class basic_communicator : public communicator_core {
 
   /// Records a receive of exactly bytes.size() device bytes.
   request irecv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
-    auto& s = usable("irecv");
+    auto& s = live_state("irecv");
     check_peer(peer, "irecv");
+    check_tag(tag, peer, "irecv");
     post(s, peer, false, bytes.data(), bytes.size(), tag, "irecv");
     return {s.posted++};
   }
@@ -314,7 +325,7 @@ class basic_communicator : public communicator_core {
   /// the stream. The host emulation completes it before returning; the CUDA
   /// policy enqueues it and returns. `until` bounds every wait of the step.
   void wait_all(std::span<request> requests, deadline until) {
-    auto& s = usable("wait_all");
+    auto& s = live_state("wait_all");
     for (const request& r : requests) {
       if (r.sequence >= s.posted) {
         throw error(errc::invalid_argument, "request " + std::to_string(r.sequence) + " was never posted",
@@ -333,7 +344,7 @@ class basic_communicator : public communicator_core {
   /// Waits for everything enqueued on the stream and raises any error the
   /// device found (or a CUDA error) as plait::error.
   void synchronize() {
-    auto& s = usable("synchronize");
+    auto& s = live_state("synchronize");
     try {
       s.ops.synchronize(s.stream);
     } catch (const error& e) {
@@ -346,7 +357,7 @@ class basic_communicator : public communicator_core {
   /// synchronize(), then a barrier of the bootstrap communicator.
   void barrier() {
     synchronize();
-    auto& s = usable("barrier");
+    auto& s = live_state("barrier");
     try {
       s.boot->barrier();
     } catch (const error& e) {
@@ -360,7 +371,7 @@ class basic_communicator : public communicator_core {
   /// the same device and stream. plait::no_group gives a null communicator.
   basic_communicator split(int color, int key) {
     synchronize();
-    auto& s = usable("split");
+    auto& s = live_state("split");
     check_split_color(color);
     std::unique_ptr<detail::bootstrap_link> child = s.boot->split(color, key);
     if (!child) return {};
@@ -371,7 +382,7 @@ class basic_communicator : public communicator_core {
   class stream_guard {
    public:
     stream_guard(basic_communicator& comm, stream_type stream) : comm_(&comm), previous_(comm.stream()) {
-      comm_->usable("use_stream").stream = stream;
+      comm_->live_state("use_stream").stream = stream;
     }
     stream_guard(const stream_guard&) = delete;
     stream_guard& operator=(const stream_guard&) = delete;
@@ -388,16 +399,16 @@ class basic_communicator : public communicator_core {
 
   /// How the executor allocates, packs and copies this transport's memory
   /// (on the current stream).
-  engine_type& copy_engine() { return usable("copy_engine").engine; }
+  engine_type& copy_engine() { return live_state("copy_engine").engine; }
 
   /// The policy itself (tests and check programs look at it).
-  Ops& policy() { return usable("policy").ops; }
+  Ops& policy() { return live_state("policy").ops; }
 
   /// Every rank's small host record `mine` into `all` over the bootstrap
   /// communicator: check mode exchanges its call signatures here, in host
   /// memory, never through the device staging areas.
   void exchange_control(std::span<const std::byte> mine, std::span<std::byte> all) {
-    auto& s = usable("check");
+    auto& s = live_state("check");
     if (all.size() != mine.size() * static_cast<std::size_t>(size())) {
       throw error(errc::invalid_argument, "control exchange of the wrong size", where("check"));
     }
@@ -423,7 +434,7 @@ class basic_communicator : public communicator_core {
   /// rank, and before the communicator (which otherwise drops them).
   [[nodiscard]] registration register_buffer(std::span<const std::byte> bytes) {
     synchronize();  // no step of ours runs while the registry changes
-    auto& s = usable("register_buffer");
+    auto& s = live_state("register_buffer");
     return registration(s.link, add_registration(s, bytes));
   }
   /// register_buffer over a typed span (device memory, e.g. {ptr, n}).
@@ -634,7 +645,7 @@ class basic_communicator : public communicator_core {
 
   /// The state, once the core says the communicator is usable and the device
   /// has reported no failure since the last call.
-  state& usable(std::string_view operation) {
+  state& live_state(std::string_view operation) {
     require_usable(operation);
     raise_device_error();
     return *s_;
@@ -649,6 +660,10 @@ class basic_communicator : public communicator_core {
     }
     if (data == nullptr && bytes != 0) {
       throw error(errc::invalid_argument, "null buffer of " + std::to_string(bytes) + " bytes", where(operation, peer));
+    }
+    if (bytes > detail::max_message_bytes) {
+      throw error(errc::unsupported, "a message of " + std::to_string(bytes) + " bytes (at most 2^56 - 1)",
+                  where(operation, peer));
     }
     if (bytes != 0) {
       if (const char* problem = s.ops.check_buffer(data)) {
@@ -668,7 +683,13 @@ class basic_communicator : public communicator_core {
         }
       }
     }
-    s.pending.push_back({peer, is_send, {data, bytes, static_cast<std::uint32_t>(tag), source}});
+    // Both ends write the stamp of their own call under `tag`; the receiver compares them (protocol.hpp).
+    s.pending.push_back({peer, is_send,
+                         detail::message{.data = data,
+                                         .bytes = bytes,
+                                         .source = source,
+                                         .tag = static_cast<std::uint32_t>(tag),
+                                         .stamp = stamp_of(tag).bits()}});
   }
 
   void write_entry(state& s, int owner, std::uint32_t id, const detail::registration_entry& e) {
@@ -921,6 +942,14 @@ class basic_communicator : public communicator_core {
         return error(errc::peer_lost,
                      "the process of rank " + std::to_string(f.peer) +
                          " is gone (it ended, or its registered buffer cannot be read) while trying to " + message,
+                     at);
+      case detail::fault_code::call_mismatch:
+        return error(errc::size_mismatch,
+                     "rank " + std::to_string(f.peer) + " sent a message of " +
+                         plait::describe(call_stamp::from_bits(static_cast<std::uint32_t>(f.found))) +
+                         " where this rank runs " +
+                         plait::describe(call_stamp::from_bits(static_cast<std::uint32_t>(f.expected))) +
+                         " under the same tag: the ranks called different collectives",
                      at);
       case detail::fault_code::none: break;
     }
