@@ -48,5 +48,8 @@
 #include "plait/transport/shm/impl/segment.ipp"
 #include "plait/transport/shm/impl/shared_buffer.ipp"
 
+// ---- transport/nvlink: its wire records (the protocol is header-only) ---
+#include "plait/transport/nvlink/impl/records.ipp"
+
 // ---- template instances for the shm transport (see plait/core/config.hpp)
 #include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions

@@ -16,42 +16,39 @@
 // word that the next call, or synchronize(), raises as plait::error; the
 // communicator is poisoned from then on.
 //
-// register_buffer (collective) registers a user buffer for zero-copy: every
-// rank exports its buffer (a CUDA IPC handle, or in the emulation its address
-// and pid), peers map it once and write where they reach it into the registry
-// of their own staging area. While the returned handle lives, sends whose
-// bytes lie inside it are read by the peers straight from it (no staging);
-// the handle's destruction (collective again) unmaps it everywhere. Lookups
-// go through the live handles only: there is no address-keyed cache that
-// could go stale after a free.
+// register_buffer (collective) registers a user buffer for zero-copy
+// (registry.hpp); while the returned handle (registration.hpp) lives, sends
+// whose bytes lie inside it are read by the peers straight from it.
+//
+// The pieces, one job per file: bootstrap.hpp (the bootstrap communicator
+// behind a type-erased face), records.hpp (what ranks tell each other at
+// setup and registration), endpoint.hpp (what one rank owns: its staging
+// areas, policy and pending transfers), registry.hpp and registration.hpp
+// (zero-copy buffers), protocol.hpp (the step itself, host and device).
 //
 // Not included by <plait/plait.hpp> (protocol.hpp's functions change under nvcc).
 #pragma once
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "plait/core/call_stamp.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/transport/nvlink/bootstrap.hpp"
+#include "plait/transport/nvlink/endpoint.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
+#include "plait/transport/nvlink/registration.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -71,168 +68,6 @@ struct options {
 namespace detail {
 
 using plait::detail::seconds_text;
-
-/// The bootstrap communicator behind a type-erased face: the NVLink
-/// communicator only exchanges small host records over it, barriers and splits.
-class bootstrap_link {
- public:
-  virtual ~bootstrap_link() = default;
-  [[nodiscard]] virtual int rank() const = 0;
-  [[nodiscard]] virtual int size() const = 0;
-  /// Every rank's `mine` (same size everywhere) into `all`, in rank order.
-  virtual void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
-  virtual void barrier() = 0;
-  /// The bootstrap's split; null for plait::no_group.
-  virtual std::unique_ptr<bootstrap_link> split(int color, int key) = 0;
-};
-
-template <class Comm>
-class bootstrap_over;
-
-/// Refers to a user's communicator (which must outlive the NVLink communicator).
-template <class Comm>
-class bootstrap_ref : public bootstrap_link {
- public:
-  explicit bootstrap_ref(Comm& comm) : comm_(&comm) {}
-  [[nodiscard]] int rank() const override { return comm_->rank(); }
-  [[nodiscard]] int size() const override { return comm_->size(); }
-  void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
-    const int tag = comm_->next_tag();
-    const int n = comm_->size();
-    std::vector<typename Comm::request> requests;
-    const std::uint64_t before = comm_->bytes_sent();
-    for (int peer = 0; peer < n; ++peer) {
-      std::span<std::byte> theirs = all.subspan(static_cast<std::size_t>(peer) * mine.size(), mine.size());
-      if (peer == comm_->rank()) {
-        std::copy(mine.begin(), mine.end(), theirs.begin());
-        continue;
-      }
-      requests.push_back(comm_->irecv(peer, theirs, tag));
-      requests.push_back(comm_->isend(peer, mine, tag));
-    }
-    comm_->wait_all(std::span(requests), clock::now() + comm_->timeout());
-    if constexpr (requires { comm_->discount_control_bytes(std::uint64_t{}); }) {
-      comm_->discount_control_bytes(comm_->bytes_sent() - before);  // handles are control traffic
-    }
-  }
-  void barrier() override { comm_->barrier(); }
-  std::unique_ptr<bootstrap_link> split(int color, int key) override {
-    Comm child = comm_->split(color, key);
-    if (color == no_group) return nullptr;
-    return std::make_unique<bootstrap_over<Comm>>(std::move(child));
-  }
-
- protected:
-  Comm* comm_;
-};
-
-/// Owns a communicator that split() made.
-template <class Comm>
-class bootstrap_over : public bootstrap_ref<Comm> {
- public:
-  explicit bootstrap_over(Comm&& comm) : bootstrap_ref<Comm>(owned_), owned_(std::move(comm)) { this->comm_ = &owned_; }
-
- private:
-  Comm owned_;
-};
-
-/// What a rank tells its peers about its staging area. Fixed size, checked
-/// field by field: a peer's record is never trusted.
-struct area_record {
-  std::uint32_t magic;
-  std::uint32_t version;
-  std::int32_t rank;
-  std::int32_t device;
-  std::int64_t pid;
-  std::uint64_t host;  ///< hash of the host name: IPC works only inside one node
-  std::uint32_t ranks;
-  std::uint32_t slots;
-  std::uint64_t slot_bytes;
-  std::uint32_t channels;
-  std::uint32_t reserved;
-  std::uint64_t area_bytes;
-  std::uint64_t address;  ///< valid in the owner's process (peers that are its threads use it)
-  std::array<std::byte, 64> handle;
-  std::uint64_t checksum;
-
-  [[nodiscard]] std::uint64_t digest() const noexcept {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over everything before the checksum
-    const auto* p = reinterpret_cast<const unsigned char*>(this);
-    for (std::size_t i = 0; i < offsetof(area_record, checksum); ++i) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-  }
-};
-static_assert(std::is_trivially_copyable_v<area_record>);
-
-/// What a policy gives for a buffer it exports (register_buffer): a handle
-/// peers in other processes open, and where the buffer starts inside the
-/// allocation the handle names. ok false: other processes cannot map it.
-struct buffer_export {
-  bool ok = false;
-  std::array<std::byte, 64> handle{};
-  std::uint64_t offset = 0;
-};
-
-/// A peer's registered buffer as reached here: the registry entry (its
-/// serial set by the communicator) and what release_buffer closes (or null).
-/// ok false: this pair falls back to staging.
-struct buffer_import {
-  bool ok = false;
-  registration_entry entry{};
-  std::byte* mapping = nullptr;
-};
-
-/// Why a rank cannot register its buffer; every rank learns every rank's.
-enum class registration_status : std::uint32_t { ok = 0, empty, null, overlap, not_device, too_many };
-
-inline const char* describe(registration_status s) noexcept {
-  switch (s) {
-    case registration_status::ok: return "registered";
-    case registration_status::empty: return "empty (nothing to register)";
-    case registration_status::null: return "a null buffer of nonzero size";
-    case registration_status::overlap: return "it overlaps a buffer already registered with this communicator";
-    case registration_status::not_device: return "it is not memory the device can use";
-    case registration_status::too_many: return "too many live registrations (at most 16 per communicator)";
-  }
-  return "unknown status";
-}
-
-/// What a rank tells its peers about a buffer it registers; checked like area_record.
-struct buffer_record {
-  std::uint32_t magic;
-  std::int32_t rank;
-  std::uint32_t status;  ///< a registration_status
-  std::uint32_t id;      ///< registry slot, < max_registrations when status is ok
-  std::uint64_t serial;
-  std::int64_t pid;
-  std::uint64_t address;  ///< valid in the owner's process
-  std::uint64_t bytes;
-  std::uint32_t exported;  ///< buffer_export::ok
-  std::int32_t device;     ///< the owner's device
-  std::uint64_t offset;    ///< buffer_export::offset
-  std::array<std::byte, 64> handle;
-  std::uint64_t checksum;
-
-  [[nodiscard]] std::uint64_t digest() const noexcept {
-    std::uint64_t h = 1469598103934665603ULL;
-    const auto* p = reinterpret_cast<const unsigned char*>(this);
-    for (std::size_t i = 0; i < offsetof(buffer_record, checksum); ++i) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-  }
-};
-static_assert(std::is_trivially_copyable_v<buffer_record>);
-inline constexpr std::uint32_t buffer_magic = 0x52424c50;  // "PLBR"
-
-inline std::uint64_t host_hash() {
-  std::array<char, 256> name{};
-  gethostname(name.data(), name.size() - 1);
-  std::uint64_t h = 1469598103934665603ULL;
-  for (char c : name) {
-    if (c == '\0') break;
-    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  }
-  return h;
-}
 
 // The device compares stamps as bits; it must agree with plait::stamps_conflict.
 static_assert(stamp_bits_conflict(call_stamp::of(call_kind::all_gather, "x").bits(),
@@ -420,7 +255,8 @@ class basic_communicator : public communicator_core {
     }
   }
 
-  class registration;
+  /// A live registration of a buffer (register_buffer).
+  using registration = detail::registration_handle<Ops>;
 
   /// Collective: registers `bytes` (device memory; may be empty on any rank)
   /// for zero-copy. While the returned handle lives, sends whose bytes lie
@@ -435,7 +271,9 @@ class basic_communicator : public communicator_core {
   [[nodiscard]] registration register_buffer(std::span<const std::byte> bytes) {
     synchronize();  // no step of ours runs while the registry changes
     auto& s = live_state("register_buffer");
-    return registration(s.link, add_registration(s, bytes));
+    const std::uint64_t serial = s.registry.add(*s.boot, s.device, bytes, where("register_buffer"),
+                                                [this](const error& e) { poison_and_discard(e); });
+    return registration(s.link, serial);
   }
   /// register_buffer over a typed span (device memory, e.g. {ptr, n}).
   template <class T, std::size_t Extent>
@@ -451,78 +289,7 @@ class basic_communicator : public communicator_core {
   [[nodiscard]] std::uint64_t bytes_zero_copy() const noexcept { return s_ ? s_->zero_copy_bytes : 0; }
 
  private:
-  struct posted_message {
-    int peer;
-    bool is_send;
-    detail::message what;
-  };
-
-  /// One collective registration as this rank sees it.
-  struct registered {
-    std::uint64_t serial = 0;                      ///< this rank's (nonzero; unique per communicator)
-    std::uint32_t id = detail::max_registrations;  ///< our registry slot; max_registrations if empty
-    std::byte* data = nullptr;
-    std::size_t bytes = 0;
-    std::uint32_t readers = 0;         ///< ranks that read it straight from here (bit per rank)
-    std::vector<std::uint32_t> ids;    ///< per peer: its slot we filled in our registry (max_registrations: none)
-    std::vector<std::byte*> mappings;  ///< per peer: what release_buffer closes
-  };
-
-  /// What a communicator owns besides the core's settings, behind one pointer
-  /// so that teardown happens once and registration handles reach it after
-  /// the communicator moved (they need only the bootstrap, the policy and the
-  /// registry: the core's fields stay in the communicator itself).
-  struct state {
-    std::unique_ptr<detail::bootstrap_link> boot;
-    Ops ops;
-    engine_type engine;
-    int device = 0;
-    stream_type stream{};
-    detail::area_layout layout{};
-    std::byte* area = nullptr;
-    std::vector<std::byte*> peer_areas;
-    std::vector<bool> mapped;  // peer area opened through an IPC handle (else a raw address)
-    std::vector<posted_message> pending;
-    std::uint64_t posted = 0;
-    std::uint64_t zero_copy_bytes = 0;
-    std::vector<registered> registrations;  // live handles only
-    std::uint64_t serial_counter = 0;
-    /// What registration handles hold: null once this state is gone.
-    std::shared_ptr<state*> link = std::make_shared<state*>(this);
-
-    state(std::unique_ptr<detail::bootstrap_link> b, int dev, stream_type st)
-        : boot(std::move(b)), ops(dev), engine(ops, &stream), device(dev), stream(st) {}
-    state(const state&) = delete;
-    state& operator=(const state&) = delete;
-
-    /// Collective teardown: no peer may still write into our area, and we
-    /// must not write into theirs once they are gone. Poisoned ranks take
-    /// part too (their peers may be healthy); errors cannot escape a
-    /// destructor, and the bootstrap's timeout bounds the wait.
-    ~state() {
-      try {
-        ops.synchronize(stream);
-      } catch (...) {
-      }
-      if (boot) {
-        try {
-          boot->barrier();
-        } catch (...) {
-        }
-      }
-      *link = nullptr;  // handles still alive become empty
-      for (registered& r : registrations) {
-        for (std::byte* m : r.mappings) {
-          if (m != nullptr) ops.release_buffer(m);
-        }
-      }
-      for (std::size_t p = 0; p < peer_areas.size(); ++p) {
-        if (peer_areas[p] != nullptr && peer_areas[p] != area)
-          ops.release_import(peer_areas[p], layout.total, mapped[p]);
-      }
-      if (area != nullptr) ops.release_area(area, layout.total);
-    }
-  };
+  using state = detail::endpoint<Ops>;
 
   /// A group over `boot`: with the default settings (PLAIT_TIMEOUT, PLAIT_CHECK
   /// read now), or those of `parent` when split from it.
@@ -530,7 +297,6 @@ class basic_communicator : public communicator_core {
                      const basic_communicator* parent = nullptr)
       : communicator_core(parent != nullptr ? parent->child(boot->rank(), boot->size())
                                             : communicator_core(boot->rank(), boot->size())) {
-    const int rank = boot->rank();
     const int size = boot->size();
     const error_context at = where("nvlink::communicator");
     if (size > detail::max_ranks) {
@@ -553,94 +319,8 @@ class basic_communicator : public communicator_core {
     // Every lane of a step must fit one launch: fewer channels for large groups.
     g.channels = std::min<std::uint32_t>(g.channels, static_cast<std::uint32_t>(detail::max_lanes / (2 * size)));
     auto s = std::make_unique<state>(std::move(boot), device, stream);
-    s->layout = detail::area_layout::of(g);
-    s->area = s->ops.allocate_area(s->layout.total);
-    const detail::area_header header{detail::area_magic, detail::protocol_version, rank, g.ranks, g.slots, g.channels,
-                                     g.slot_bytes};
-    s->ops.write_area(s->area, &header, sizeof header);
-
-    detail::area_record mine{};
-    mine.magic = detail::area_magic;
-    mine.version = detail::protocol_version;
-    mine.rank = rank;
-    mine.device = device;
-    mine.pid = static_cast<std::int64_t>(getpid());
-    mine.host = detail::host_hash();
-    mine.ranks = g.ranks;
-    mine.slots = g.slots;
-    mine.slot_bytes = g.slot_bytes;
-    mine.channels = g.channels;
-    mine.area_bytes = s->layout.total;
-    mine.address = reinterpret_cast<std::uintptr_t>(s->area);
-    mine.handle = s->ops.export_area(s->area, s->layout.total);
-    mine.checksum = mine.digest();
-
-    std::vector<detail::area_record> all(static_cast<std::size_t>(size));
-    s->boot->all_gather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
-    s->peer_areas.assign(static_cast<std::size_t>(size), nullptr);
-    s->mapped.assign(static_cast<std::size_t>(size), false);
-    for (int peer = 0; peer < size; ++peer) {
-      const auto p = static_cast<std::size_t>(peer);
-      if (peer == rank) {
-        s->peer_areas[p] = s->area;
-        continue;
-      }
-      const detail::area_record& r = all[p];
-      check_record(r, mine, peer);
-      const bool same_process = r.pid == mine.pid;
-      s->peer_areas[p] =
-          s->ops.import_area(r.handle, r.area_bytes, same_process,
-                             reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)), r.device);
-      s->mapped[p] = !same_process;
-      if constexpr (requires { s->ops.watch_peer(peer, r.pid); }) {
-        if (!same_process) s->ops.watch_peer(peer, r.pid);  // a policy that can tell a dead process
-      }
-      detail::area_header theirs{};
-      s->ops.read_area(&theirs, s->peer_areas[p], sizeof theirs);
-      if (theirs.magic != detail::area_magic || theirs.version != detail::protocol_version || theirs.rank != peer ||
-          theirs.ranks != g.ranks || theirs.slots != g.slots || theirs.slot_bytes != g.slot_bytes ||
-          theirs.channels != g.channels) {
-        throw error(errc::transport,
-                    "the staging area mapped from rank " + std::to_string(peer) +
-                        " does not carry that rank's header (stale or foreign handle)",
-                    where("nvlink::communicator", peer));
-      }
-    }
-    // Everyone has mapped everyone: names standing in for handles can go.
-    s->boot->barrier();
-    s->ops.unexport_area();
+    s->open(g, at);
     s_ = std::move(s);
-  }
-
-  void check_record(const detail::area_record& r, const detail::area_record& mine, int peer) const {
-    const error_context from = where("nvlink::communicator", peer);
-    auto bad = [&](const std::string& what) {
-      return error(errc::transport, "rank " + std::to_string(peer) + " sent a bad staging-area record: " + what, from);
-    };
-    if (r.magic != detail::area_magic || r.checksum != r.digest()) throw bad("corrupt or foreign");
-    if (r.version != detail::protocol_version) throw bad("protocol version " + std::to_string(r.version));
-    if (r.rank != peer) throw bad("it names rank " + std::to_string(r.rank));
-    if (r.ranks != mine.ranks) throw bad("group of " + std::to_string(r.ranks) + " ranks");
-    if (r.slots != mine.slots || r.slot_bytes != mine.slot_bytes || r.channels != mine.channels) {
-      throw error(errc::size_mismatch,
-                  "rank " + std::to_string(peer) + " uses " + std::to_string(r.slots) + " slots of " +
-                      std::to_string(r.slot_bytes) + " bytes in " + std::to_string(r.channels) +
-                      " channels, this rank " + std::to_string(mine.slots) + " of " + std::to_string(mine.slot_bytes) +
-                      " in " + std::to_string(mine.channels) + " (pass the same nvlink::options everywhere)",
-                  from);
-    }
-    if (r.channels == 0 || r.channels > detail::max_channels ||
-        r.area_bytes != detail::area_layout::of({r.ranks, r.slots, r.slot_bytes, r.channels}).total) {
-      throw bad("area of " + std::to_string(r.area_bytes) + " bytes");
-    }
-    if (r.pid <= 0) throw bad("pid " + std::to_string(r.pid));
-    if (r.host != mine.host) {
-      throw error(errc::unsupported,
-                  "rank " + std::to_string(peer) +
-                      " runs on another node; NVLink groups stay inside one node "
-                      "(split the bootstrap by node first)",
-                  from);
-    }
   }
 
   /// The state, once the core says the communicator is usable and the device
@@ -672,16 +352,8 @@ class basic_communicator : public communicator_core {
     }
     std::uint32_t source = 0;
     if (is_send && bytes != 0) {
-      // Only live handles are searched: a freed buffer is never found here.
-      for (const registered& r : s.registrations) {
-        if (r.id < detail::max_registrations && (r.readers >> peer & 1U) != 0 && data >= r.data &&
-            static_cast<std::size_t>(data - r.data) <= r.bytes &&
-            r.bytes - static_cast<std::size_t>(data - r.data) >= bytes) {
-          source = r.id + 1;
-          s.zero_copy_bytes += bytes;
-          break;
-        }
-      }
+      source = s.registry.source_of(data, bytes, peer);  // live handles only: never a freed buffer
+      if (source != 0) s.zero_copy_bytes += bytes;
     }
     // Both ends write the stamp of their own call under `tag`; the receiver compares them (protocol.hpp).
     s.pending.push_back({peer, is_send,
@@ -690,175 +362,6 @@ class basic_communicator : public communicator_core {
                                          .source = source,
                                          .tag = static_cast<std::uint32_t>(tag),
                                          .stamp = stamp_of(tag).bits()}});
-  }
-
-  void write_entry(state& s, int owner, std::uint32_t id, const detail::registration_entry& e) {
-    s.ops.write_area(reinterpret_cast<std::byte*>(s.layout.entry(s.area, owner, id)), &e, sizeof e);
-  }
-
-  /// The collective part of register_buffer; returns the registration's serial.
-  std::uint64_t add_registration(state& s, std::span<const std::byte> bytes) {
-    auto* data = const_cast<std::byte*>(bytes.data());
-    detail::buffer_record mine{};
-    mine.magic = detail::buffer_magic;
-    mine.rank = rank();
-    mine.pid = static_cast<std::int64_t>(getpid());
-    mine.address = reinterpret_cast<std::uintptr_t>(data);
-    mine.bytes = bytes.size();
-    mine.id = detail::max_registrations;
-    mine.device = s.device;
-    const char* problem = nullptr;
-    auto status = detail::registration_status::ok;
-    std::size_t live = 0;
-    for (const registered& r : s.registrations) live += r.id < detail::max_registrations ? 1 : 0;
-    if (bytes.empty()) {
-      status = detail::registration_status::empty;
-    } else if (data == nullptr) {
-      status = detail::registration_status::null;
-    } else if (std::any_of(s.registrations.begin(), s.registrations.end(), [&](const registered& r) {
-                 return r.bytes != 0 && data < r.data + r.bytes && r.data < data + bytes.size();
-               })) {
-      status = detail::registration_status::overlap;
-    } else if ((problem = s.ops.check_buffer(data)) != nullptr) {
-      status = detail::registration_status::not_device;
-    } else if (live >= detail::max_registrations) {
-      status = detail::registration_status::too_many;
-    }
-    const std::uint64_t serial = ++s.serial_counter;
-    mine.serial = serial;
-    if (status == detail::registration_status::ok) {
-      std::uint32_t id = 0;
-      while (
-          std::any_of(s.registrations.begin(), s.registrations.end(), [&](const registered& r) { return r.id == id; }))
-        ++id;
-      mine.id = id;
-      const detail::buffer_export ex = s.ops.export_buffer(data, bytes.size());
-      mine.exported = ex.ok ? 1 : 0;
-      mine.offset = ex.offset;
-      mine.handle = ex.handle;
-    }
-    mine.status = static_cast<std::uint32_t>(status);
-    mine.checksum = mine.digest();
-
-    std::vector<detail::buffer_record> all(static_cast<std::size_t>(size()));
-    try {
-      s.boot->all_gather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
-    } catch (const error& e) {
-      poison_and_discard(e);
-      throw;
-    }
-    for (int peer = 0; peer < size(); ++peer) {
-      const detail::buffer_record& r = all[static_cast<std::size_t>(peer)];
-      const auto st = static_cast<detail::registration_status>(r.status);
-      if (r.magic != detail::buffer_magic || r.checksum != r.digest() || r.rank != peer ||
-          r.status > static_cast<std::uint32_t>(detail::registration_status::too_many) ||
-          (st == detail::registration_status::ok && (r.id >= detail::max_registrations || r.serial == 0))) {
-        const error e(errc::transport, "rank " + std::to_string(peer) + " sent a corrupt buffer registration",
-                      where("register_buffer", peer));
-        poison_and_discard(e);
-        throw e;
-      }
-    }
-    // Refused anywhere: refused everywhere, with the first refusing rank named, before anything is mapped.
-    for (int peer = 0; peer < size(); ++peer) {
-      const auto st = static_cast<detail::registration_status>(all[static_cast<std::size_t>(peer)].status);
-      if (st == detail::registration_status::ok || st == detail::registration_status::empty) continue;
-      std::string why = "rank " + std::to_string(peer) + " cannot register its buffer of " +
-                        std::to_string(all[static_cast<std::size_t>(peer)].bytes) + " bytes: " + detail::describe(st);
-      if (peer == rank() && problem != nullptr) why += std::string(" (") + problem + ")";
-      throw error(errc::invalid_argument, why, where("register_buffer", peer));
-    }
-
-    registered reg;
-    reg.serial = serial;
-    reg.id = mine.id;
-    reg.data = status == detail::registration_status::ok ? data : nullptr;
-    reg.bytes = status == detail::registration_status::ok ? bytes.size() : 0;
-    reg.ids.assign(static_cast<std::size_t>(size()), detail::max_registrations);
-    reg.mappings.assign(static_cast<std::size_t>(size()), nullptr);
-    std::uint32_t reached = 0;  // ranks whose buffer this rank reads directly
-    try {
-      for (int peer = 0; peer < size(); ++peer) {
-        const detail::buffer_record& r = all[static_cast<std::size_t>(peer)];
-        if (r.status != static_cast<std::uint32_t>(detail::registration_status::ok)) continue;
-        detail::buffer_import in;
-        if (peer == rank()) {
-          in.ok = true;
-          in.entry = {reinterpret_cast<std::uintptr_t>(data), bytes.size(), 0, 0};
-        } else {
-          const bool same_process = r.pid == mine.pid;
-          if (!same_process && r.exported == 0) continue;  // not mappable elsewhere: staging for this pair
-          detail::buffer_export theirs;
-          theirs.ok = true;
-          theirs.handle = r.handle;
-          theirs.offset = r.offset;
-          try {
-            in = s.ops.import_buffer(theirs, reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(r.address)),
-                                     static_cast<std::size_t>(r.bytes), same_process, r.pid, r.device);
-          } catch (const error&) {
-            in.ok = false;  // e.g. IPC refused: this pair uses staging
-          }
-          if (!in.ok) continue;
-        }
-        in.entry.serial = r.serial;
-        write_entry(s, peer, r.id, in.entry);
-        reg.ids[static_cast<std::size_t>(peer)] = r.id;
-        reg.mappings[static_cast<std::size_t>(peer)] = in.mapping;
-        reached |= 1U << peer;
-      }
-      std::vector<std::uint32_t> reach(static_cast<std::size_t>(size()));
-      s.boot->all_gather(std::as_bytes(std::span(&reached, 1)), std::as_writable_bytes(std::span(reach)));
-      for (int peer = 0; peer < size(); ++peer) {
-        if ((reach[static_cast<std::size_t>(peer)] >> rank() & 1U) != 0) reg.readers |= 1U << peer;
-      }
-    } catch (const error& e) {
-      drop(s, reg);
-      poison_and_discard(e);
-      throw;
-    }
-    s.registrations.push_back(std::move(reg));
-    return serial;
-  }
-
-  /// Clears what `reg` put into our registry and closes its mappings (local).
-  static void drop(state& s, registered& reg) noexcept {
-    for (int peer = 0; peer < static_cast<int>(reg.ids.size()); ++peer) {
-      const auto p = static_cast<std::size_t>(peer);
-      if (reg.ids[p] < detail::max_registrations) {
-        try {
-          s.ops.write_area(reinterpret_cast<std::byte*>(s.layout.entry(s.area, peer, reg.ids[p])), &zero_entry,
-                           sizeof zero_entry);
-        } catch (...) {
-        }
-        reg.ids[p] = detail::max_registrations;
-      }
-      if (reg.mappings[p] != nullptr) s.ops.release_buffer(reg.mappings[p]);
-      reg.mappings[p] = nullptr;
-    }
-  }
-  static constexpr detail::registration_entry zero_entry{};
-
-  /// The collective part of a registration handle's destruction: nobody reads
-  /// the buffers any more (streams synchronized, barrier), then everyone
-  /// unmaps, then a barrier so the owner may free its buffer on return.
-  static void remove_registration(state& s, std::uint64_t serial) noexcept {
-    const auto it = std::find_if(s.registrations.begin(), s.registrations.end(),
-                                 [&](const registered& r) { return r.serial == serial; });
-    if (it == s.registrations.end()) return;
-    try {
-      s.ops.synchronize(s.stream);
-    } catch (...) {
-    }
-    try {
-      s.boot->barrier();
-    } catch (...) {
-    }
-    drop(s, *it);
-    s.registrations.erase(it);
-    try {
-      s.boot->barrier();
-    } catch (...) {
-    }
   }
 
   /// Groups the recorded transfers into lanes and hands the step to the policy.
@@ -965,63 +468,6 @@ class basic_communicator : public communicator_core {
 
   std::unique_ptr<state> s_;
 };
-
-/// A live registration (see register_buffer). Move-only; destruction is
-/// collective. Empty once moved from, reset, or its communicator is gone.
-template <class Ops>
-class basic_communicator<Ops>::registration {
- public:
-  registration() = default;
-  registration(registration&& other) noexcept
-      : link_(std::move(other.link_)), serial_(std::exchange(other.serial_, 0)) {}
-  registration& operator=(registration&& other) noexcept {
-    if (this != &other) {
-      reset();
-      link_ = std::move(other.link_);
-      serial_ = std::exchange(other.serial_, 0);
-    }
-    return *this;
-  }
-  registration(const registration&) = delete;
-  registration& operator=(const registration&) = delete;
-  ~registration() { reset(); }
-
-  /// Unregisters now (collective): peers unmap the buffer.
-  void reset() noexcept {
-    if (link_ && *link_ != nullptr && serial_ != 0) basic_communicator::remove_registration(**link_, serial_);
-    link_.reset();
-    serial_ = 0;
-  }
-
-  /// Live: registered with a communicator that still exists.
-  explicit operator bool() const noexcept { return find() != nullptr; }
-  /// The registered bytes (empty if this rank registered nothing).
-  [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
-    const registered* r = find();
-    return r != nullptr ? std::span<const std::byte>(r->data, r->bytes) : std::span<const std::byte>{};
-  }
-  /// Other ranks that read this buffer directly (the rest get its bytes through staging).
-  [[nodiscard]] int zero_copy_peers() const noexcept {
-    const registered* r = find();
-    if (r == nullptr || r->id >= detail::max_registrations) return 0;
-    return std::popcount(r->readers) - 1;  // ourselves always
-  }
-
- private:
-  friend class basic_communicator;
-  registration(std::shared_ptr<state*> link, std::uint64_t serial) : link_(std::move(link)), serial_(serial) {}
-  const registered* find() const noexcept {
-    if (!link_ || *link_ == nullptr) return nullptr;
-    for (const registered& r : (*link_)->registrations) {
-      if (r.serial == serial_) return &r;
-    }
-    return nullptr;
-  }
-
-  std::shared_ptr<state*> link_;
-  std::uint64_t serial_ = 0;
-};
-
 }  // namespace nvlink
 }  // namespace v0
 }  // namespace plait
