@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/transport.hpp"
 
 namespace plait {
@@ -44,7 +45,8 @@ class bootstrap_ref : public bootstrap_link {
   [[nodiscard]] int rank() const override { return comm_->rank(); }
   [[nodiscard]] int size() const override { return comm_->size(); }
   void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
-    const int tag = comm_->next_tag();
+    // A control exchange: a bootstrap whose messages carry call stamps refuses a collective's in its place.
+    const int tag = plait::detail::take_tag(*comm_, call_stamp::of(call_kind::control, "nvlink records"));
     const int n = comm_->size();
     std::vector<typename Comm::request> requests;
     const std::uint64_t before = comm_->bytes_sent();

@@ -54,17 +54,6 @@ namespace plait {
 inline namespace v0 {
 namespace nvlink {
 
-/// Shape of the staging area (per rank: size() inbound channels of `slots`
-/// chunks of `slot_bytes`). Every rank of a group must pass the same values.
-struct options {
-  std::uint32_t slots = 0;       ///< chunks in flight per peer and channel; 0: the policy's default
-  std::uint64_t slot_bytes = 0;  ///< bytes per chunk (a multiple of 16); 0: the policy's default
-  /// Parallel channels per pair (a message is split across them: several
-  /// thread blocks per transfer on a GPU); 0: the policy's default. At most
-  /// 16, and at most 128 / size(): more is reduced to that, the same way on every rank.
-  std::uint32_t channels = 0;
-};
-
 namespace detail {
 
 using plait::detail::seconds_text;
@@ -297,27 +286,8 @@ class basic_communicator : public communicator_core {
                      const basic_communicator* parent = nullptr)
       : communicator_core(parent != nullptr ? parent->child(boot->rank(), boot->size())
                                             : communicator_core(boot->rank(), boot->size())) {
-    const int size = boot->size();
     const error_context at = where("nvlink::communicator");
-    if (size > detail::max_ranks) {
-      throw error(
-          errc::unsupported,
-          "an NVLink group holds at most " + std::to_string(detail::max_ranks) + " ranks, not " + std::to_string(size),
-          at);
-    }
-    detail::geometry g{static_cast<std::uint32_t>(size), shape.slots != 0 ? shape.slots : Ops::default_slots,
-                       shape.slot_bytes != 0 ? shape.slot_bytes : Ops::default_slot_bytes,
-                       shape.channels != 0 ? shape.channels : Ops::default_channels};
-    if (g.slots > 1024 || g.slot_bytes % 16 != 0 || g.slot_bytes > (std::uint64_t{1} << 30) ||
-        g.channels > detail::max_channels) {
-      throw error(errc::invalid_argument,
-                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) +
-                      " bytes, " + std::to_string(g.channels) +
-                      " channels: slots must be 1..1024, slot_bytes a multiple of 16 " + "up to 1 GiB, channels 1..16",
-                  at);
-    }
-    // Every lane of a step must fit one launch: fewer channels for large groups.
-    g.channels = std::min<std::uint32_t>(g.channels, static_cast<std::uint32_t>(detail::max_lanes / (2 * size)));
+    const detail::geometry g = state::geometry_for(shape, boot->size(), at);
     auto s = std::make_unique<state>(std::move(boot), device, stream);
     s->open(g, at);
     s_ = std::move(s);

@@ -9,6 +9,7 @@
 // needs nothing else.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,18 @@
 namespace plait {
 inline namespace v0 {
 namespace nvlink {
+
+/// Shape of the staging area (per rank: size() inbound channels of `slots`
+/// chunks of `slot_bytes`). Every rank of a group must pass the same values.
+struct options {
+  std::uint32_t slots = 0;       ///< chunks in flight per peer and channel; 0: the policy's default
+  std::uint64_t slot_bytes = 0;  ///< bytes per chunk (a multiple of 16); 0: the policy's default
+  /// Parallel channels per pair (a message is split across them: several
+  /// thread blocks per transfer on a GPU); 0: the policy's default. At most
+  /// 16, and at most 128 / size(): more is reduced to that, the same way on every rank.
+  std::uint32_t channels = 0;
+};
+
 namespace detail {
 
 /// `at`, naming `peer`.
@@ -43,6 +56,7 @@ struct posted_message {
   message what;
 };
 
+/// What one rank of a group owns over policy Ops (see the top of this file).
 template <class Ops>
 struct endpoint {
   using stream_type = typename Ops::stream_type;
@@ -68,6 +82,32 @@ struct endpoint {
       : boot(std::move(b)), ops(dev), engine(ops, &stream), device(dev), stream(st) {}
   endpoint(const endpoint&) = delete;
   endpoint& operator=(const endpoint&) = delete;
+
+  /// The staging shape of a group of `size` asked for by `shape` (zeros:
+  /// the policy's defaults). Throws plait::error at `at` for a group or shape
+  /// out of range; channels are reduced so every lane of a step fits one launch.
+  static geometry geometry_for(const options& shape, int size, const error_context& at) {
+    if (size > max_ranks) {
+      throw error(errc::unsupported,
+                  "an NVLink group holds at most " + std::to_string(max_ranks) + " ranks, not " + std::to_string(size),
+                  at);
+    }
+    geometry g{.ranks = static_cast<std::uint32_t>(size),
+               .slots = shape.slots != 0 ? shape.slots : Ops::default_slots,
+               .slot_bytes = shape.slot_bytes != 0 ? shape.slot_bytes : Ops::default_slot_bytes,
+               .channels = shape.channels != 0 ? shape.channels : Ops::default_channels};
+    if (g.slots > 1024 || g.slot_bytes % 16 != 0 || g.slot_bytes > (std::uint64_t{1} << 30) ||
+        g.channels > max_channels) {
+      throw error(errc::invalid_argument,
+                  "staging shape " + std::to_string(g.slots) + " slots of " + std::to_string(g.slot_bytes) +
+                      " bytes, " + std::to_string(g.channels) +
+                      " channels: slots must be 1..1024, slot_bytes a multiple of 16 " + "up to 1 GiB, channels 1..16",
+                  at);
+    }
+    // Every lane of a step must fit one launch: fewer channels for large groups.
+    g.channels = std::min<std::uint32_t>(g.channels, static_cast<std::uint32_t>(max_lanes / (2 * size)));
+    return g;
+  }
 
   /// Collective: allocates this rank's area of shape `g`, exchanges the
   /// area records over the bootstrap, checks every peer's and maps its area.
