@@ -107,3 +107,42 @@ TEST_CASE("nvlink check mode: PLAIT_CHECK=1 turns it on", "[nvlink][check][env]"
   unsetenv("PLAIT_CHECK");
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+// PLAIT_CHECK counts when the communicator is created: each rank is its own
+// process here, so it may change its environment after creating it.
+TEST_CASE("nvlink check mode: PLAIT_CHECK is read when the communicator is created, not at every call",
+          "[nvlink][check][env]") {
+  unsetenv("PLAIT_CHECK");
+  const auto set_later = run_nvlink(mode::processes, 2, [](gpu_comm& gpu) -> std::string {
+    setenv("PLAIT_CHECK", "1", 1);
+    if (gpu.check_mode()) return "check mode on although PLAIT_CHECK was unset at creation";
+    // A rank whose step stops at its own size mismatch leaves its peer waiting: keep that wait short.
+    gpu.set_timeout(std::chrono::milliseconds(300));
+    std::vector<int> mine(static_cast<std::size_t>(gpu.rank()) + 1), all(2 * mine.size());
+    try {
+      plait::all_gather<plait::ring>(gpu, mine, all);
+      return "the disagreeing call went through";
+    } catch (const plait::error& e) {
+      // The transport finds the wrong size (or its peer stopped early); check mode would have named the calls.
+      if (std::string(e.what()).find("calls all_gather") != std::string::npos) {
+        return std::string("check mode ran, PLAIT_CHECK read at the call: ") + e.what();
+      }
+      if (e.code() != plait::errc::size_mismatch && e.code() != plait::errc::timeout) {
+        return std::string("wrong code: ") + e.what();
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(set_later) == "");
+
+  setenv("PLAIT_CHECK", "1", 1);
+  const auto unset_later = run_nvlink(mode::processes, 2, [](gpu_comm& gpu) -> std::string {
+    unsetenv("PLAIT_CHECK");
+    if (!gpu.check_mode()) return "check mode off although PLAIT_CHECK=1 at creation";
+    std::vector<int> mine(static_cast<std::size_t>(gpu.rank()) + 1), all(2 * mine.size());
+    return expect_disagreement(gpu, [&] { plait::all_gather<plait::ring>(gpu, mine, all); },
+                               {"rank 0 calls", "rank 1 calls"});
+  });
+  unsetenv("PLAIT_CHECK");
+  REQUIRE(plait_test::failures(unset_later) == "");
+}

@@ -284,7 +284,7 @@ TEST_CASE("nvlink emulation: a size mismatch is size_mismatch and poisons", "[nv
       gpu.synchronize();
       return "not poisoned";
     } catch (const plait::error& e) {
-      if (std::string(e.what()).find("unusable after an earlier failure") == std::string::npos) return e.what();
+      if (std::string(e.what()).find("unusable since an earlier failure") == std::string::npos) return e.what();
     }
     return {};
   });

@@ -54,5 +54,8 @@
 #include "plait/transport/shm/impl/single_copy.ipp"
 #include "plait/transport/shm/impl/tuning.ipp"
 
+// ---- transport/nvlink: its wire records (the protocol is header-only) ---
+#include "plait/transport/nvlink/impl/records.ipp"
+
 // ---- template instances for the shm transport (see plait/core/config.hpp)
 #include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions

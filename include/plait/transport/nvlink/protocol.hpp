@@ -13,8 +13,8 @@
 //     counts `sent` and `taken` towards p, which persist between launches.
 // A sender writes a chunk's header and payload into the receiver's area and
 // then publishes it with a release store of `head`; the receiver checks the
-// header against the receive it expects (tag, message size, offset, chunk
-// size: nothing a peer wrote is trusted), copies the chunk out and hands the
+// header against the receive it expects (tag, call stamp, message size,
+// offset, chunk size: nothing a peer wrote is trusted), copies the chunk out and hands the
 // slot back with a release store of `credit` into the sender's area. So a
 // message of any size streams through a fixed area, `slots` chunks in flight.
 //
@@ -52,7 +52,7 @@ namespace nvlink {
 namespace detail {
 
 inline constexpr std::uint32_t area_magic = 0x564e4c50;  // "PLNV"
-inline constexpr std::uint32_t protocol_version = 2;
+inline constexpr std::uint32_t protocol_version = 3;
 /// Ranks in one NVLink group: a node's GPUs, several ranks per GPU allowed.
 inline constexpr int max_ranks = 32;
 /// Lanes of one step: a send and a receive lane per peer (self included) and
@@ -88,7 +88,9 @@ struct alignas(area_alignment) peer_flags {
 /// Written by the sender with each chunk; checked by the receiver before use.
 struct slot_header {
   std::uint32_t tag;
+  std::uint32_t stamp;  ///< call_stamp::bits() of the sender's call under `tag` (0: unknown)
   std::uint32_t channel;
+  std::uint32_t reserved;
   std::uint64_t message_bytes;
   std::uint64_t offset;
   std::uint64_t chunk_bytes;
@@ -163,13 +165,25 @@ struct area_layout {
   }
 };
 
-/// One posted transfer.
+/// One posted transfer. 24 bytes: max_messages of them travel as kernel
+/// parameters, so the registration source shares a word with the size.
 struct message {
   std::byte* data;
-  std::uint64_t bytes;
+  std::uint64_t bytes : 56;  ///< below max_message_bytes (the communicator refuses more)
+  std::uint64_t source : 8;  ///< sends: 0 staged, else the registration id + 1 that holds data
   std::uint32_t tag;
-  std::uint32_t source;  ///< sends: 0 staged, else the registration id + 1 that holds data
+  std::uint32_t stamp;  ///< call_stamp::bits() of this rank's call under `tag` (0: unknown)
 };
+static_assert(sizeof(message) == 24, "message travels in kernel parameters: keep it small");
+static_assert(max_registrations < 255, "message::source holds a registration id + 1 in 8 bits");
+/// The largest message one transfer moves (message::bytes has 56 bits).
+inline constexpr std::uint64_t max_message_bytes = (std::uint64_t{1} << 56) - 1;
+
+/// plait::stamps_conflict on call_stamp::bits() (call_stamp.hpp is host
+/// code): the kind lies in the low byte, zero for a stamp nobody compares.
+PLAIT_HOST_DEVICE constexpr bool stamp_bits_conflict(std::uint32_t a, std::uint32_t b) noexcept {
+  return a != b && (a & 0xffu) != 0 && (b & 0xffu) != 0;
+}
 
 /// One channel of the messages to or from one peer, in posting order:
 /// messages[first, first + count). Small: up to max_lanes travel as kernel parameters.
@@ -196,7 +210,17 @@ struct step_args {
 };
 
 /// What went wrong, for the error word.
-enum class fault_code : std::uint32_t { none = 0, timeout, tag_mismatch, size_mismatch, corrupt, peer_lost };
+/// call_mismatch: same tag, but the peer's message belongs to another call
+/// (expected and found hold both call stamps' bits).
+enum class fault_code : std::uint32_t {
+  none = 0,
+  timeout,
+  tag_mismatch,
+  size_mismatch,
+  corrupt,
+  peer_lost,
+  call_mismatch
+};
 
 /// The first failure of a step. Copied into the communicator's error word,
 /// raised on the host by the next call or synchronize().
@@ -309,22 +333,39 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
     }
     if (in_flight == slots) return progress::blocked;
     const std::uint64_t slot = c.count % slots;
-    if (m.source != 0) {
+    const auto source = static_cast<std::uint32_t>(m.source);
+    if (source != 0) {
       // Zero-copy: one header for the whole part, naming where it lies in our registered buffer.
-      const registration_entry e = ops.read(layout.entry(a.self, a.rank, m.source - 1));
+      const registration_entry e = ops.read(layout.entry(a.self, a.rank, source - 1));
       const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m.data)) - e.address;
-      if (m.source > max_registrations || e.serial == 0 || base > e.bytes || e.bytes - base < m.bytes) {
+      if (source > max_registrations || e.serial == 0 || base > e.bytes || e.bytes - base < m.bytes) {
         set_fault(f, fault_code::corrupt, l, m.bytes, e.bytes, c, m);
         return progress::failed;
       }
       chunk = mine.hi - mine.lo - c.done;
       ops.write(layout.header(peer, a.rank, l.channel, slot),
-                slot_header{m.tag, l.channel, m.bytes, offset, chunk, m.source, static_cast<std::uint32_t>(e.serial),
-                            base + offset});
+                slot_header{.tag = m.tag,
+                            .stamp = m.stamp,
+                            .channel = l.channel,
+                            .reserved = 0,
+                            .message_bytes = m.bytes,
+                            .offset = offset,
+                            .chunk_bytes = chunk,
+                            .source = source,
+                            .serial = static_cast<std::uint32_t>(e.serial),
+                            .source_offset = base + offset});
       c.drain = 1;
     } else {
-      ops.write(layout.header(peer, a.rank, l.channel, slot),
-                slot_header{m.tag, l.channel, m.bytes, offset, chunk, 0, 0, 0});
+      ops.write(layout.header(peer, a.rank, l.channel, slot), slot_header{.tag = m.tag,
+                                                                          .stamp = m.stamp,
+                                                                          .channel = l.channel,
+                                                                          .reserved = 0,
+                                                                          .message_bytes = m.bytes,
+                                                                          .offset = offset,
+                                                                          .chunk_bytes = chunk,
+                                                                          .source = 0,
+                                                                          .serial = 0,
+                                                                          .source_offset = 0});
       ops.copy(layout.payload(peer, a.rank, l.channel, slot), m.data + offset, chunk);
     }
     ++c.count;
@@ -341,6 +382,10 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
     const slot_header h = ops.read(layout.header(a.self, l.peer, l.channel, slot));
     if (h.tag != m.tag) {
       set_fault(f, fault_code::tag_mismatch, l, m.tag, h.tag, c, m);
+      return progress::failed;
+    }
+    if (stamp_bits_conflict(h.stamp, m.stamp)) {  // one compare while the stamps agree
+      set_fault(f, fault_code::call_mismatch, l, m.stamp, h.stamp, c, m);
       return progress::failed;
     }
     if (h.message_bytes != m.bytes) {
