@@ -141,7 +141,7 @@ class communicator {
     check_usable(rank_, "wait_all");
     std::unique_lock lock(fabric_->mutex_);
     for (;;) {
-      const request* waiting = nullptr;
+      const request* waiting = nullptr;  // the first receive whose message has not arrived
       for (request& r : requests) {
         if (!r.done && !take_message(r) && waiting == nullptr) waiting = &r;
       }
@@ -151,18 +151,14 @@ class communicator {
         plait::detail::fail(plait::errc::peer_lost, {"rank ", fabric_->failed_rank_, " failed"},
                             {rank_, "wait_all", -1, waiting->peer});
       }
-      if (fabric_->changed_.wait_until(lock, until) == std::cv_status::timeout && plait::clock::now() >= until) {
-        for (request& r : requests) {
-          if (!r.done && !take_message(r)) {
-            poisoned_ = true;
-            plait::detail::fail(plait::errc::timeout,
-                                {"timed out after ", plait::detail::seconds_text(timeout_), " waiting for ",
-                                 r.into.size(), " bytes with tag ", r.tag, " from rank ", r.peer},
-                                {rank_, "wait_all", -1, r.peer});
-          }
-        }
-        return;
+      if (plait::clock::now() >= until) {
+        poisoned_ = true;
+        plait::detail::fail(plait::errc::timeout,
+                            {"timed out waiting for ", waiting->into.size(), " bytes with tag ", waiting->tag,
+                             " from rank ", waiting->peer, " (timeout ", plait::detail::seconds_text(timeout_), ")"},
+                            {rank_, "wait_all", -1, waiting->peer});
       }
+      fabric_->changed_.wait_until(lock, until);
     }
   }
 
