@@ -325,3 +325,10 @@ TEST_CASE("a loopback barrier holds every rank until all have arrived", "[loopba
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("loopback::run returns each rank's result in rank order and rejects an empty group", "[loopback][run]") {
+  const std::vector<int> products =
+      loopback::run(3, [](loopback::communicator& comm) { return comm.rank() * comm.size(); });
+  CHECK(products == std::vector<int>{0, 3, 6});
+  CHECK_THROWS_AS(loopback::run(0, [](loopback::communicator&) { return 0; }), plait::error);
+}

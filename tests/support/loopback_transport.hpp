@@ -233,8 +233,10 @@ class communicator {
   std::uint64_t bytes_sent_ = 0;
   int last_tag_ = plait::user_tag;
   bool poisoned_ = false;
-  std::map<std::pair<int, int>, std::uint64_t> sends_posted_;     // by (peer, tag)
-  std::map<std::pair<int, int>, std::uint64_t> receives_posted_;  // by (peer, tag)
+  // Messages posted so far by (peer, tag): an entry per pair ever used, which
+  // a test's short-lived communicator can afford.
+  std::map<std::pair<int, int>, std::uint64_t> sends_posted_;
+  std::map<std::pair<int, int>, std::uint64_t> receives_posted_;
 };
 
 static_assert(plait::transport<communicator>);
@@ -247,6 +249,9 @@ template <class Fn>
 auto run(int ranks, Fn&& fn) {
   using result = std::invoke_result_t<Fn&, communicator&>;
   static_assert(!std::is_void_v<result>, "loopback::run: fn must return a value per rank");
+  static_assert(!std::is_same_v<result, bool>,
+                "loopback::run: return something other than bool: std::vector<bool> packs the ranks' results "
+                "into shared words, which their threads would write at once");
   if (ranks < 1) plait::detail::fail(plait::errc::invalid_argument, {"loopback::run: ", ranks, " ranks"});
   fabric shared(ranks);
   std::vector<result> results(static_cast<std::size_t>(ranks));
