@@ -95,6 +95,12 @@ struct triple {
   bool operator==(const triple&) const = default;
 };
 
+/// A 3-byte element type: no alignment, a size that is no power of two.
+struct three_bytes {
+  std::uint8_t a, b, c;
+  bool operator==(const three_bytes&) const = default;
+};
+
 /// The value of element i of rank r's data, for any element type: distinct per
 /// (rank, index, salt) so misplaced blocks are caught.
 template <class T>
@@ -103,6 +109,9 @@ T make_value(int rank, std::size_t index, int salt = 0) {
                           static_cast<std::uint64_t>(salt) * 104729ULL;
   if constexpr (std::is_same_v<T, triple>) {
     return triple{static_cast<std::int32_t>(v), static_cast<std::int32_t>(v >> 7), static_cast<std::int32_t>(rank)};
+  } else if constexpr (std::is_same_v<T, three_bytes>) {
+    return three_bytes{static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(v >> 8),
+                       static_cast<std::uint8_t>(rank)};
   } else {
     return static_cast<T>(v);
   }

@@ -1,12 +1,13 @@
 // Shared by test_layouts.cpp (quick) and test_layouts_full.cpp (full): runs
 // all-gather along<D> and all-to-all redistribute<S, C> over rank-3 tensors
-// with dense, padded, interleaved and column-major views on both sides, and
-// checks every element against a serial reference computed from the value
-// formula, and every byte between strided elements against its guard value.
-// Each rank does all its calls inside one run_ranks body (one fork per
-// algorithm and P), and reports a verdict string; nothing asserts in a rank.
-// The bodies take any communicator whose buffers are host-addressable (shm,
-// and the NVLink transport's host emulation).
+// (and, when a plan asks, rank-2 ones) with dense, padded, interleaved and
+// column-major views on both sides, and checks every element against a serial
+// reference computed from the value formula, and every byte between strided
+// elements against its guard value. Each rank does all its calls inside one
+// run_ranks body (one fork per algorithm and P), and reports a verdict
+// string; nothing asserts in a rank. The bodies take any communicator whose
+// buffers are host-addressable (shm, the NVLink transport's host emulation,
+// the loopback transport of tests/support/loopback_transport.hpp).
 #pragma once
 
 #include <array>
@@ -83,6 +84,17 @@ struct strided_buffer {
   T& at(const shape& i) { return storage[offset(i)]; }
   plait::tensor_view<T, 3> view() { return {storage.data(), extent, stride}; }
   plait::tensor_view<const T, 3> const_view() { return view(); }
+  /// The view as a tensor of its last Rank dimensions (the others have extent 1).
+  template <std::size_t Rank>
+  plait::tensor_view<T, Rank> trailing_view() {
+    std::array<std::size_t, Rank> e{};
+    std::array<std::size_t, Rank> s{};
+    for (std::size_t r = 0; r < Rank; ++r) {
+      e[r] = extent[3 - Rank + r];
+      s[r] = stride[3 - Rank + r];
+    }
+    return {storage.data(), e, s};
+  }
 
   template <class Fn>
   void for_each_index(Fn&& fn) const {
@@ -106,6 +118,8 @@ template <class T>
 T guard_value() {
   if constexpr (std::is_same_v<T, plait_test::triple>) {
     return {-7, -7, -7};
+  } else if constexpr (std::is_same_v<T, plait_test::three_bytes>) {
+    return {249, 249, 249};  // -7 as a byte; make_value's last byte is a rank, never 249
   } else {
     return static_cast<T>(-7);
   }
@@ -121,9 +135,13 @@ int hold_buffers(Comm&, Send&, Recv&) {
 }
 
 /// One all-gather along<D> on this rank; "" when recv is right and guards hold.
-template <class Algorithm, std::size_t D, class T, class Comm>
+/// With Rank < 3 the views are rank-Rank tensors of the shape's last
+/// dimensions (the leading ones must be 1), gathered along their D - (3 - Rank).
+template <class Algorithm, std::size_t D, class T, std::size_t Rank = 3, class Comm>
 std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout, arrangement recv_layout,
                         bool in_place) {
+  static_assert(D >= 3 - Rank && Rank <= 3, "gather_once: D must be one of the view's dimensions");
+  using along = plait::along<D - (3 - Rank)>;
   const int p = comm.size();
   const int me = comm.rank();
   shape full = shard;
@@ -138,9 +156,10 @@ std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout,
       j[D] += static_cast<std::size_t>(me) * shard[D];
       recv.at(j) = send.at(i);
     });
-    plait::all_gather<Algorithm, plait::along<D>>(comm, plait::in_place, recv.view());
+    plait::all_gather<Algorithm, along>(comm, plait::in_place, recv.template trailing_view<Rank>());
   } else {
-    plait::all_gather<Algorithm, plait::along<D>>(comm, send.const_view(), recv.view());
+    plait::all_gather<Algorithm, along>(comm, plait::tensor_view<const T, Rank>(send.template trailing_view<Rank>()),
+                                        recv.template trailing_view<Rank>());
   }
   std::string bad;
   recv.for_each_index([&](const shape& i) {
@@ -157,16 +176,20 @@ std::string gather_once(Comm& comm, const shape& shard, arrangement send_layout,
   if (bad.empty()) bad = recv.guards_intact("recv");
   if (bad.empty()) bad = send.guards_intact("send");
   if (!bad.empty()) {
-    return "along<" + std::to_string(D) + "> " + to_string(send_layout) + "->" + to_string(recv_layout) +
-           (in_place ? " in_place" : "") + " shard " + std::to_string(shard[0]) + "x" + std::to_string(shard[1]) + "x" +
-           std::to_string(shard[2]) + ": " + bad;
+    return "rank " + std::to_string(Rank) + " along<" + std::to_string(D - (3 - Rank)) + "> " + to_string(send_layout) +
+           "->" + to_string(recv_layout) + (in_place ? " in_place" : "") + " shard " + std::to_string(shard[0]) + "x" +
+           std::to_string(shard[1]) + "x" + std::to_string(shard[2]) + ": " + bad;
   }
   return {};
 }
 
 /// One all-to-all redistribute<S, C> on this rank; `block` is the block shape.
-template <class Algorithm, std::size_t S, std::size_t C, class T, class Comm>
+/// With Rank < 3, as gather_once: rank-Rank views, redistribute<S, C> of the
+/// shape's dimensions counted from its first kept one.
+template <class Algorithm, std::size_t S, std::size_t C, class T, std::size_t Rank = 3, class Comm>
 std::string exchange_once(Comm& comm, const shape& block, arrangement send_layout, arrangement recv_layout) {
+  static_assert(S >= 3 - Rank && C >= 3 - Rank && Rank <= 3, "exchange_once: S and C must be the view's dimensions");
+  using redistribute = plait::redistribute<S - (3 - Rank), C - (3 - Rank)>;
   const auto p = static_cast<std::size_t>(comm.size());
   const int me = comm.rank();
   shape out = block;
@@ -177,7 +200,9 @@ std::string exchange_once(Comm& comm, const shape& block, arrangement send_layou
   strided_buffer<T> recv(in, recv_layout, guard_value<T>());
   send.for_each_index([&](const shape& i) { send.at(i) = plait_test::make_value<T>(me, linear(out, i)); });
   [[maybe_unused]] auto held = hold_buffers(comm, send.storage, recv.storage);
-  plait::all_to_all<Algorithm, plait::redistribute<S, C>>(comm, send.const_view(), recv.view());
+  plait::all_to_all<Algorithm, redistribute>(comm,
+                                             plait::tensor_view<const T, Rank>(send.template trailing_view<Rank>()),
+                                             recv.template trailing_view<Rank>());
   std::string bad;
   recv.for_each_index([&](const shape& i) {
     if (!bad.empty()) return;
@@ -196,9 +221,9 @@ std::string exchange_once(Comm& comm, const shape& block, arrangement send_layou
   if (bad.empty()) bad = recv.guards_intact("recv");
   if (bad.empty()) bad = send.guards_intact("send");
   if (!bad.empty()) {
-    return "redistribute<" + std::to_string(S) + "," + std::to_string(C) + "> " + to_string(send_layout) + "->" +
-           to_string(recv_layout) + " block " + std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" +
-           std::to_string(block[2]) + ": " + bad;
+    return "rank " + std::to_string(Rank) + " redistribute<" + std::to_string(S - (3 - Rank)) + "," +
+           std::to_string(C - (3 - Rank)) + "> " + to_string(send_layout) + "->" + to_string(recv_layout) + " block " +
+           std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" + std::to_string(block[2]) + ": " + bad;
   }
   return {};
 }
@@ -208,6 +233,7 @@ struct plan {
   std::vector<shape> shapes;                             ///< shard (gather) / block (exchange) shapes
   std::vector<std::array<arrangement, 2>> arrangements;  ///< (send, recv) pairs
   bool in_place = true;
+  bool rank_2 = false;  ///< also rank-2 views of the shapes' last two dimensions
 };
 
 /// A few shapes, empty shards included, across the strided arrangements: the
@@ -239,8 +265,19 @@ std::string gather_sweep(Comm& comm, const plan& what) {
       add(gather_once<Algorithm, 2, T>(comm, s, from, into, false));
     }
     if (what.in_place) {
+      add(gather_once<Algorithm, 0, T>(comm, s, arrangement::interleaved, arrangement::dense, true));
       add(gather_once<Algorithm, 1, T>(comm, s, arrangement::dense, arrangement::padded, true));
       add(gather_once<Algorithm, 2, T>(comm, s, arrangement::dense, arrangement::interleaved, true));
+    }
+    if (!what.rank_2) continue;
+    const shape flat{1, s[1], s[2]};
+    for (const auto& [from, into] : what.arrangements) {
+      add(gather_once<Algorithm, 1, T, 2>(comm, flat, from, into, false));
+      add(gather_once<Algorithm, 2, T, 2>(comm, flat, from, into, false));
+    }
+    if (what.in_place) {
+      add(gather_once<Algorithm, 1, T, 2>(comm, flat, arrangement::padded, arrangement::column_major, true));
+      add(gather_once<Algorithm, 2, T, 2>(comm, flat, arrangement::dense, arrangement::padded, true));
     }
   }
   return verdict;
@@ -259,6 +296,14 @@ std::string exchange_sweep(Comm& comm, const plan& what) {
       add(exchange_once<Algorithm, 0, 0, T>(comm, s, from, into));
       add(exchange_once<Algorithm, 2, 2, T>(comm, s, from, into));
       add(exchange_once<Algorithm, 2, 0, T>(comm, s, from, into));
+    }
+    if (!what.rank_2) continue;
+    const shape flat{1, s[1], s[2]};
+    for (const auto& [from, into] : what.arrangements) {
+      add(exchange_once<Algorithm, 2, 1, T, 2>(comm, flat, from, into));  // rank-2 redistribute<1, 0>
+      add(exchange_once<Algorithm, 1, 2, T, 2>(comm, flat, from, into));
+      add(exchange_once<Algorithm, 1, 1, T, 2>(comm, flat, from, into));
+      add(exchange_once<Algorithm, 2, 2, T, 2>(comm, flat, from, into));
     }
   }
   return verdict;
