@@ -6,7 +6,7 @@
 /// Major version: bumped on incompatible changes (with a new inline namespace).
 #define PLAIT_VERSION_MAJOR 0
 /// Minor version: bumped when features are added compatibly.
-#define PLAIT_VERSION_MINOR 1
+#define PLAIT_VERSION_MINOR 2
 /// Patch version: bumped for fixes only.
 #define PLAIT_VERSION_PATCH 0
 
