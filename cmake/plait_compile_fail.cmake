@@ -12,6 +12,11 @@
 # does not pass by accident. With CASE empty, the file must compile cleanly:
 # that proves the fixture around the cases is itself valid.
 #
+# A case may also bound the length of the diagnostic, so that a precise
+# static_assert does not come buried in an overload dump:
+#
+#   // max-lines(no_isend): 20
+#
 # Inputs: COMPILER, SOURCE, INCLUDE_DIR, CASE, optional EXTRA_FLAGS (a ;-list).
 foreach(var COMPILER SOURCE INCLUDE_DIR)
   if(NOT DEFINED ${var})
@@ -56,5 +61,15 @@ if(rc EQUAL 0)
 endif()
 if(NOT out MATCHES "${regex}")
   message(FATAL_ERROR "FAIL: ${SOURCE} case ${CASE} was rejected, but not with /${regex}/:\n${out}")
+endif()
+file(STRINGS "${SOURCE}" limit_lines REGEX "^[ \t]*//[ \t]*max-lines\\(${CASE}\\):")
+if(limit_lines)
+  string(REGEX REPLACE "^[ \t]*//[ \t]*max-lines\\(${CASE}\\):[ \t]*([0-9]+).*" "\\1" limit "${limit_lines}")
+  string(REGEX MATCHALL "\n" newlines "${out}")
+  list(LENGTH newlines line_count)
+  if(line_count GREATER limit)
+    message(FATAL_ERROR "FAIL: ${SOURCE} case ${CASE}: the diagnostic has ${line_count} lines, more than ${limit}:\n${out}")
+  endif()
+  message(STATUS "PASS: ${SOURCE} case ${CASE}: ${line_count} lines of diagnostic (at most ${limit})")
 endif()
 message(STATUS "PASS: ${SOURCE} case ${CASE} rejected with /${regex}/")

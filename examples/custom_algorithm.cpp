@@ -57,6 +57,9 @@ static_assert(plait::verify<my_algorithm, plait::op::all_gather>(2));
 static_assert(plait::verify<my_algorithm, plait::op::all_gather>(7));
 static_assert(plait::verify<my_algorithm, plait::op::all_gather>(9));
 static_assert(plait::verify<radix_bruck<4>, plait::op::all_gather>(10));
+// The same proof, but a broken schedule would stop the compiler with the rule,
+// rank, step, peer and block it broke instead of "static assertion failed".
+static_assert(plait::verify_or_explain<my_algorithm, plait::op::all_gather, 8>());
 static_assert(my_algorithm::plan(plait::op::all_gather{}, 0, 9).steps.size() == 2);  // log_3 9
 
 int main() {

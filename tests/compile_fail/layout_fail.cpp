@@ -1,15 +1,19 @@
 // Layout misuse must fail to compile with a message that says what is wrong:
 // a dimension beyond the view's rank (the instantiation shows Dim and Rank),
 // a layout for the wrong operation, mismatched element types or ranks, and a
-// read-only destination.
+// read-only destination. The last three stop at the public entry, in one
+// short message (max-lines).
 //
 // expect-error(along_out_of_range): plait: the layout names a dimension the view does not have
 // expect-error(redistribute_out_of_range): plait: the layout names a dimension the view does not have
 // expect-error(redistribute_for_all_gather): plait: this layout does not fit this operation
 // expect-error(along_for_all_to_all): plait: this layout does not fit this operation
 // expect-error(element_mismatch): plait: send and recv must hold the same element type
+// max-lines(element_mismatch): 20
 // expect-error(rank_mismatch): plait: send and recv views must have the same rank
+// max-lines(rank_mismatch): 20
 // expect-error(const_recv): plait: recv must be writable
+// max-lines(const_recv): 20
 #include <plait/plait.hpp>
 
 void fixture(plait::shm::communicator& comm, float* a, float* b) {

@@ -11,7 +11,9 @@
 //     both sides have posted it, a rank leaves a step when all its transfers
 //     completed; if no rank can move and some are not done, it is a deadlock.
 // Everything is constexpr (std::vector only), so a user algorithm can be
-// checked with static_assert(plait::verify<my_algorithm, plait::op::all_gather>(8)).
+// checked with static_assert(plait::verify<my_algorithm, plait::op::all_gather>(8)),
+// or with static_assert(plait::verify_or_explain<my_algorithm, plait::op::all_gather, 8>())
+// to have a failure name the broken rule, rank, step, peer and block.
 // Compilers bound constant evaluation (clang: -fconstexpr-steps, 1M by
 // default), so keep static_asserts to small P and check larger P at run time.
 #pragma once
@@ -251,6 +253,67 @@ constexpr verify_result verify_detailed(int size) {
 template <class A, class Op>
 requires schedules<A, Op>
 constexpr bool verify(int size) { return static_cast<bool>(verify_detailed<A, Op>(size)); }
+
+namespace detail {
+/// One static_assert per rule of verify, so that a broken schedule stops the
+/// compiler with the rule's name and, in this instantiation's template
+/// arguments, the rank, step, peer and block where it broke (-1 where one does
+/// not apply). Only the broken rule's assertion fires.
+template <verify_fault Rule, int Rank, int Step, int Peer, int Block>
+constexpr bool explain_verify_fault() {
+  static_assert(Rule != verify_fault::bad_size, "plait: verify: rule bad_size: the group size must be at least 1");
+  static_assert(Rule != verify_fault::unsupported,
+                "plait: verify: rule unsupported: the algorithm's accepts(Op, size) rejects this group size");
+  static_assert(Rule != verify_fault::bad_peer,
+                "plait: verify: rule bad_peer: rank Rank in step Step names peer Peer, which is not a rank of the "
+                "group (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::self_transfer,
+                "plait: verify: rule self_transfer: rank Rank in step Step has a transfer with itself; the executor "
+                "copies local blocks (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::bad_block,
+                "plait: verify: rule bad_block: rank Rank in step Step names block Block, which does not exist "
+                "(see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::duplicate_block,
+                "plait: verify: rule duplicate_block: rank Rank in step Step lists block Block twice in its message "
+                "with Peer (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::send_unheld,
+                "plait: verify: rule send_unheld: rank Rank in step Step sends block Block to Peer without holding it "
+                "at the start of that step (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::recv_held,
+                "plait: verify: rule recv_held: rank Rank in step Step receives block Block from Peer but already "
+                "holds it (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::recv_twice,
+                "plait: verify: rule recv_twice: rank Rank in step Step receives block Block (from Peer) a second "
+                "time (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::missing_block,
+                "plait: verify: rule missing_block: rank Rank never receives block Block (see Rank and Block in this "
+                "instantiation)");
+  static_assert(Rule != verify_fault::unmatched,
+                "plait: verify: rule unmatched: a message of rank Rank in step Step with Peer has no matching "
+                "counterpart on Peer (see Rank, Step, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::mismatched_blocks,
+                "plait: verify: rule mismatched_blocks: the message rank Rank sends to Peer in step Step and Peer's "
+                "receive list different blocks, first differing at block Block (see Rank, Step, Peer, Block in this "
+                "instantiation)");
+  static_assert(Rule != verify_fault::deadlock,
+                "plait: verify: rule deadlock: rank Rank waits in step Step for Peer, which never posts the other "
+                "side (see Rank, Step, Peer, Block in this instantiation)");
+  return Rule == verify_fault::none;
+}
+}  // namespace detail
+
+/// verify() that, when A's schedules for Op on Size ranks are wrong, stops the
+/// compiler with the broken rule and where it broke, instead of a bare
+/// "static assertion failed":
+///   static_assert(plait::verify_or_explain<my_algorithm, plait::op::all_gather, 8>());
+/// Size is a template argument because the rank, step, peer and block can
+/// appear in a diagnostic only as constants of an instantiation.
+template <class A, class Op, int Size>
+requires schedules<A, Op>
+constexpr bool verify_or_explain() {
+  constexpr verify_result found = verify_detailed<A, Op>(Size);
+  return detail::explain_verify_fault<found.fault, found.rank, found.step, found.peer, found.block>();
+}
 
 /// A fault's name, for messages.
 constexpr std::string_view to_string(verify_fault fault) noexcept {

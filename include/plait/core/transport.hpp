@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "plait/core/call_stamp.hpp"
 
@@ -87,29 +88,62 @@ concept transport = std::same_as<typename C::transport_concept, transport_tag> &
                     };
 
 namespace detail {
+/// False for every C: a static_assert on it fails only in the branch that
+/// instantiates it.
+template <class C>
+inline constexpr bool not_a_transport = false;
+
 /// Names the first member a would-be transport lacks, so a user who writes a
-/// transport gets one precise message instead of a failed concept dump.
+/// transport, or passes something else as a communicator, gets one precise
+/// message instead of a failed concept dump. True when C is a transport.
 template <class C>
 consteval bool check_transport() {
-  static_assert(requires { typename C::transport_concept; },
-                "plait: a transport must opt in with `using transport_concept = plait::transport_tag;`");
-  static_assert(requires { typename C::request; }, "plait: transport lacks the nested type `request`");
-  static_assert(requires { typename C::memory_space; },
-                "plait: transport lacks `using memory_space = plait::host_memory;` (or device_memory)");
-  static_assert(requires(const C& c) { { c.rank() } -> std::same_as<int>; }, "plait: transport lacks `int rank() const`");
-  static_assert(requires(const C& c) { { c.size() } -> std::same_as<int>; }, "plait: transport lacks `int size() const`");
-  static_assert(requires(C& c, std::span<const std::byte> out) { c.isend(0, out, 0); },
-                "plait: transport lacks `request isend(int peer, std::span<const std::byte>, int tag)`");
-  static_assert(requires(C& c, std::span<std::byte> in) { c.irecv(0, in, 0); },
-                "plait: transport lacks `request irecv(int peer, std::span<std::byte>, int tag)`");
-  static_assert(requires(C& c, std::span<typename C::request> r, deadline d) { c.wait_all(r, d); },
-                "plait: transport lacks `void wait_all(std::span<request>, plait::deadline)`");
-  static_assert(requires(C& c) { { c.next_tag() } -> std::same_as<int>; }, "plait: transport lacks `int next_tag()`");
-  static_assert(requires(const C& c) { c.timeout(); }, "plait: transport lacks `timeout() const`");
-  static_assert(requires(const C& c) { { c.bytes_sent() } -> std::same_as<std::uint64_t>; },
-                "plait: transport lacks `std::uint64_t bytes_sent() const`");
-  static_assert(requires(C& c) { c.barrier(); }, "plait: transport lacks `void barrier()`");
-  return true;
+  if constexpr (std::is_const_v<C>) {
+    static_assert(not_a_transport<C>,
+                  "plait: the communicator is const: a collective takes a tag and posts transfers, so pass it by "
+                  "non-const reference");
+  } else if constexpr (!requires { typename C::transport_concept; }) {
+    static_assert(not_a_transport<C>,
+                  "plait: a transport must opt in with `using transport_concept = plait::transport_tag;`");
+  } else if constexpr (!std::same_as<typename C::transport_concept, transport_tag>) {
+    static_assert(not_a_transport<C>,
+                  "plait: a transport opts in with `using transport_concept = plait::transport_tag;`, not another "
+                  "type");
+  } else if constexpr (!requires { typename C::request; }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks the nested type `request`");
+  } else if constexpr (!requires { typename C::memory_space; }) {
+    static_assert(not_a_transport<C>,
+                  "plait: transport lacks `using memory_space = plait::host_memory;` (or device_memory)");
+  } else if constexpr (!requires(const C& c) { { c.rank() } -> std::same_as<int>; }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `int rank() const`");
+  } else if constexpr (!requires(const C& c) { { c.size() } -> std::same_as<int>; }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `int size() const`");
+  } else if constexpr (!requires(C& c, std::span<const std::byte> out) {
+                   { c.isend(0, out, 0) } -> std::same_as<typename C::request>;
+                 }) {
+    static_assert(not_a_transport<C>,
+                  "plait: transport lacks `request isend(int peer, std::span<const std::byte>, int tag)`");
+  } else if constexpr (!requires(C& c, std::span<std::byte> in) {
+                   { c.irecv(0, in, 0) } -> std::same_as<typename C::request>;
+                 }) {
+    static_assert(not_a_transport<C>,
+                  "plait: transport lacks `request irecv(int peer, std::span<std::byte>, int tag)`");
+  } else if constexpr (!requires(C& c, std::span<typename C::request> r, deadline d) { c.wait_all(r, d); }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `void wait_all(std::span<request>, plait::deadline)`");
+  } else if constexpr (!requires(C& c) { { c.next_tag() } -> std::same_as<int>; }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `int next_tag()`");
+  } else if constexpr (!requires(const C& c) { { c.timeout() } -> std::convertible_to<clock::duration>; }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `plait::clock::duration timeout() const`");
+  } else if constexpr (!requires(const C& c) { { c.bytes_sent() } -> std::same_as<std::uint64_t>; }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `std::uint64_t bytes_sent() const`");
+  } else if constexpr (!requires(C& c) { c.barrier(); }) {
+    static_assert(not_a_transport<C>, "plait: transport lacks `void barrier()`");
+  } else {
+    // Every member above checked as the concept states it: the two agree.
+    static_assert(transport<C>, "plait: check_transport and the transport concept disagree");
+    return true;
+  }
+  return false;
 }
 
 /// The optional capabilities listed above, one concept each.

@@ -19,11 +19,15 @@ inline namespace v0 {
 /// all-gather of `send` (this rank's shard) into `recv` (P shards). With
 /// `plait::in_place` as send, this rank's shard is already in its slice of recv.
 ///   plait::all_gather<plait::ring>(comm, mine, all);
-template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class Recv>
+/// Comm, Send and Recv are not constrained here: a type that is not a
+/// transport, or an argument that is not accepted, stops the compiler with one
+/// static_assert that names what is missing, not with a list of overloads.
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 void all_gather(Comm& comm, Send&& send, Recv&& recv) {
+  constexpr bool comm_ok = detail::check_transport<Comm>();
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::even(comm, send, recv);
-  } else {
+    if constexpr (comm_ok) detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::even(comm, send, recv);
+  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, true>()) {
     collective<op::all_gather, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
   }
 }

@@ -18,11 +18,15 @@ inline namespace v0 {
 /// all-to-all: `send` holds P blocks, block j for rank j; `recv` receives
 /// block i from rank i.
 ///   plait::all_to_all<plait::pairwise>(comm, send, recv);
-template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class Recv>
+/// Comm, Send and Recv are not constrained here: a type that is not a
+/// transport, or an argument that is not accepted, stops the compiler with one
+/// static_assert that names what is missing, not with a list of overloads.
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 void all_to_all(Comm& comm, Send&& send, Recv&& recv) {
+  constexpr bool comm_ok = detail::check_transport<Comm>();
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv);
-  } else {
+    if constexpr (comm_ok) detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv);
+  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, false>()) {
     collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
   }
 }

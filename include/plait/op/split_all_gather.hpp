@@ -235,8 +235,12 @@ class boundary {
 ///   b.send(dest, activation);   // stage A: shard intra.rank() of t over inter
 ///   b.recv(src, activation);    // stage B: its shard, then all-gather over intra
 /// Any transports for inter and intra; they may differ (MPI across nodes, shm inside).
-template <class Algorithm = automatic, class Layout = contiguous, transport Inter, transport Intra>
+/// Inter and Intra are not constrained here: a type that is not a transport
+/// stops the compiler with the static_assert that names what it lacks.
+template <class Algorithm = automatic, class Layout = contiguous, class Inter, class Intra>
 boundary<Algorithm, Layout, Inter, Intra> split_all_gather(Inter& inter, Intra& intra, boundary_options options = {}) {
+  (void)detail::check_transport<Inter>();
+  (void)detail::check_transport<Intra>();
   static_assert(detail::check_algorithm<Algorithm, op::all_gather>());
   (void)detail::boundary_dimension<Layout>();
   return boundary<Algorithm, Layout, Inter, Intra>(inter, intra, options);
