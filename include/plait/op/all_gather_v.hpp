@@ -41,8 +41,9 @@ void gather_v_one(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_count
 /// rank's part is already at its offset in recv.
 ///   std::vector<int> counts{3, 0, 5};                 // rank 1 contributes nothing
 ///   plait::all_gather_v<plait::ring>(comm, mine, all, counts);
-template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class Recv, class Counts>
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 void all_gather_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
+  static_assert(detail::check_transport<Comm>());  // one message naming what a non-transport lacks
   detail::check_counts_type<Counts>();
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::gather_v(comm, send, recv, recv_counts);

@@ -48,9 +48,10 @@ void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv
 /// send_counts, and check mode verifies them.
 ///   auto recv_counts = plait::exchange_counts(comm, send_counts);
 ///   plait::all_to_all_v<plait::pairwise>(comm, tokens, send_counts, routed, recv_counts);
-template <class Algorithm = automatic, class Layout = contiguous, transport Comm, class Send, class SendCounts,
-          class Recv, class RecvCounts>
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class SendCounts, class Recv,
+          class RecvCounts>
 void all_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts) {
+  static_assert(detail::check_transport<Comm>());  // one message naming what a non-transport lacks
   detail::check_counts_type<SendCounts>();
   detail::check_counts_type<RecvCounts>();
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
