@@ -227,7 +227,8 @@ class tensor_exchange_plan {
   }
   void prepare() const { prepare(host_copy{}); }
 
- private:
+ protected:
+  // exchange_v_plan (uneven_plans.hpp) is this plan with blocks of any size.
   std::vector<region> send_;
   std::vector<region> recv_;
   int rank_;

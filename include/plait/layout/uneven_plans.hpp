@@ -38,15 +38,15 @@ namespace detail {
 /// their sizes in `sizes_` (P x P bytes, from the count exchange); without it
 /// only the schedules that move every block straight from its source to its
 /// destination (pairwise, direct) can run.
-class exchange_v_plan {
+class exchange_v_plan : public tensor_exchange_plan {
  public:
   exchange_v_plan(std::vector<region> send, std::vector<region> recv, int rank, int size)
-      : send_(std::move(send)), recv_(std::move(recv)), rank_(rank), size_(size) {}
+      : tensor_exchange_plan(std::move(send), std::move(recv), rank, size) {}
 
   /// The bytes rank s sends rank d, for every (s, d): sizes[s * P + d].
   void set_block_sizes(std::vector<std::size_t> sizes) { sizes_ = std::move(sizes); }
-  [[nodiscard]] bool knows_every_block() const noexcept { return !sizes_.empty(); }
 
+  /// Hides the even plan's one block size: each block has its own.
   [[nodiscard]] std::size_t block_bytes(int block) const {
     const int source = op::all_to_all::source(block, size_);
     const int destination = op::all_to_all::destination(block, size_);
@@ -54,21 +54,6 @@ class exchange_v_plan {
     if (destination == rank_) return recv_[static_cast<std::size_t>(source)].bytes();
     return sizes_.empty() ? 0 : sizes_[static_cast<std::size_t>(block)];
   }
-  [[nodiscard]] bool has_location(int block) const {
-    return op::all_to_all::source(block, size_) == rank_ || op::all_to_all::destination(block, size_) == rank_;
-  }
-  [[nodiscard]] region location(int block) const {
-    if (op::all_to_all::destination(block, size_) == rank_) {
-      return recv_[static_cast<std::size_t>(op::all_to_all::source(block, size_))];
-    }
-    return send_[static_cast<std::size_t>(op::all_to_all::destination(block, size_))];
-  }
-  template <class Copy>
-  void prepare(Copy&& copy) const {
-    const auto own = static_cast<std::size_t>(rank_);
-    if (send_[own].bytes() != 0) copy(send_[own], recv_[own]);
-  }
-  void prepare() const { prepare(host_copy{}); }
 
   /// Bytes this rank sends to each peer, then bytes it expects from each: its
   /// row of the count exchange.
@@ -82,11 +67,7 @@ class exchange_v_plan {
   }
 
  private:
-  std::vector<region> send_;
-  std::vector<region> recv_;
   std::vector<std::size_t> sizes_;
-  int rank_;
-  int size_;
 };
 
 /// The product of every extent but `dim`: how many elements one slice along
