@@ -47,6 +47,7 @@
 #include "plait/core/transport.hpp"
 #include "plait/transport/nvlink/bootstrap.hpp"
 #include "plait/transport/nvlink/endpoint.hpp"
+#include "plait/transport/nvlink/faults.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
 #include "plait/transport/nvlink/registration.hpp"
 
@@ -395,52 +396,9 @@ class basic_communicator : public communicator_core {
   void raise_device_error() {
     const detail::fault f = s_->ops.error_word();
     if (f.code == static_cast<std::uint32_t>(detail::fault_code::none)) return;
-    const error e = device_error(f);
+    const error e = detail::fault_error(f, where({}, f.peer), timeout());
     poison_and_discard(e);
     throw e;
-  }
-
-  /// The plait::error a fault of the device's error word stands for.
-  [[nodiscard]] error device_error(const detail::fault& f) const {
-    const error_context at = where({}, f.peer);
-    const std::string direction = f.is_send != 0 ? "send " : "receive ";
-    const std::string message = direction + std::to_string(f.bytes) + " bytes (" + std::to_string(f.done) + " done)";
-    switch (static_cast<detail::fault_code>(f.code)) {
-      case detail::fault_code::timeout:
-        return error(errc::timeout, "timed out after " + detail::seconds_text(timeout()) + " waiting to " + message,
-                     at);
-      case detail::fault_code::tag_mismatch:
-        return error(errc::transport,
-                     "message with tag " + std::to_string(f.found) + " arrived where tag " +
-                         std::to_string(f.expected) +
-                         " was expected: the ranks called different operations or in a different order",
-                     at);
-      case detail::fault_code::size_mismatch:
-        return error(errc::size_mismatch,
-                     "peer sent " + std::to_string(f.found) + " bytes where this rank expects " +
-                         std::to_string(f.expected) + " (do the ranks agree on the sizes?)",
-                     at);
-      case detail::fault_code::corrupt:
-        return error(errc::transport,
-                     "corrupt channel while trying to " + message + ": expected " + std::to_string(f.expected) +
-                         ", the peer's flags or header say " + std::to_string(f.found),
-                     at);
-      case detail::fault_code::peer_lost:
-        return error(errc::peer_lost,
-                     "the process of rank " + std::to_string(f.peer) +
-                         " is gone (it ended, or its registered buffer cannot be read) while trying to " + message,
-                     at);
-      case detail::fault_code::call_mismatch:
-        return error(errc::size_mismatch,
-                     "rank " + std::to_string(f.peer) + " sent a message of " +
-                         plait::describe(call_stamp::from_bits(static_cast<std::uint32_t>(f.found))) +
-                         " where this rank runs " +
-                         plait::describe(call_stamp::from_bits(static_cast<std::uint32_t>(f.expected))) +
-                         " under the same tag: the ranks called different collectives",
-                     at);
-      case detail::fault_code::none: break;
-    }
-    return error(errc::transport, "unknown device error code " + std::to_string(f.code), at);
   }
 
   /// Poisons (the core keeps the first failure) and drops what was recorded:
