@@ -224,6 +224,24 @@ bool wants(const std::vector<std::string>& list, std::string_view item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
+/// `make.template operator()<A>()` for the algorithm `id` names (automatic
+/// when none): the run-time choice of algorithm every plait variant shares.
+template <class Op, class Make>
+std::function<void()> with_algorithm(int ranks, std::optional<plait::algorithm_id> id, Make&& make) {
+  if (!id) return make.template operator()<plait::automatic>();
+  if (!plait::supports<Op>(*id, ranks)) {
+    throw plait::error(plait::errc::unsupported, std::string(plait::to_string(*id)) + " cannot run " +
+                                                     std::string(Op::name) + " on " + std::to_string(ranks) + " ranks");
+  }
+  return plait::visit_algorithm(*id, [&]<class A>(std::type_identity<A>) -> std::function<void()> {
+    if constexpr (plait::schedules<A, Op>) {
+      return make.template operator()<A>();
+    } else {
+      return {};  // unreachable: supports() said no above
+    }
+  });
+}
+
 /// One plait call of Op under the run-time algorithm choice, as a callable.
 /// `in_place` (all-gather): `send` is ignored, the shard is in its slice of `recv`.
 template <class Op, class Comm>
@@ -242,19 +260,7 @@ std::function<void()> plait_call(Comm& comm, std::optional<plait::algorithm_id> 
       }
     });
   };
-  if (!id) return call.template operator()<plait::automatic>();
-  if (!plait::supports<Op>(*id, comm.size())) {
-    throw plait::error(plait::errc::unsupported, std::string(plait::to_string(*id)) + " cannot run " +
-                                                     std::string(Op::name) + " on " + std::to_string(comm.size()) +
-                                                     " ranks");
-  }
-  return plait::visit_algorithm(*id, [&]<class A>(std::type_identity<A>) -> std::function<void()> {
-    if constexpr (plait::schedules<A, Op>) {
-      return call.template operator()<A>();
-    } else {
-      return {};  // unreachable: supports() said no above
-    }
-  });
+  return with_algorithm<Op>(comm.size(), id, call);
 }
 
 /// One plait v-form call of Op (all_gather_v, all_to_all_v) under the
@@ -272,19 +278,7 @@ std::function<void()> plait_v_call(Comm& comm, std::optional<plait::algorithm_id
       }
     });
   };
-  if (!id) return call.template operator()<plait::automatic>();
-  if (!plait::supports<Op>(*id, comm.size())) {
-    throw plait::error(plait::errc::unsupported, std::string(plait::to_string(*id)) + " cannot run " +
-                                                     std::string(Op::name) + " on " + std::to_string(comm.size()) +
-                                                     " ranks");
-  }
-  return plait::visit_algorithm(*id, [&]<class A>(std::type_identity<A>) -> std::function<void()> {
-    if constexpr (plait::schedules<A, Op>) {
-      return call.template operator()<A>();
-    } else {
-      return {};
-    }
-  });
+  return with_algorithm<Op>(comm.size(), id, call);
 }
 
 /// The bundle benchmark's call: two tensors of one all_to_all, bundled or one call each.

@@ -118,14 +118,10 @@ struct bundled_collective {
     if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
       learn_sizes(comm, plan, label, std::make_index_sequence<Send::size>{});
     }
+    // Blocks whose size this rank does not know (no count exchange) count as 0.
     std::size_t largest = 0;
     for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) {
-      if (plan.has_location(b * plan.members)) largest = std::max(largest, plan.combined_block_bytes(b));
-    }
-    if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
-      for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) {
-        largest = std::max(largest, plan.combined_block_bytes(b));
-      }
+      largest = std::max(largest, plan.combined_block_bytes(b));
     }
     run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv);
   }
