@@ -62,13 +62,15 @@ AGENT
   chmod +x "$agent"
 }
 
-# mpirun on host a, launching on both hosts through the agent, TCP only (no
-# shared-memory path between the "hosts"), on the veth subnet only.
+# mpirun on host a, launching on both hosts through the agent, on the veth
+# subnet only. Byte transfer layers: two_hosts_btl, default tcp,self (TCP
+# even between ranks of one host); vader,tcp,self lets a host's ranks use
+# their shared memory, as on a real node.
 two_hosts_mpirun() {
   local mpirun="$1"
   shift
   ip netns exec "$a" unshare --uts /bin/sh -c 'hostname "$0"; exec "$@"' "$a" "$mpirun" --allow-run-as-root \
-    --oversubscribe --mca plm_rsh_agent "$agent" --mca btl tcp,self \
+    --oversubscribe --mca plm_rsh_agent "$agent" --mca btl "${two_hosts_btl:-tcp,self}" \
     --mca btl_tcp_if_include "$two_hosts_subnet" --mca oob_tcp_if_include "$two_hosts_subnet" "$@"
 }
 
