@@ -198,8 +198,8 @@ int main(int argc, char** argv) {
       MPI_Comm native_comm = world.native_handle();
       auto barrier = [&] { MPI_Barrier(native_comm); };
 #ifdef PLAIT_TWO_HOSTS_HIERARCHICAL
-      std::optional<decltype(plait::mpi::node_levels(world))> levels;
-      if (wants(o.variants, "hierarchical")) levels.emplace(plait::mpi::node_levels(world));
+      std::optional<plait::mpi::node_levels> levels;  // owns its two communicators: built in place
+      if (wants(o.variants, "hierarchical")) levels.emplace(world);
       const int local_ranks = levels ? levels->node_size() : 0;
 #else
       if (wants(o.variants, "hierarchical")) {
