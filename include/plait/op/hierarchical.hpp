@@ -71,10 +71,10 @@ consteval bool check_hierarchical_levels() {
 
 /// Whether a two-level collective can run hierarchically on these arguments:
 /// 1-D contiguous ranges of one element type with plait::contiguous.
+/// A concept, so that element types are asked for only of ranges.
 template <class Layout, class Send, class Recv>
-inline constexpr bool hierarchical_arguments =
-    std::is_same_v<Layout, contiguous>&& send_range<Send>&& recv_range<Recv>&&
-        std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<Send>>, std::ranges::range_value_t<Recv>>;
+concept hierarchical_arguments = std::is_same_v<Layout, contiguous> && send_range<Send> && recv_range<Recv> &&
+    std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<Send>>, std::ranges::range_value_t<Recv>>;
 
 /// Sizes as tensor extents.
 inline std::size_t extent(int n) noexcept { return static_cast<std::size_t>(n); }
