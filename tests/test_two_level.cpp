@@ -27,8 +27,14 @@ std::uint64_t block_value(int from, int to, std::size_t i) {
   return static_cast<std::uint64_t>(from) * 7919u * 1000u + static_cast<std::uint64_t>(to) * 1000u + i + 1;
 }
 
-/// How world ranks sit on nodes: blocks of L consecutive ranks, or rank w on node w % N.
-enum class placement { block, round_robin };
+/// How world ranks sit on nodes: blocks of L consecutive ranks, rank w on
+/// node w % N, or every rank at the position P-1-w (no pattern the
+/// collectives write straight into: they go through staging).
+enum class placement { block, round_robin, reversed };
+
+const char* name(placement how) {
+  return how == placement::block ? "block" : how == placement::round_robin ? "round-robin" : "reversed";
+}
 
 struct arrangement {
   int node;
@@ -37,7 +43,9 @@ struct arrangement {
 
 arrangement place(placement how, int world_rank, int nodes, int locals) {
   if (how == placement::block) return {world_rank / locals, world_rank % locals};
-  return {world_rank % nodes, world_rank / nodes};
+  if (how == placement::round_robin) return {world_rank % nodes, world_rank / nodes};
+  const int position = nodes * locals - 1 - world_rank;
+  return {position / locals, position % locals};
 }
 
 /// The whole group's rank of each position: the world ranks, so results are in world order.
@@ -60,6 +68,12 @@ std::vector<std::string> on_levels(int ranks, int nodes, placement how, Fn&& fn)
     auto inter = world.split(a.local, a.node);
     plait::two_level levels(intra, inter, world_table(how, nodes, locals));
     if (levels.rank() != world.rank()) return std::string("two_level rank differs from the world rank");
+    // Each placement takes its own path: straight by position, straight by local rank, or staging.
+    const bool spread = nodes > 1 && locals > 1;
+    if (levels.node_major() != (how == placement::block || (how == placement::round_robin && !spread))) {
+      return std::string("node_major() is wrong");
+    }
+    if (levels.local_major() != (how == placement::round_robin && spread)) return std::string("local_major() is wrong");
     return fn(levels, world);
   });
 }
@@ -111,9 +125,9 @@ TEMPLATE_TEST_CASE("a hierarchical all-gather on two shm levels lands in the who
                    "[two_level][all_gather]", (plait::hierarchical<plait::ring, plait::recursive_doubling>),
                    (plait::hierarchical<plait::direct, plait::ring>), (plait::hierarchical<plait::bruck, plait::tree>),
                    (plait::hierarchical<plait::automatic, plait::automatic>)) {
-  for (const placement how : {placement::block, placement::round_robin}) {
+  for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
     for (const shape s : shapes) {
-      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << (how == placement::block ? "block" : "round-robin"));
+      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << name(how));
       require_all_empty(on_levels(s.ranks, s.nodes, how, [](auto& levels, auto&) {
         std::string verdict = gather_and_check<TestType>(levels, 5);
         return verdict.empty() ? gather_and_check<TestType>(levels, 1) : verdict;
@@ -127,9 +141,9 @@ TEMPLATE_TEST_CASE("a hierarchical all-to-all on two shm levels lands in the who
                    (plait::hierarchical<plait::direct, plait::bruck>),
                    (plait::hierarchical<plait::ring, plait::direct>),
                    (plait::hierarchical<plait::automatic, plait::automatic>)) {
-  for (const placement how : {placement::block, placement::round_robin}) {
+  for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
     for (const shape s : shapes) {
-      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << (how == placement::block ? "block" : "round-robin"));
+      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << name(how));
       require_all_empty(on_levels(s.ranks, s.nodes, how, [](auto& levels, auto&) {
         std::string verdict = exchange_and_check<TestType>(levels, 3);
         return verdict.empty() ? exchange_and_check<TestType>(levels, 1) : verdict;

@@ -21,10 +21,18 @@
 
 namespace {
 
-enum class placement { block, round_robin };
+/// Block, round-robin, or blocks in reverse (node 0 holds the last ranks:
+/// neither pattern, so the collectives reorder through staging).
+enum class placement { block, round_robin, reversed };
+
+const char* name(placement how) {
+  return how == placement::block ? "block" : how == placement::round_robin ? "round-robin" : "reversed";
+}
 
 int fake_node(placement how, int rank, int nodes, int size) {
-  return how == placement::block ? rank / (size / nodes) : rank % nodes;
+  if (how == placement::block) return rank / (size / nodes);
+  if (how == placement::round_robin) return rank % nodes;
+  return (size - 1 - rank) / (size / nodes);
 }
 
 /// Node counts this job divides into (1, 2, 4), each with both placements.
@@ -34,6 +42,7 @@ std::vector<std::pair<int, placement>> arrangements() {
     if (plait_test::world_size() % nodes != 0) continue;
     out.emplace_back(nodes, placement::block);
     if (nodes > 1 && nodes < plait_test::world_size()) out.emplace_back(nodes, placement::round_robin);
+    if (nodes > 1) out.emplace_back(nodes, placement::reversed);
   }
   return out;
 }
@@ -109,7 +118,7 @@ using exchange_algorithms = algorithms<plait::ring, plait::pairwise, plait::bruc
 TEST_CASE("mpi node_levels keeps world ranks whatever the placement", "[mpi][two_level]") {
   plait::mpi::communicator world{MPI_COMM_WORLD};
   for (const auto& [nodes, how] : arrangements()) {
-    INFO(nodes << " nodes, " << (how == placement::block ? "block" : "round-robin"));
+    INFO(nodes << " nodes, " << name(how));
     plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
     CHECK(levels.rank() == world.rank());
     CHECK(levels.size() == world.size());
@@ -129,7 +138,7 @@ TEST_CASE("mpi node_levels keeps world ranks whatever the placement", "[mpi][two
 TEST_CASE("mpi hierarchical all_gather and all_to_all equal MPI's on 1, 2 and 4 emulated nodes", "[mpi][two_level]") {
   plait::mpi::communicator world{MPI_COMM_WORLD};
   for (const auto& [nodes, how] : arrangements()) {
-    INFO(nodes << " nodes, " << (how == placement::block ? "block" : "round-robin"));
+    INFO(nodes << " nodes, " << name(how));
     plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
     bool ok = gather_matches_mpi<plait::hierarchical<plait::ring, plait::recursive_doubling>>(levels, 1001, 1);
     ok = gather_matches_mpi<plait::hierarchical<plait::direct, plait::bruck>>(levels, 3, 2) && ok;
@@ -144,7 +153,7 @@ TEST_CASE("mpi hierarchical all_gather and all_to_all equal MPI's on 1, 2 and 4 
 TEST_CASE("mpi hierarchical collectives equal MPI's for every inner x outer pair", "[.][all_pairs][mpi][two_level]") {
   plait::mpi::communicator world{MPI_COMM_WORLD};
   for (const auto& [nodes, how] : arrangements()) {
-    INFO(nodes << " nodes, " << (how == placement::block ? "block" : "round-robin"));
+    INFO(nodes << " nodes, " << name(how));
     plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
     int wrong = sweep_pairs<true>(levels, gather_algorithms{}, gather_algorithms{}, 37);
     wrong += sweep_pairs<false>(levels, exchange_algorithms{}, exchange_algorithms{}, 19);
@@ -155,7 +164,7 @@ TEST_CASE("mpi hierarchical collectives equal MPI's for every inner x outer pair
 TEST_CASE("mpi hierarchical collectives send exactly the documented bytes over the slow level", "[mpi][two_level]") {
   plait::mpi::communicator world{MPI_COMM_WORLD};
   for (const auto& [nodes, how] : arrangements()) {
-    INFO(nodes << " nodes, " << (how == placement::block ? "block" : "round-robin"));
+    INFO(nodes << " nodes, " << name(how));
     plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
     const std::uint64_t n = levels.node_count();
     const std::uint64_t l = levels.node_size();

@@ -119,6 +119,38 @@ void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const
   collective<op::all_to_all, Inter, Outer, contiguous>::run(levels.inter(), std::span<const std::byte>(bundled), out);
 }
 
+/// The all-gather when local rank l of node n is rank l x N + n (round-robin):
+/// the result viewed as [L, N, s] holds its shard at [l][n], so Outer gathers
+/// the node's shards of local rank l into row l and Inner gathers the rows in
+/// place: both levels move contiguous blocks.
+template <class Inner, class Outer, class Intra, class Inter>
+void gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                          std::span<std::byte> out) {
+  const std::size_t row = extent(levels.node_count()) * send.size();
+  collective<op::all_gather, Inter, Outer, contiguous>::run(levels.inter(), send,
+                                                            out.subspan(extent(levels.intra().rank()) * row, row));
+  collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), in_place, out);
+}
+
+/// The all-to-all for the same placement. Viewed as [L, N, s], send block
+/// [l][n] goes to rank (n, l): Inner sends local rank l' its row [l'] (N
+/// blocks); then bundled[l''][n] is the block from (this node, l'') for (n,
+/// this local rank), and Outer sends node n the column bundled[*][n], which
+/// lands there as column (this node) of the result, [l''][node]: the blocks
+/// from ranks l'' x N + node.
+template <class Inner, class Outer, class Intra, class Inter>
+void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                            std::span<std::byte> out) {
+  const std::size_t s = send.size() / extent(levels.size());
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t locals = extent(levels.node_size());
+  std::vector<std::byte> bundled(send.size());
+  collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send, std::span<std::byte>(bundled));
+  const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
+  const tensor_view<std::byte, 3> arrived(out.data(), {locals, nodes, s});
+  collective<op::all_to_all, Inter, Outer, redistribute<1, 1>>::run(levels.inter(), columns, arrived);
+}
+
 /// Copies block rank_at(p) of `from` to block p of `to` (or back, `to_ranks`):
 /// between the whole group's rank order and position order.
 template <class Levels>
@@ -143,8 +175,9 @@ constexpr std::string_view hierarchical_label() {
 }
 
 /// hierarchical<Inner, Outer> for Op on bytes: checks the sizes on this rank
-/// before any byte moves, then runs by position, through staging in position
-/// order when the rank table is not the identity.
+/// before any byte moves, then runs straight into the result for block and
+/// round-robin placements, and through staging in position order for any
+/// other rank table.
 template <class Op, class Inner, class Outer, class Intra, class Inter>
 void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                       std::span<std::byte> recv) {
@@ -171,6 +204,14 @@ void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std
   };
   if (levels.node_major()) {
     by_position(send, recv);
+    return;
+  }
+  if (levels.local_major()) {
+    if constexpr (gather) {
+      gather_by_local_rank<Inner, Outer>(levels, send, recv);
+    } else {
+      exchange_by_local_rank<Inner, Outer>(levels, send, recv);
+    }
     return;
   }
   const std::size_t block = recv.size() / ranks;

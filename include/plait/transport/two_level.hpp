@@ -105,6 +105,12 @@ class two_level {
       position_of_rank_[static_cast<std::size_t>(rank_of_position_[p])] = static_cast<int>(p);
       identity = identity && rank_of_position_[p] == static_cast<int>(p);
     }
+    const int nodes = inter.size();
+    const int locals = intra.size();
+    local_major_ = !identity;
+    for (int p = 0; p < nodes * locals && local_major_; ++p) {
+      local_major_ = rank_of_position_[static_cast<std::size_t>(p)] == (p % locals) * nodes + p / locals;
+    }
     if (identity) {
       rank_of_position_.clear();
       position_of_rank_.clear();
@@ -149,6 +155,9 @@ class two_level {
   /// Whether rank r sits at position r on every rank (blocks of L consecutive
   /// ranks per node): hierarchical collectives then write straight into the result.
   [[nodiscard]] bool node_major() const noexcept { return rank_of_position_.empty(); }
+  /// Whether local rank l of node n is rank l x N + n (round-robin placement,
+  /// and not node_major()): hierarchical collectives write straight into the result too.
+  [[nodiscard]] bool local_major() const noexcept { return local_major_; }
 
   /// What the last automatic collective on this object ran and why.
   [[nodiscard]] const level_choice& last_choice() const noexcept { return last_choice_; }
@@ -205,6 +214,7 @@ class two_level {
   Inter* inter_;
   std::vector<int> rank_of_position_;  // empty: rank r at position r
   std::vector<int> position_of_rank_;
+  bool local_major_ = false;
   level_choice last_choice_{};
 };
 
