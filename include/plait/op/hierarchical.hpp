@@ -254,7 +254,13 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
   using args = std::pair<std::remove_cvref_t<Send>, std::remove_cvref_t<Recv>>;
   constexpr bool serves_hierarchy =
       hierarchical_arguments<Layout, std::remove_reference_t<Send>, std::remove_reference_t<Recv>>;
-  if constexpr (is_hierarchical<Algorithm>) {
+  constexpr bool host_levels = std::is_same_v<typename Comm::intra_type::memory_space, host_memory> &&
+                               std::is_same_v<typename Comm::inter_type::memory_space, host_memory>;
+  if constexpr (is_hierarchical<Algorithm> && !host_levels) {
+    static_assert(dependent_false<args>,
+                  "plait: hierarchical<Inner, Outer> needs two levels of host memory (shm, MPI): its staging and "
+                  "reordering are host copies");
+  } else if constexpr (is_hierarchical<Algorithm>) {
     if constexpr (!serves_hierarchy) {
       static_assert(dependent_false<args>,
                     "plait: hierarchical<Inner, Outer> takes 1-D contiguous ranges (std::vector, std::span, ...) of "
@@ -264,7 +270,7 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
       run_hierarchical<Op, typename Algorithm::inner, typename Algorithm::outer>(comm, const_bytes(send),
                                                                                  mutable_bytes(recv));
     }
-  } else if constexpr (is_automatic<Algorithm> && serves_hierarchy) {
+  } else if constexpr (is_automatic<Algorithm> && serves_hierarchy && host_levels) {
     // automatic_with<Tuning> tunes both levels (and the flat choice) alike.
     const std::size_t block =
         const_bytes(send).size() /
@@ -292,8 +298,8 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
   } else if constexpr (is_automatic<Algorithm>) {
     static_assert(dependent_false<args>,
                   "plait: automatic on a plait::two_level runs hierarchically, which takes 1-D contiguous ranges of "
-                  "one element type with plait::contiguous; this two_level has no whole communicator to run other "
-                  "arguments flat");
+                  "one element type with plait::contiguous on host-memory levels; this two_level has no whole "
+                  "communicator to run anything else flat");
   } else {
     static_assert(dependent_false<args>,
                   "plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its "
