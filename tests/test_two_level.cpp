@@ -224,3 +224,21 @@ TEST_CASE("automatic on a two_level without a whole communicator runs hierarchic
     return exchange_and_check<plait::automatic>(levels, 4);
   }));
 }
+
+TEST_CASE("a rank table that is not one rank per position is refused on this rank", "[two_level][bad_input]") {
+  require_all_empty(plait_test::run_ranks(mode::threads, 4, [](plait::shm::communicator& world) -> std::string {
+    auto intra = world.split(world.rank() / 2, world.rank());
+    auto inter = world.split(world.rank() % 2, world.rank());
+    for (const std::vector<int>& table :
+         {std::vector<int>{0, 1, 1, 3}, std::vector<int>{0, 1, 2}, std::vector<int>{0, 1, 2, 4}}) {
+      try {
+        plait::two_level levels(intra, inter, table);
+        return "accepted a table of " + std::to_string(table.size());
+      } catch (const plait::error& e) {
+        if (e.code() != plait::errc::invalid_argument) return std::string("wrong code: ") + e.what();
+        if (std::string(e.what()).find("rank table") == std::string::npos) return std::string("unclear: ") + e.what();
+      }
+    }
+    return {};
+  }));
+}
