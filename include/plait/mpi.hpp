@@ -2,12 +2,15 @@
 // plait::mpi::communicator, a transport over MPI point-to-point that runs
 // every plait algorithm and layout across nodes, and
 // plait::mpi::node_local_shm, the shared-memory transport among the ranks of
-// one node. Needs an MPI implementation (link plait::mpi in CMake).
+// one node, and plait::mpi::node_levels, the node (shm) and the nodes (MPI)
+// as the two levels of a plait::two_level for hierarchical collectives.
+// Needs an MPI implementation (link plait::mpi in CMake).
 #pragma once
 
 #include "plait/plait.hpp"
 
 #include "plait/transport/mpi/communicator.hpp"
 #include "plait/transport/mpi/error.hpp"
+#include "plait/transport/mpi/node_levels.hpp"
 #include "plait/transport/mpi/node_local.hpp"
 #include "plait/transport/mpi/request.hpp"

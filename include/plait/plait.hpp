@@ -22,6 +22,7 @@
 #include "plait/algorithm/automatic.hpp"
 #include "plait/algorithm/bruck.hpp"
 #include "plait/algorithm/direct.hpp"
+#include "plait/algorithm/hierarchical.hpp"
 #include "plait/algorithm/neighbor_exchange.hpp"
 #include "plait/algorithm/pairwise.hpp"
 #include "plait/algorithm/recursive_doubling.hpp"
@@ -44,10 +45,12 @@
 #include "plait/op/collective.hpp"
 #include "plait/op/exchange_counts.hpp"
 #include "plait/op/executor.hpp"
+#include "plait/op/hierarchical.hpp"
 #include "plait/op/split_all_gather.hpp"
 
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
+#include "plait/transport/two_level.hpp"
 
 // Last: in compiled mode, the template instances the compiled core holds
 // (extern template declarations; nothing header-only). The core itself

@@ -43,6 +43,9 @@
 #include "plait/op/impl/executor.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 
+// ---- transport ---------------------------------------------------------
+#include "plait/transport/impl/two_level.ipp"
+
 // ---- transport/shm -----------------------------------------------------
 #include "plait/transport/shm/impl/chunk_channel.ipp"
 #include "plait/transport/shm/impl/communicator.ipp"

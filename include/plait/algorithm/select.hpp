@@ -21,6 +21,7 @@
 
 #include "plait/algorithm/algorithm_id.hpp"
 #include "plait/algorithm/automatic.hpp"
+#include "plait/algorithm/hierarchical.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
@@ -46,7 +47,12 @@ consteval bool check_algorithm() {
   static_assert(algorithm<A>,
                 "plait: the Algorithm argument is not an algorithm: it lacks "
                 "`using algorithm_concept = plait::algorithm_tag;`");
-  if constexpr (algorithm<A> && !is_automatic<A> && !schedules<A, Op>) {
+  if constexpr (is_hierarchical<A>) {
+    static_assert(dependent_false<A>,
+                  "plait: hierarchical<Inner, Outer> runs on a plait::two_level communicator, not on a single "
+                  "transport: build `plait::two_level levels{intra, inter}` (or plait::mpi::node_levels(world)) and "
+                  "pass it, or use a flat algorithm on this communicator");
+  } else if constexpr (algorithm<A> && !is_automatic<A> && !schedules<A, Op>) {
     if constexpr (std::is_same_v<Op, op::all_to_all>) {
       if constexpr (std::is_same_v<A, tree>) {
         static_assert(dependent_false<A>,

@@ -11,6 +11,7 @@
 #include "plait/layout/contiguous.hpp"
 #include "plait/op/bundled.hpp"
 #include "plait/op/collective.hpp"
+#include "plait/op/hierarchical.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -23,11 +24,20 @@ inline namespace v0 {
 /// static_assert that names what is missing, not with a list of overloads.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 void all_to_all(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>();
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    if constexpr (comm_ok) detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv);
-  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, false>()) {
-    collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv));
+  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
+    detail::two_level_collective<op::all_to_all, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv), [](auto& whole, auto&& s, auto&& r) {
+          all_to_all<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
+        });
+  } else {
+    constexpr bool comm_ok = detail::check_transport<Comm>();
+    if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
+      if constexpr (comm_ok)
+        detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv);
+    } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, false>()) {
+      collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send),
+                                                               std::forward<Recv>(recv));
+    }
   }
 }
 

@@ -1,0 +1,313 @@
+// Collectives on a plait::two_level communicator: hierarchical<Inner, Outer>
+// runs one collective per level (Outer over inter, Inner over intra) through
+// the ordinary collective<...> path of each level; automatic chooses between
+// that and a flat collective over the whole communicator, when the object has
+// one (plait::mpi::node_levels: world()). plait::all_gather and
+// plait::all_to_all come here for a two_level communicator. Steps, bytes and
+// messages on each level: docs/hierarchical.md.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <ranges>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "plait/algorithm/automatic.hpp"
+#include "plait/algorithm/hierarchical.hpp"
+#include "plait/algorithm/schedule.hpp"
+#include "plait/algorithm/select.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/tensor_view.hpp"
+#include "plait/core/views.hpp"
+#include "plait/layout/along.hpp"
+#include "plait/layout/contiguous.hpp"
+#include "plait/layout/redistribute.hpp"
+#include "plait/op/collective.hpp"
+#include "plait/transport/two_level.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// Compile-time check of hierarchical<Inner, Outer> for Op: one message
+/// naming the level whose algorithm cannot serve it.
+template <class H, class Op>
+consteval bool check_hierarchical_levels() {
+  using Inner = typename H::inner;
+  using Outer = typename H::outer;
+  if constexpr (is_hierarchical<Inner> || is_hierarchical<Outer>) {
+    static_assert(dependent_false<H>,
+                  "plait: hierarchical<Inner, Outer> has two levels only: Inner and Outer are algorithms of one "
+                  "level each (ring, pairwise, direct, ..., automatic), not hierarchical<...>");
+  } else if constexpr (!algorithm<Inner> || !algorithm<Outer>) {
+    static_assert(dependent_false<H>,
+                  "plait: hierarchical<Inner, Outer>: Inner and Outer must be algorithms (with `using "
+                  "algorithm_concept = plait::algorithm_tag;`)");
+  } else if constexpr (std::is_same_v<Op, op::all_to_all> && !is_automatic<Inner> && !schedules<Inner, Op>) {
+    static_assert(dependent_false<H>,
+                  "plait: hierarchical<Inner, Outer>: Inner (the intra-node level's algorithm) has no all_to_all "
+                  "schedule; all_to_all works with ring, pairwise, bruck, direct, automatic");
+  } else if constexpr (std::is_same_v<Op, op::all_to_all> && !is_automatic<Outer> && !schedules<Outer, Op>) {
+    static_assert(dependent_false<H>,
+                  "plait: hierarchical<Inner, Outer>: Outer (the inter-node level's algorithm) has no all_to_all "
+                  "schedule; all_to_all works with ring, pairwise, bruck, direct, automatic");
+  } else if constexpr (!is_automatic<Inner> && !schedules<Inner, Op>) {
+    static_assert(dependent_false<H>,
+                  "plait: hierarchical<Inner, Outer>: Inner (the intra-node level's algorithm) has no schedule for "
+                  "this operation");
+  } else if constexpr (!is_automatic<Outer> && !schedules<Outer, Op>) {
+    static_assert(dependent_false<H>,
+                  "plait: hierarchical<Inner, Outer>: Outer (the inter-node level's algorithm) has no schedule for "
+                  "this operation");
+  } else {
+    return true;
+  }
+  return false;
+}
+
+/// Whether a two-level collective can run hierarchically on these arguments:
+/// 1-D contiguous ranges of one element type with plait::contiguous.
+/// A concept, so that element types are asked for only of ranges.
+template <class Layout, class Send, class Recv>
+concept hierarchical_arguments = std::is_same_v<Layout, contiguous> && send_range<Send> && recv_range<Recv> &&
+    std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<Send>>, std::ranges::range_value_t<Recv>>;
+
+/// Sizes as tensor extents.
+inline std::size_t extent(int n) noexcept { return static_cast<std::size_t>(n); }
+
+/// The all-gather when rank r sits at position r. Position p = n x L + l, so
+/// the result viewed as [N, L, s] holds rank (n, l)'s shard at [n][l]:
+/// Outer gathers this rank's shard from every node straight into column l
+/// ([N, s] with stride L x s), then Inner gathers the node's columns in
+/// place along dimension 1. No staging of whole results.
+template <class Inner, class Outer, class Intra, class Inter>
+void gather_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                        std::span<std::byte> out) {
+  const std::size_t s = send.size();
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t locals = extent(levels.node_size());
+  const std::size_t local = extent(levels.intra().rank());
+  const tensor_view<const std::byte, 2> shard(send.data(), {1, s});
+  const tensor_view<std::byte, 2> column(out.data() + local * s, {nodes, s}, {locals * s, 1});
+  collective<op::all_gather, Inter, Outer, along<0>>::run(levels.inter(), shard, column);
+  const tensor_view<std::byte, 3> whole(out.data(), {nodes, locals, s});
+  collective<op::all_gather, Intra, Inner, along<1>>::run(levels.intra(), in_place, whole);
+}
+
+/// The all-to-all when rank r sits at position r. Viewed as [N, L, s], send
+/// block [n][l] goes to rank (n, l). Inner sends local rank l' the blocks
+/// [*][l'] (one bundle of N blocks: everything this rank has for l' of every
+/// node); after it, bundled[n][l''] is the block from (this node, l'') for
+/// (n, this local rank). Outer then sends node n its row bundled[n] (L
+/// blocks, one message per node pair and local rank) and receives from node
+/// n the blocks of (n, l'') for this rank, which are blocks n x L + l'' of
+/// the result: it writes straight into place.
+template <class Inner, class Outer, class Intra, class Inter>
+void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                          std::span<std::byte> out) {
+  const std::size_t s = send.size() / extent(levels.size());
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t locals = extent(levels.node_size());
+  std::vector<std::byte> bundled(send.size());
+  const tensor_view<const std::byte, 3> blocks(send.data(), {nodes, locals, s});
+  const tensor_view<std::byte, 3> arrived(bundled.data(), {nodes, locals, s});
+  collective<op::all_to_all, Intra, Inner, redistribute<1, 1>>::run(levels.intra(), blocks, arrived);
+  collective<op::all_to_all, Inter, Outer, contiguous>::run(levels.inter(), std::span<const std::byte>(bundled), out);
+}
+
+/// The all-gather when local rank l of node n is rank l x N + n (round-robin):
+/// the result viewed as [L, N, s] holds its shard at [l][n], so Outer gathers
+/// the node's shards of local rank l into row l and Inner gathers the rows in
+/// place: both levels move contiguous blocks.
+template <class Inner, class Outer, class Intra, class Inter>
+void gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                          std::span<std::byte> out) {
+  const std::size_t row = extent(levels.node_count()) * send.size();
+  collective<op::all_gather, Inter, Outer, contiguous>::run(levels.inter(), send,
+                                                            out.subspan(extent(levels.intra().rank()) * row, row));
+  collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), in_place, out);
+}
+
+/// The all-to-all for the same placement. Viewed as [L, N, s], send block
+/// [l][n] goes to rank (n, l): Inner sends local rank l' its row [l'] (N
+/// blocks); then bundled[l''][n] is the block from (this node, l'') for (n,
+/// this local rank), and Outer sends node n the column bundled[*][n], which
+/// lands there as column (this node) of the result, [l''][node]: the blocks
+/// from ranks l'' x N + node.
+template <class Inner, class Outer, class Intra, class Inter>
+void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                            std::span<std::byte> out) {
+  const std::size_t s = send.size() / extent(levels.size());
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t locals = extent(levels.node_size());
+  std::vector<std::byte> bundled(send.size());
+  collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send, std::span<std::byte>(bundled));
+  const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
+  const tensor_view<std::byte, 3> arrived(out.data(), {locals, nodes, s});
+  collective<op::all_to_all, Inter, Outer, redistribute<1, 1>>::run(levels.inter(), columns, arrived);
+}
+
+/// Copies block rank_at(p) of `from` to block p of `to` (or back, `to_ranks`):
+/// between the whole group's rank order and position order.
+template <class Levels>
+void reorder_blocks(const Levels& levels, std::span<const std::byte> from, std::span<std::byte> to, std::size_t block,
+                    bool to_ranks) {
+  for (int p = 0; p < levels.size(); ++p) {
+    const std::size_t at_rank = extent(levels.rank_at(p)) * block;
+    const std::size_t at_position = extent(p) * block;
+    std::memcpy(to.data() + (to_ranks ? at_rank : at_position), from.data() + (to_ranks ? at_position : at_rank),
+                block);
+  }
+}
+
+/// "all_gather<hierarchical>" / "all_to_all<hierarchical>".
+template <class Op>
+constexpr std::string_view hierarchical_label() {
+  if constexpr (std::is_same_v<Op, op::all_gather>) {
+    return "all_gather<hierarchical>";
+  } else {
+    return "all_to_all<hierarchical>";
+  }
+}
+
+/// hierarchical<Inner, Outer> for Op on bytes: checks the sizes on this rank
+/// before any byte moves, then runs straight into the result for block and
+/// round-robin placements, and through staging in position order for any
+/// other rank table.
+template <class Op, class Inner, class Outer, class Intra, class Inter>
+void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                      std::span<std::byte> recv) {
+  constexpr bool gather = std::is_same_v<Op, op::all_gather>;
+  const std::size_t ranks = extent(levels.size());
+  const error_context at{levels.rank(), hierarchical_label<Op>()};
+  const std::size_t wanted = gather ? ranks * send.size() : send.size();
+  if (recv.size() != wanted) {
+    fail(errc::size_mismatch,
+         {"recv holds ", recv.size(), " bytes, and ", gather ? "P x send" : "send", " is ", wanted, " (P = ", ranks,
+          ")"},
+         at);
+  }
+  if (!gather && send.size() % ranks != 0) {
+    fail(errc::size_mismatch, {"send holds ", send.size(), " bytes, which is not P = ", ranks, " equal blocks"}, at);
+  }
+  if (recv.empty()) return;  // nothing moves on any rank: every rank's sizes are these
+  const auto by_position = [&](std::span<const std::byte> in, std::span<std::byte> out) {
+    if constexpr (gather) {
+      gather_by_position<Inner, Outer>(levels, in, out);
+    } else {
+      exchange_by_position<Inner, Outer>(levels, in, out);
+    }
+  };
+  if (levels.node_major()) {
+    by_position(send, recv);
+    return;
+  }
+  if (levels.local_major()) {
+    if constexpr (gather) {
+      gather_by_local_rank<Inner, Outer>(levels, send, recv);
+    } else {
+      exchange_by_local_rank<Inner, Outer>(levels, send, recv);
+    }
+    return;
+  }
+  const std::size_t block = recv.size() / ranks;
+  std::vector<std::byte> staged(recv.size());
+  if constexpr (gather) {
+    by_position(send, staged);
+  } else {
+    std::vector<std::byte> outgoing(send.size());
+    reorder_blocks(levels, send, outgoing, block, false);
+    by_position(outgoing, staged);
+  }
+  reorder_blocks(levels, staged, recv, block, true);
+}
+
+/// What automatic predicts for hierarchical<automatic, automatic> with
+/// `bytes`-byte blocks of the whole group: the inter level's choice plus the
+/// intra level's, each from its transport's cost model.
+template <class Op, class A, class Intra, class Inter>
+double predicted_hierarchical_seconds(int nodes, int locals, std::size_t bytes) {
+  const std::size_t n = extent(nodes);
+  const std::size_t l = extent(locals);
+  // all-gather: inter blocks are one shard, intra blocks a node column (N shards);
+  // all-to-all: intra bundles of N blocks, then inter bundles of L blocks.
+  const std::size_t inter_block = std::is_same_v<Op, op::all_gather> ? bytes : l * bytes;
+  const std::size_t intra_block = n * bytes;
+  return run_time_choice(Op{}, nodes, inter_block, model_of<A, Inter>(), allowed_set<A>()).predicted_seconds +
+         run_time_choice(Op{}, locals, intra_block, model_of<A, Intra>(), allowed_set<A>()).predicted_seconds;
+}
+
+/// A two_level that also offers the whole group as one communicator.
+template <class Comm>
+concept has_whole_communicator = requires(Comm& comm) {
+  comm.world();
+};
+
+/// plait::all_gather / plait::all_to_all on a two_level communicator. `flat`
+/// runs the collective on a whole communicator (the public function itself).
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Flat>
+void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
+  using args = std::pair<std::remove_cvref_t<Send>, std::remove_cvref_t<Recv>>;
+  constexpr bool serves_hierarchy =
+      hierarchical_arguments<Layout, std::remove_reference_t<Send>, std::remove_reference_t<Recv>>;
+  constexpr bool host_levels = std::is_same_v<typename Comm::intra_type::memory_space, host_memory> &&
+                               std::is_same_v<typename Comm::inter_type::memory_space, host_memory>;
+  if constexpr (is_hierarchical<Algorithm> && !host_levels) {
+    static_assert(dependent_false<args>,
+                  "plait: hierarchical<Inner, Outer> needs two levels of host memory (shm, MPI): its staging and "
+                  "reordering are host copies");
+  } else if constexpr (is_hierarchical<Algorithm>) {
+    if constexpr (!serves_hierarchy) {
+      static_assert(dependent_false<args>,
+                    "plait: hierarchical<Inner, Outer> takes 1-D contiguous ranges (std::vector, std::span, ...) of "
+                    "one element type with plait::contiguous; tensor views, other layouts, in_place and bundles run "
+                    "flat on the whole communicator");
+    } else if constexpr (check_hierarchical_levels<Algorithm, Op>()) {
+      run_hierarchical<Op, typename Algorithm::inner, typename Algorithm::outer>(comm, const_bytes(send),
+                                                                                 mutable_bytes(recv));
+    }
+  } else if constexpr (is_automatic<Algorithm> && serves_hierarchy && host_levels) {
+    // automatic_with<Tuning> tunes both levels (and the flat choice) alike.
+    const std::size_t block =
+        const_bytes(send).size() /
+        (std::is_same_v<Op, op::all_gather> ? std::size_t{1} : extent(comm.size() > 0 ? comm.size() : 1));
+    level_choice picked{};
+    picked.hierarchical_seconds =
+        predicted_hierarchical_seconds<Op, Algorithm, typename Comm::intra_type, typename Comm::inter_type>(
+            comm.node_count(), comm.node_size(), block);
+    if constexpr (has_whole_communicator<Comm>) {
+      using whole = std::remove_reference_t<decltype(comm.world())>;
+      picked.flat_seconds =
+          run_time_choice(Op{}, comm.size(), block, model_of<Algorithm, whole>(), allowed_set<Algorithm>())
+              .predicted_seconds;
+      picked.hierarchical = picked.hierarchical_seconds <= picked.flat_seconds;
+    }
+    comm.note_choice(picked);
+    if (picked.hierarchical) {
+      run_hierarchical<Op, Algorithm, Algorithm>(comm, const_bytes(send), mutable_bytes(recv));
+    } else if constexpr (has_whole_communicator<Comm>) {
+      flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
+    }
+  } else if constexpr (has_whole_communicator<Comm>) {
+    if constexpr (is_automatic<Algorithm>) comm.note_choice(level_choice{.hierarchical = false});
+    flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
+  } else if constexpr (is_automatic<Algorithm>) {
+    static_assert(dependent_false<args>,
+                  "plait: automatic on a plait::two_level runs hierarchically, which takes 1-D contiguous ranges of "
+                  "one element type with plait::contiguous on host-memory levels; this two_level has no whole "
+                  "communicator to run anything else flat");
+  } else {
+    static_assert(dependent_false<args>,
+                  "plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its "
+                  "ranks: use plait::hierarchical<Inner, Outer>, or plait::automatic (hierarchical here), or call it "
+                  "on the whole communicator");
+  }
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

@@ -1,0 +1,130 @@
+// plait::mpi::node_levels: the usual two levels of an MPI job, built from
+// one communicator: the node's ranks over shared memory (node_local_shm) and
+// the ranks of the same local rank on every node over MPI. Its rank() is the
+// world's rank whatever the launcher's placement: it carries the table
+// between world ranks and (node, local rank) positions, which the
+// hierarchical collectives honour (op/hierarchical.hpp).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "plait/core/error.hpp"
+#include "plait/transport/mpi/communicator.hpp"
+#include "plait/transport/mpi/error.hpp"
+#include "plait/transport/mpi/node_local.hpp"
+#include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/two_level.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace mpi {
+namespace detail {
+
+/// The smallest rank of `world` on this shared-memory node (collective over
+/// `world`): the node's id, the same on every rank of the node.
+inline int shared_node_id(const communicator& world) {
+  const plait::error_context at{world.rank(), "node_levels", -1, -1};
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(world.native_handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type", at);
+  int id = world.rank();
+  const int code = MPI_Allreduce(MPI_IN_PLACE, &id, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_free(&node);
+  check(code, "MPI_Allreduce", at);
+  return id;
+}
+
+/// What node_levels owns, built before its two_level base refers to it.
+class node_levels_parts {
+ protected:
+  node_levels_parts(communicator& world, int node_id)
+      : node_world_(&world), node_intra_(join_node(world, node_id)), node_inter_(world.split(node_intra_.rank(), node_id)) {
+    // Every rank learns every rank's position (node index x L + local rank).
+    const plait::error_context at{world.rank(), "node_levels", -1, -1};
+    const int position = node_inter_.rank() * node_intra_.size() + node_intra_.rank();
+    std::vector<int> positions(static_cast<std::size_t>(world.size()));
+    check(MPI_Allgather(&position, 1, MPI_INT, positions.data(), 1, MPI_INT, world.native_handle()), "MPI_Allgather",
+          at);
+    node_table_.assign(positions.size(), -1);
+    for (std::size_t r = 0; r < positions.size(); ++r)
+      node_table_[static_cast<std::size_t>(positions[r])] = static_cast<int>(r);
+  }
+
+  communicator* node_world_;
+  shm::communicator node_intra_;
+  communicator node_inter_;
+  std::vector<int> node_table_;
+
+ private:
+  // The ranks of `world` with this node id, in world order, joined over shm.
+  // Node sizes are checked over `world` first, so every rank refuses
+  // unequal nodes alike.
+  static shm::communicator join_node(communicator& world, int node_id) {
+    const plait::error_context at{world.rank(), "node_levels", -1, -1};
+    if (!world) throw plait::error(errc::invalid_argument, "called on a null communicator", at);
+    if (node_id < 0) plait::detail::fail(errc::invalid_argument, {"node id ", node_id, " is negative"}, at);
+    std::vector<int> ids(static_cast<std::size_t>(world.size()));
+    check(MPI_Allgather(&node_id, 1, MPI_INT, ids.data(), 1, MPI_INT, world.native_handle()), "MPI_Allgather", at);
+    std::map<int, int> ranks_of_node;
+    for (int id : ids) ++ranks_of_node[id];
+    std::vector<int> sizes;
+    for (const auto& [id, count] : ranks_of_node) sizes.push_back(count);
+    plait::detail::check_node_sizes(world.rank(), sizes, "node_levels");
+
+    const communicator node = world.split(node_id, world.rank());
+    shm::communicator joined = node_local_shm(node);
+    if (joined.size() != node.size()) {
+      plait::detail::fail(errc::invalid_argument,
+                          {"node id ", node_id, " names ", node.size(), " ranks, of which only ", joined.size(),
+                           " share this machine's memory; a node id must not span machines"},
+                          at);
+    }
+    return joined;
+  }
+};
+
+}  // namespace detail
+
+/// The two levels of an MPI job, owned: intra is a plait::shm::communicator
+/// over the node's ranks (node_local_shm), inter a plait::mpi::communicator
+/// over the ranks of the same local rank on every node, nodes in the order of
+/// their ids. rank() and size() are world's, whatever the placement (block,
+/// round-robin, ...): hierarchical collectives reorder as needed, and world()
+/// serves flat ones (automatic picks between them). Every node needs the same
+/// number of ranks; unequal nodes are invalid_argument on every rank.
+/// Collective over world; not movable (its two_level base refers to its parts).
+///   plait::mpi::communicator world{MPI_COMM_WORLD};
+///   auto node = plait::mpi::node_levels(world);
+///   plait::all_gather<plait::hierarchical<plait::ring, plait::recursive_doubling>>(node, mine, all);
+class node_levels : private detail::node_levels_parts, public two_level<shm::communicator, communicator> {
+ public:
+  /// Nodes as MPI sees them (MPI_COMM_TYPE_SHARED); a node's id is its smallest world rank.
+  explicit node_levels(communicator& world) : node_levels(world, detail::shared_node_id(world)) {}
+
+  /// Nodes named by the caller: ranks with the same `node_id` (>= 0) form a
+  /// node, which must lie within one machine. Tests emulate several nodes on
+  /// one machine this way.
+  node_levels(communicator& world, int node_id)
+      : detail::node_levels_parts(world, node_id),
+        two_level<shm::communicator, communicator>(node_intra_, node_inter_, std::move(node_table_)) {}
+
+  /// A temporary world would dangle: world() refers to it.
+  explicit node_levels(communicator&&) = delete;
+  /// A temporary world would dangle: world() refers to it.
+  node_levels(communicator&&, int) = delete;
+  /// Not copyable or movable: the levels refer to the parts it owns.
+  node_levels(const node_levels&) = delete;
+  /// Not assignable either.
+  node_levels& operator=(const node_levels&) = delete;
+
+  /// The whole group as one MPI communicator, for flat collectives.
+  [[nodiscard]] communicator& world() const noexcept { return *node_world_; }
+};
+
+}  // namespace mpi
+}  // namespace v0
+}  // namespace plait

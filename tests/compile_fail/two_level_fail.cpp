@@ -1,0 +1,74 @@
+// Two-level compositions that cannot work stop the compiler at the public
+// entry (plait::all_gather, plait::all_to_all) with one static_assert that
+// names the combination: hierarchical on a single transport, a flat
+// algorithm on a two_level without a whole communicator, an Inner or Outer
+// without a schedule for the operation, hierarchical<> nested, arguments
+// that hierarchical does not take; and a two_level of a temporary, which
+// would dangle. Each case also bounds the diagnostic's length (max-lines).
+// The expect-error lines are regexes matched one line each, so clang-format
+// must not reflow them.
+// clang-format off
+#include <cstddef>
+#include <vector>
+
+#include <plait/plait.hpp>
+
+namespace {
+
+[[maybe_unused]] void use(plait::shm::communicator& world, plait::shm::communicator& intra,
+                          plait::shm::communicator& inter) {
+  plait::two_level levels{intra, inter};
+  std::vector<float> send(4);
+  std::vector<float> recv(4 * static_cast<std::size_t>(levels.size()));
+  float raw[2][8] = {};
+  plait::tensor_view<float, 2> tensor(&raw[0][0], {2, 8});
+  // The valid neighbours of the cases below.
+  plait::all_gather<plait::hierarchical<plait::ring, plait::recursive_doubling>>(levels, send, recv);
+  plait::all_to_all<plait::hierarchical<plait::pairwise, plait::bruck>>(levels, send, recv);
+  plait::all_gather<plait::automatic>(levels, send, recv);
+  plait::all_gather<plait::ring>(world, send, recv);
+  (void)tensor;
+
+// expect-error(hierarchical_on_one_transport): plait: hierarchical<Inner, Outer> runs on a plait::two_level communicator, not on a single transport
+// max-lines(hierarchical_on_one_transport): 20
+#if defined(PLAIT_CASE_hierarchical_on_one_transport)
+  plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(world, send, recv);
+#endif
+
+// expect-error(flat_on_two_level): plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its ranks
+// max-lines(flat_on_two_level): 20
+#if defined(PLAIT_CASE_flat_on_two_level)
+  plait::all_gather<plait::ring>(levels, send, recv);
+#endif
+
+// expect-error(inner_without_all_to_all): plait: hierarchical<Inner, Outer>: Inner \(the intra-node level's algorithm\) has no all_to_all schedule; all_to_all works with ring, pairwise, bruck, direct, automatic
+// max-lines(inner_without_all_to_all): 20
+#if defined(PLAIT_CASE_inner_without_all_to_all)
+  plait::all_to_all<plait::hierarchical<plait::tree, plait::pairwise>>(levels, send, recv);
+#endif
+
+// expect-error(outer_without_all_to_all): plait: hierarchical<Inner, Outer>: Outer \(the inter-node level's algorithm\) has no all_to_all schedule
+// max-lines(outer_without_all_to_all): 20
+#if defined(PLAIT_CASE_outer_without_all_to_all)
+  plait::all_to_all<plait::hierarchical<plait::pairwise, plait::recursive_doubling>>(levels, send, recv);
+#endif
+
+// expect-error(nested_hierarchical): plait: hierarchical<Inner, Outer> has two levels only
+// max-lines(nested_hierarchical): 20
+#if defined(PLAIT_CASE_nested_hierarchical)
+  plait::all_gather<plait::hierarchical<plait::hierarchical<plait::ring, plait::ring>, plait::ring>>(levels, send, recv);
+#endif
+
+// expect-error(hierarchical_tensor): plait: hierarchical<Inner, Outer> takes 1-D contiguous ranges
+// max-lines(hierarchical_tensor): 20
+#if defined(PLAIT_CASE_hierarchical_tensor)
+  plait::all_gather<plait::hierarchical<plait::ring, plait::ring>, plait::along<1>>(levels, tensor, tensor);
+#endif
+
+// expect-error(temporary_level): use of deleted function
+#if defined(PLAIT_CASE_temporary_level)
+  plait::two_level dangling{plait::shm::communicator{}, inter};
+#endif
+}
+
+}  // namespace

@@ -1,0 +1,234 @@
+// plait::mpi::node_levels and hierarchical<Inner, Outer> over MPI: the job is
+// split into 1, 2 or 4 emulated nodes by a fake node id (block: ranks
+// 0..L-1 on node 0; round-robin: rank w on node w % N), each node's ranks
+// over shm and the same local ranks over MPI. Results must equal
+// MPI_Allgather / MPI_Alltoall on MPI_COMM_WORLD in world rank order; the
+// slow level must carry exactly the documented bytes; unequal nodes are
+// refused on every rank. The [.all_pairs] case runs every Inner x Outer pair
+// of the algorithms that serve each operation (the `full` label).
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "plait/mpi.hpp"
+
+namespace {
+
+/// Block, round-robin, or blocks in reverse (node 0 holds the last ranks:
+/// neither pattern, so the collectives reorder through staging).
+enum class placement { block, round_robin, reversed };
+
+const char* name(placement how) {
+  return how == placement::block ? "block" : how == placement::round_robin ? "round-robin" : "reversed";
+}
+
+int fake_node(placement how, int rank, int nodes, int size) {
+  if (how == placement::block) return rank / (size / nodes);
+  if (how == placement::round_robin) return rank % nodes;
+  return (size - 1 - rank) / (size / nodes);
+}
+
+/// Node counts this job divides into (1, 2, 4), each with both placements.
+std::vector<std::pair<int, placement>> arrangements() {
+  std::vector<std::pair<int, placement>> out;
+  for (int nodes : {1, 2, 4}) {
+    if (plait_test::world_size() % nodes != 0) continue;
+    out.emplace_back(nodes, placement::block);
+    if (nodes > 1 && nodes < plait_test::world_size()) out.emplace_back(nodes, placement::round_robin);
+    if (nodes > 1) out.emplace_back(nodes, placement::reversed);
+  }
+  return out;
+}
+
+/// Whether algorithm A can run on `ranks` ranks (neighbor_exchange: even or 1).
+template <class A>
+bool runs_on(int ranks) {
+  if constexpr (std::is_same_v<A, plait::neighbor_exchange>) return ranks == 1 || ranks % 2 == 0;
+  return true;
+}
+
+/// MPI_Allgather's answer on MPI_COMM_WORLD against plait's on the levels; true on this rank if equal.
+template <class Algorithm, class Levels>
+bool gather_matches_mpi(Levels& levels, std::size_t n, int salt) {
+  const auto mine = plait_test::pattern_bytes(plait_test::world_rank(), n, salt);
+  std::vector<std::byte> all(n * static_cast<std::size_t>(levels.size()));
+  plait::all_gather<Algorithm>(levels, mine, all);
+  std::vector<std::byte> expected(all.size());
+  MPI_Allgather(mine.data(), static_cast<int>(n), MPI_BYTE, expected.data(), static_cast<int>(n), MPI_BYTE,
+                MPI_COMM_WORLD);
+  return all == expected;
+}
+
+/// MPI_Alltoall's answer on MPI_COMM_WORLD against plait's on the levels.
+template <class Algorithm, class Levels>
+bool exchange_matches_mpi(Levels& levels, std::size_t n, int salt) {
+  const auto send =
+      plait_test::pattern_bytes(plait_test::world_rank(), n * static_cast<std::size_t>(levels.size()), salt);
+  std::vector<std::byte> recv(send.size());
+  plait::all_to_all<Algorithm>(levels, send, recv);
+  std::vector<std::byte> expected(send.size());
+  MPI_Alltoall(send.data(), static_cast<int>(n), MPI_BYTE, expected.data(), static_cast<int>(n), MPI_BYTE,
+               MPI_COMM_WORLD);
+  return recv == expected;
+}
+
+template <class... A>
+struct algorithms {};
+
+/// Every Inner x Outer pair of `algorithms<A...>` for one operation; returns
+/// the number of pairs that disagreed with MPI on this rank.
+template <bool Gather, class... Inner, class... Outer>
+int sweep_pairs(plait::mpi::node_levels& levels, algorithms<Inner...>, algorithms<Outer...> outer, std::size_t n) {
+  int wrong = 0;
+  const auto per_inner = [&]<class I>() {
+    const auto per_outer = [&]<class O>() {
+      if (!runs_on<I>(levels.node_size()) || !runs_on<O>(levels.node_count())) return;
+      using H = plait::hierarchical<I, O>;
+      bool ok = false;
+      if constexpr (Gather) {
+        ok = gather_matches_mpi<H>(levels, n, 11);
+      } else {
+        ok = exchange_matches_mpi<H>(levels, n, 12);
+      }
+      if (!ok) {
+        UNSCOPED_INFO("hierarchical<" << I::name << ", " << O::name << "> differs from MPI");
+        ++wrong;
+      }
+    };
+    (per_outer.template operator()<Outer>(), ...);
+  };
+  (per_inner.template operator()<Inner>(), ...);
+  (void)outer;
+  return wrong;
+}
+
+using gather_algorithms = algorithms<plait::ring, plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling,
+                                     plait::direct, plait::neighbor_exchange, plait::automatic>;
+using exchange_algorithms = algorithms<plait::ring, plait::pairwise, plait::bruck, plait::direct, plait::automatic>;
+
+}  // namespace
+
+TEST_CASE("mpi node_levels keeps world ranks whatever the placement", "[mpi][two_level]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  for (const auto& [nodes, how] : arrangements()) {
+    INFO(nodes << " nodes, " << name(how));
+    plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
+    CHECK(levels.rank() == world.rank());
+    CHECK(levels.size() == world.size());
+    CHECK(levels.node_count() == nodes);
+    CHECK(levels.node_size() == world.size() / nodes);
+    CHECK(levels.intra().size() == world.size() / nodes);
+    CHECK(&levels.world() == &world);
+    PLAIT_REQUIRE_ALL(levels.position_of(levels.rank()) ==
+                      levels.inter().rank() * levels.node_size() + levels.intra().rank());
+  }
+  // Without a node id: nodes as MPI sees them (one machine here).
+  plait::mpi::node_levels machine(world);
+  CHECK(machine.rank() == world.rank());
+  PLAIT_REQUIRE_ALL(machine.node_count() >= 1 && machine.size() == world.size());
+}
+
+TEST_CASE("mpi hierarchical all_gather and all_to_all equal MPI's on 1, 2 and 4 emulated nodes", "[mpi][two_level]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  for (const auto& [nodes, how] : arrangements()) {
+    INFO(nodes << " nodes, " << name(how));
+    plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
+    bool ok = gather_matches_mpi<plait::hierarchical<plait::ring, plait::recursive_doubling>>(levels, 1001, 1);
+    ok = gather_matches_mpi<plait::hierarchical<plait::direct, plait::bruck>>(levels, 3, 2) && ok;
+    ok = gather_matches_mpi<plait::hierarchical<plait::automatic, plait::automatic>>(levels, 4096, 3) && ok;
+    ok = exchange_matches_mpi<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, 513, 4) && ok;
+    ok = exchange_matches_mpi<plait::hierarchical<plait::bruck, plait::direct>>(levels, 2, 5) && ok;
+    ok = exchange_matches_mpi<plait::hierarchical<plait::automatic, plait::ring>>(levels, 64, 6) && ok;
+    PLAIT_REQUIRE_ALL(ok);
+  }
+}
+
+TEST_CASE("mpi hierarchical collectives equal MPI's for every inner x outer pair", "[.][all_pairs][mpi][two_level]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  for (const auto& [nodes, how] : arrangements()) {
+    INFO(nodes << " nodes, " << name(how));
+    plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
+    int wrong = sweep_pairs<true>(levels, gather_algorithms{}, gather_algorithms{}, 37);
+    wrong += sweep_pairs<false>(levels, exchange_algorithms{}, exchange_algorithms{}, 19);
+    PLAIT_REQUIRE_ALL(wrong == 0);
+  }
+}
+
+TEST_CASE("mpi hierarchical collectives send exactly the documented bytes over the slow level", "[mpi][two_level]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  for (const auto& [nodes, how] : arrangements()) {
+    INFO(nodes << " nodes, " << name(how));
+    plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
+    const std::uint64_t n = levels.node_count();
+    const std::uint64_t l = levels.node_size();
+    const std::uint64_t s = 1000;
+    const plait::level_bytes start = levels.bytes_sent();
+    CHECK(start == plait::level_bytes{});
+    // all-gather with Outer = ring: (N - 1) x s per rank over inter.
+    bool ok = gather_matches_mpi<plait::hierarchical<plait::ring, plait::ring>>(levels, s, 7);
+    const plait::level_bytes gathered = levels.bytes_sent();
+    CHECK(gathered.inter == (n - 1) * s);
+    CHECK(gathered.intra == (l - 1) * n * s);
+    // all-to-all with Outer = pairwise: (N - 1) x L x s per rank over inter.
+    ok = exchange_matches_mpi<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, s, 8) && ok;
+    const plait::level_bytes exchanged = levels.bytes_sent();
+    CHECK(exchanged.inter - gathered.inter == (n - 1) * l * s);
+    CHECK(exchanged.intra - gathered.intra == (l - 1) * n * s);
+    // The whole job's slow-level bytes, summed: N x L ranks each sending as above.
+    std::uint64_t inter_total = 0;
+    MPI_Allreduce(&exchanged.inter, &inter_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(inter_total == n * l * ((n - 1) * s + (n - 1) * l * s));
+    CHECK(world.bytes_sent() == 0);
+    PLAIT_REQUIRE_ALL(ok);
+  }
+}
+
+TEST_CASE("mpi automatic on node_levels picks flat or hierarchical from both cost models and says which",
+          "[mpi][two_level]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  const int nodes = world.size() % 2 == 0 ? 2 : 1;
+  plait::mpi::node_levels levels(world, fake_node(placement::round_robin, world.rank(), nodes, world.size()));
+  bool ok = true;
+  for (const std::size_t n : {std::size_t{8}, std::size_t{1} << 16}) {
+    ok = gather_matches_mpi<plait::automatic>(levels, n, 9) && ok;
+    const plait::level_choice gathered = levels.last_choice();
+    CHECK(gathered.flat_seconds > 0);
+    CHECK(gathered.hierarchical_seconds > 0);
+    CHECK(gathered.hierarchical == (gathered.hierarchical_seconds <= gathered.flat_seconds));
+    const double flat =
+        plait::explain<plait::op::all_gather, plait::automatic, plait::mpi::communicator>(world.size(), n)
+            .predicted_seconds;
+    CHECK(gathered.flat_seconds == Approx(flat));
+    ok = exchange_matches_mpi<plait::automatic>(levels, n, 10) && ok;
+    CHECK(levels.last_choice().name() == (levels.last_choice().hierarchical ? "hierarchical" : "flat"));
+  }
+  // A flat algorithm on node_levels runs over world().
+  const std::uint64_t before = world.bytes_sent();
+  ok = gather_matches_mpi<plait::ring>(levels, 16, 13) && ok;
+  CHECK(world.bytes_sent() - before == (static_cast<std::uint64_t>(world.size()) - 1) * 16);
+  PLAIT_REQUIRE_ALL(ok);
+}
+
+TEST_CASE("mpi node_levels refuses nodes of different sizes on every rank", "[mpi][two_level][bad_input]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  if (world.size() < 3) return;  // two nodes of unequal size need 3 ranks
+  // Node 0: rank 0 alone; node 1: the rest.
+  const int node = world.rank() == 0 ? 0 : 1;
+  bool refused = false;
+  try {
+    plait::mpi::node_levels levels(world, node);
+  } catch (const plait::error& e) {
+    const std::string text = e.what();
+    refused = e.code() == plait::errc::invalid_argument && text.find("same number of ranks") != std::string::npos &&
+              text.find("1, " + std::to_string(world.size() - 1)) != std::string::npos;
+    if (!refused) UNSCOPED_INFO(text);
+  }
+  PLAIT_REQUIRE_ALL(refused);
+}
