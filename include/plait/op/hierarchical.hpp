@@ -13,7 +13,6 @@
 #include <span>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "plait/algorithm/automatic.hpp"
 #include "plait/algorithm/hierarchical.hpp"
@@ -21,6 +20,7 @@
 #include "plait/algorithm/select.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/core/tensor_view.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/along.hpp"
@@ -112,11 +112,12 @@ void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
-  std::vector<std::byte> bundled(send.size());
+  const byte_buffer bundled(send.size());  // not zeroed: Inner writes every byte
   const tensor_view<const std::byte, 3> blocks(send.data(), {nodes, locals, s});
   const tensor_view<std::byte, 3> arrived(bundled.data(), {nodes, locals, s});
   collective<op::all_to_all, Intra, Inner, redistribute<1, 1>>::run(levels.intra(), blocks, arrived);
-  collective<op::all_to_all, Inter, Outer, contiguous>::run(levels.inter(), std::span<const std::byte>(bundled), out);
+  collective<op::all_to_all, Inter, Outer, contiguous>::run(
+      levels.inter(), std::span<const std::byte>(bundled.data(), bundled.size()), out);
 }
 
 /// The all-gather when local rank l of node n is rank l x N + n (round-robin):
@@ -144,8 +145,9 @@ void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<con
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
-  std::vector<std::byte> bundled(send.size());
-  collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send, std::span<std::byte>(bundled));
+  const byte_buffer bundled(send.size());  // not zeroed: Inner writes every byte
+  collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send,
+                                                            std::span<std::byte>(bundled.data(), bundled.size()));
   const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
   const tensor_view<std::byte, 3> arrived(out.data(), {locals, nodes, s});
   collective<op::all_to_all, Inter, Outer, redistribute<1, 1>>::run(levels.inter(), columns, arrived);
@@ -215,15 +217,17 @@ void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std
     return;
   }
   const std::size_t block = recv.size() / ranks;
-  std::vector<std::byte> staged(recv.size());
+  const byte_buffer staged(recv.size());  // not zeroed: the levels write every byte
+  const std::span<std::byte> staged_bytes(staged.data(), staged.size());
   if constexpr (gather) {
-    by_position(send, staged);
+    by_position(send, staged_bytes);
   } else {
-    std::vector<std::byte> outgoing(send.size());
-    reorder_blocks(levels, send, outgoing, block, false);
-    by_position(outgoing, staged);
+    const byte_buffer outgoing(send.size());
+    const std::span<std::byte> outgoing_bytes(outgoing.data(), outgoing.size());
+    reorder_blocks(levels, send, outgoing_bytes, block, false);
+    by_position(outgoing_bytes, staged_bytes);
   }
-  reorder_blocks(levels, staged, recv, block, true);
+  reorder_blocks(levels, staged_bytes, recv, block, true);
 }
 
 /// What automatic predicts for hierarchical<automatic, automatic> with
