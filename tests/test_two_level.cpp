@@ -242,3 +242,16 @@ TEST_CASE("a rank table that is not one rank per position is refused on this ran
     return {};
   }));
 }
+
+TEST_CASE("two_level's own size check is control traffic, and its ranks are positions", "[two_level][bytes]") {
+  // Round-robin on 2 nodes of 3: without a rank table, rank() is the position node x 3 + local.
+  require_all_empty(plait_test::run_ranks(mode::threads, 6, [](plait::shm::communicator& world) -> std::string {
+    const arrangement a = place(placement::round_robin, world.rank(), 2, 3);
+    auto intra = world.split(a.node, a.local);
+    auto inter = world.split(a.local, a.node);
+    plait::two_level levels{intra, inter};
+    if (levels.bytes_sent() != plait::level_bytes{}) return "the size check counted as payload";
+    if (levels.rank() != a.node * 3 + a.local || !levels.node_major()) return "rank is not the position";
+    return gather_and_check<plait::hierarchical<plait::ring, plait::ring>>(levels, 2);
+  }));
+}
