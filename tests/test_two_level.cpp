@@ -255,3 +255,25 @@ TEST_CASE("two_level's own size check is control traffic, and its ranks are posi
     return gather_and_check<plait::hierarchical<plait::ring, plait::ring>>(levels, 2);
   }));
 }
+
+TEST_CASE("an error inside one level names the two-level call, the level and the whole group's rank",
+          "[two_level][bad_input]") {
+  // neighbor_exchange cannot run on the 3 nodes of the inter level: every rank
+  // refuses before any byte moves, from inside the inter level's collective.
+  require_all_empty(on_levels(6, 3, placement::round_robin, [](auto& levels, auto& world) -> std::string {
+    std::vector<int> mine(2, 1);
+    std::vector<int> all(2 * 6);
+    try {
+      plait::all_gather<plait::hierarchical<plait::ring, plait::neighbor_exchange>>(levels, mine, all);
+      return "accepted";
+    } catch (const plait::error& e) {
+      const std::string text = e.what();
+      if (e.code() != plait::errc::unsupported) return "wrong code: " + text;
+      if (e.rank() != world.rank() || e.operation() != "all_gather<hierarchical>") return "wrong place: " + text;
+      if (text.find("in the inter level (") == std::string::npos || text.find("3 ranks") == std::string::npos) {
+        return "unclear: " + text;
+      }
+    }
+    return levels.bytes_sent() == plait::level_bytes{} ? std::string() : std::string("bytes moved");
+  }));
+}
