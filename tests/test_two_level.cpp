@@ -242,3 +242,38 @@ TEST_CASE("a rank table that is not one rank per position is refused on this ran
     return {};
   }));
 }
+
+TEST_CASE("two_level's own size check is control traffic, and its ranks are positions", "[two_level][bytes]") {
+  // Round-robin on 2 nodes of 3: without a rank table, rank() is the position node x 3 + local.
+  require_all_empty(plait_test::run_ranks(mode::threads, 6, [](plait::shm::communicator& world) -> std::string {
+    const arrangement a = place(placement::round_robin, world.rank(), 2, 3);
+    auto intra = world.split(a.node, a.local);
+    auto inter = world.split(a.local, a.node);
+    plait::two_level levels{intra, inter};
+    if (levels.bytes_sent() != plait::level_bytes{}) return "the size check counted as payload";
+    if (levels.rank() != a.node * 3 + a.local || !levels.node_major()) return "rank is not the position";
+    return gather_and_check<plait::hierarchical<plait::ring, plait::ring>>(levels, 2);
+  }));
+}
+
+TEST_CASE("an error inside one level names the two-level call, the level and the whole group's rank",
+          "[two_level][bad_input]") {
+  // neighbor_exchange cannot run on the 3 nodes of the inter level: every rank
+  // refuses before any byte moves, from inside the inter level's collective.
+  require_all_empty(on_levels(6, 3, placement::round_robin, [](auto& levels, auto& world) -> std::string {
+    std::vector<int> mine(2, 1);
+    std::vector<int> all(2 * 6);
+    try {
+      plait::all_gather<plait::hierarchical<plait::ring, plait::neighbor_exchange>>(levels, mine, all);
+      return "accepted";
+    } catch (const plait::error& e) {
+      const std::string text = e.what();
+      if (e.code() != plait::errc::unsupported) return "wrong code: " + text;
+      if (e.rank() != world.rank() || e.operation() != "all_gather<hierarchical>") return "wrong place: " + text;
+      if (text.find("in the inter level (") == std::string::npos || text.find("3 ranks") == std::string::npos) {
+        return "unclear: " + text;
+      }
+    }
+    return levels.bytes_sent() == plait::level_bytes{} ? std::string() : std::string("bytes moved");
+  }));
+}

@@ -41,6 +41,7 @@
 #include "plait/op/impl/check.ipp"
 #include "plait/op/impl/collective.ipp"
 #include "plait/op/impl/executor.ipp"
+#include "plait/op/impl/hierarchical.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 
 // ---- transport ---------------------------------------------------------

@@ -13,14 +13,15 @@
 #include <span>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "plait/algorithm/automatic.hpp"
 #include "plait/algorithm/hierarchical.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
+#include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/core/tensor_view.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/along.hpp"
@@ -76,6 +77,40 @@ template <class Layout, class Send, class Recv>
 concept hierarchical_arguments = std::is_same_v<Layout, contiguous> && send_range<Send> && recv_range<Recv> &&
     std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<Send>>, std::ranges::range_value_t<Recv>>;
 
+/// "all_gather<hierarchical>" / "all_to_all<hierarchical>".
+template <class Op>
+constexpr std::string_view hierarchical_label() {
+  if constexpr (std::is_same_v<Op, op::all_gather>) {
+    return "all_gather<hierarchical>";
+  } else {
+    return "all_to_all<hierarchical>";
+  }
+}
+
+/// An error raised by one level's collective, seen from the two-level call:
+/// the whole group's rank and peer, the two-level operation, the level and
+/// its own rank and operation in the message. Out of line and cold;
+/// declared without PLAIT_DECL and defined with it, noinline on the
+/// definition (as detail::fail: g++ warns about inline and noinline together).
+[[gnu::cold]] error level_error(const error& raised, int whole_rank, std::string_view operation, std::string_view level,
+                                int whole_peer);
+
+/// Runs one level's collective; its errors name the level (level_error).
+template <class Levels, class Fn>
+void on_level(const Levels& levels, bool inter, std::string_view operation, Fn&& run) {
+  try {
+    run();
+  } catch (const error& raised) {
+    const int level_size = inter ? levels.node_count() : levels.node_size();
+    int peer = -1;
+    if (raised.peer() >= 0 && raised.peer() < level_size) {
+      peer = levels.rank_at(inter ? raised.peer() * levels.node_size() + levels.intra().rank()
+                                  : levels.inter().rank() * levels.node_size() + raised.peer());
+    }
+    throw level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer);
+  }
+}
+
 /// Sizes as tensor extents.
 inline std::size_t extent(int n) noexcept { return static_cast<std::size_t>(n); }
 
@@ -93,9 +128,11 @@ void gather_by_position(const two_level<Intra, Inter>& levels, std::span<const s
   const std::size_t local = extent(levels.intra().rank());
   const tensor_view<const std::byte, 2> shard(send.data(), {1, s});
   const tensor_view<std::byte, 2> column(out.data() + local * s, {nodes, s}, {locals * s, 1});
-  collective<op::all_gather, Inter, Outer, along<0>>::run(levels.inter(), shard, column);
+  on_level(levels, true, hierarchical_label<op::all_gather>(),
+           [&] { collective<op::all_gather, Inter, Outer, along<0>>::run(levels.inter(), shard, column); });
   const tensor_view<std::byte, 3> whole(out.data(), {nodes, locals, s});
-  collective<op::all_gather, Intra, Inner, along<1>>::run(levels.intra(), in_place, whole);
+  on_level(levels, false, hierarchical_label<op::all_gather>(),
+           [&] { collective<op::all_gather, Intra, Inner, along<1>>::run(levels.intra(), in_place, whole); });
 }
 
 /// The all-to-all when rank r sits at position r. Viewed as [N, L, s], send
@@ -112,11 +149,15 @@ void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
-  std::vector<std::byte> bundled(send.size());
+  const byte_buffer bundled(send.size());  // not zeroed: Inner writes every byte
   const tensor_view<const std::byte, 3> blocks(send.data(), {nodes, locals, s});
   const tensor_view<std::byte, 3> arrived(bundled.data(), {nodes, locals, s});
-  collective<op::all_to_all, Intra, Inner, redistribute<1, 1>>::run(levels.intra(), blocks, arrived);
-  collective<op::all_to_all, Inter, Outer, contiguous>::run(levels.inter(), std::span<const std::byte>(bundled), out);
+  on_level(levels, false, hierarchical_label<op::all_to_all>(),
+           [&] { collective<op::all_to_all, Intra, Inner, redistribute<1, 1>>::run(levels.intra(), blocks, arrived); });
+  on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
+    collective<op::all_to_all, Inter, Outer, contiguous>::run(
+        levels.inter(), std::span<const std::byte>(bundled.data(), bundled.size()), out);
+  });
 }
 
 /// The all-gather when local rank l of node n is rank l x N + n (round-robin):
@@ -127,9 +168,12 @@ template <class Inner, class Outer, class Intra, class Inter>
 void gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                           std::span<std::byte> out) {
   const std::size_t row = extent(levels.node_count()) * send.size();
-  collective<op::all_gather, Inter, Outer, contiguous>::run(levels.inter(), send,
-                                                            out.subspan(extent(levels.intra().rank()) * row, row));
-  collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), in_place, out);
+  on_level(levels, true, hierarchical_label<op::all_gather>(), [&] {
+    collective<op::all_gather, Inter, Outer, contiguous>::run(levels.inter(), send,
+                                                              out.subspan(extent(levels.intra().rank()) * row, row));
+  });
+  on_level(levels, false, hierarchical_label<op::all_gather>(),
+           [&] { collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), in_place, out); });
 }
 
 /// The all-to-all for the same placement. Viewed as [L, N, s], send block
@@ -144,11 +188,16 @@ void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<con
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
-  std::vector<std::byte> bundled(send.size());
-  collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send, std::span<std::byte>(bundled));
+  const byte_buffer bundled(send.size());  // not zeroed: Inner writes every byte
+  on_level(levels, false, hierarchical_label<op::all_to_all>(), [&] {
+    collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send,
+                                                              std::span<std::byte>(bundled.data(), bundled.size()));
+  });
   const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
   const tensor_view<std::byte, 3> arrived(out.data(), {locals, nodes, s});
-  collective<op::all_to_all, Inter, Outer, redistribute<1, 1>>::run(levels.inter(), columns, arrived);
+  on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
+    collective<op::all_to_all, Inter, Outer, redistribute<1, 1>>::run(levels.inter(), columns, arrived);
+  });
 }
 
 /// Copies block rank_at(p) of `from` to block p of `to` (or back, `to_ranks`):
@@ -161,16 +210,6 @@ void reorder_blocks(const Levels& levels, std::span<const std::byte> from, std::
     const std::size_t at_position = extent(p) * block;
     std::memcpy(to.data() + (to_ranks ? at_rank : at_position), from.data() + (to_ranks ? at_position : at_rank),
                 block);
-  }
-}
-
-/// "all_gather<hierarchical>" / "all_to_all<hierarchical>".
-template <class Op>
-constexpr std::string_view hierarchical_label() {
-  if constexpr (std::is_same_v<Op, op::all_gather>) {
-    return "all_gather<hierarchical>";
-  } else {
-    return "all_to_all<hierarchical>";
   }
 }
 
@@ -215,15 +254,17 @@ void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std
     return;
   }
   const std::size_t block = recv.size() / ranks;
-  std::vector<std::byte> staged(recv.size());
+  const byte_buffer staged(recv.size());  // not zeroed: the levels write every byte
+  const std::span<std::byte> staged_bytes(staged.data(), staged.size());
   if constexpr (gather) {
-    by_position(send, staged);
+    by_position(send, staged_bytes);
   } else {
-    std::vector<std::byte> outgoing(send.size());
-    reorder_blocks(levels, send, outgoing, block, false);
-    by_position(outgoing, staged);
+    const byte_buffer outgoing(send.size());
+    const std::span<std::byte> outgoing_bytes(outgoing.data(), outgoing.size());
+    reorder_blocks(levels, send, outgoing_bytes, block, false);
+    by_position(outgoing_bytes, staged_bytes);
   }
-  reorder_blocks(levels, staged, recv, block, true);
+  reorder_blocks(levels, staged_bytes, recv, block, true);
 }
 
 /// What automatic predicts for hierarchical<automatic, automatic> with
@@ -311,3 +352,7 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/hierarchical.ipp"
+#endif
