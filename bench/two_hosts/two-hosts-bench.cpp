@@ -267,9 +267,11 @@ int main(int argc, char** argv) {
           for (std::size_t v = 0; v < names.size(); ++v) here[v].row.seconds = seconds[v];
           if (!o.link.empty()) {
             for (std::size_t v = 0; v < names.size(); ++v) {
-              barrier();
+              // Read before the barrier: once it opens, a peer's eager send
+              // of this call may cross the link before rank 0 would read.
               const long long tx = rank == 0 ? link_counter(o.link, "tx_bytes") : 0;
               const long long rx = rank == 0 ? link_counter(o.link, "rx_bytes") : 0;
+              barrier();
               calls[v]();
               barrier();
               if (rank == 0) {
