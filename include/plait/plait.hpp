@@ -46,6 +46,7 @@
 #include "plait/op/executor.hpp"
 #include "plait/op/split_all_gather.hpp"
 
+#include "plait/transport/shm/allocator.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
 

@@ -29,6 +29,7 @@ namespace shm {
 
 PLAIT_DECL communicator::~communicator() {
   if (segment_) withdraw_references();
+  if (pool_) pool_->remove_names();  // no peer maps a segment after this
 }
 
 PLAIT_DECL communicator::communicator(std::shared_ptr<detail::segment> seg, int rank, std::chrono::nanoseconds timeout)
@@ -62,7 +63,6 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
   check_peer(peer, "isend");
   check_tag(tag, peer, "isend");
   auto& state = peers_[static_cast<std::size_t>(peer)];
-  const auto [window, offset] = find_window(bytes);
   pending m{.out = bytes.data(),
             .in = nullptr,
             .bytes = bytes.size(),
@@ -72,8 +72,9 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
             .started = false,
             .by_reference = false,
             .reference_slot = 0,
-            .window = window,
-            .window_offset = offset};
+            .window = 0,
+            .window_offset = 0};
+  locate_shared(m);
   if (copy.data() != nullptr) {
     if (copy.size() != bytes.size()) [[unlikely]] {
       plait::detail::fail(errc::invalid_argument,
@@ -83,7 +84,8 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
     // The receiver can take the copy over only where it reads the message
     // and writes the copy with plain stores: not through process_vm_readv.
     const bool local = segment_->is_local(peer);
-    if ((local || window != 0) && bytes.size() >= detail::copy_for_sender_bytes && goes_by_reference(m, state, peer)) {
+    if ((local || m.window != 0) && bytes.size() >= detail::copy_for_sender_bytes &&
+        goes_by_reference(m, state, peer)) {
       const auto [copy_window, copy_offset] = find_window(copy);
       if (local || copy_window != 0) {
         m.copy = copy.data();

@@ -1,0 +1,301 @@
+// plait-test-labels: quick shm sanitize
+// plait-test-timeout: 300
+// plait::shm::allocator<T> and comm.memory_resource(): containers in a rank's
+// own shared-memory pool, which peers map the first time a message refers to
+// it. Checked here: vectors that grow between collectives give what plain
+// vectors give, on threads and processes for P = 1..8 and empty vectors, and
+// their blocks are read in place (bytes_read_in_place); a segment created
+// after the first collective is still read in place; freed memory is reused;
+// pmr containers work the same; failures are clear errors; the allocator
+// meets the standard's requirements; no name stays in /dev/shm.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <memory_resource>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "support/deny_vm_readv.hpp"
+#include "support/harness.hpp"
+
+using plait_test::make_value;
+using plait_test::mode;
+
+namespace {
+
+template <class T>
+using shm_vector = std::vector<T, plait::shm::allocator<T>>;
+
+template <class Range>
+std::vector<float> to_vector(const Range& r) {
+  return {r.begin(), r.end()};
+}
+
+/// Names of this process's pool segments in /dev/shm right now.
+std::size_t own_pool_names() {
+  const std::string prefix = "plait-p" + std::to_string(getpid()) + "-";
+  std::size_t count = 0;
+  for (const std::string& name : plait_test::plait_segments()) count += name.rfind(prefix, 0) == 0 ? 1 : 0;
+  return count;
+}
+
+/// The bytes a ring all-gather reads in place when every block comes from
+/// pool memory: every peer's block, once it is large enough.
+std::uint64_t expected_in_place(const plait::shm::communicator& comm, std::size_t block_bytes) {
+  return block_bytes >= 4096 ? static_cast<std::uint64_t>(comm.size() - 1) * block_bytes : 0;
+}
+
+/// Three rounds of: grow `mine` by push_back (reallocating), all-gather it
+/// (ring) into a pool vector and the same values from plain vectors, compare
+/// both with the reference, and check the in-place count; then an all-to-all
+/// (pairwise) from a pool vector into a plain one.
+std::string growing_vectors(plait::shm::communicator& comm, std::size_t n) {
+  const int me = comm.rank();
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  plait::shm::allocator<float> a{comm};
+  shm_vector<float> mine(a);
+  shm_vector<float> all(a);
+  std::string verdict;
+  for (const std::size_t size : {n / 4, n / 2, n}) {
+    while (mine.size() < size) mine.push_back(make_value<float>(me, mine.size()));
+    all.assign(size * ranks, -1.0F);
+    const std::uint64_t before = comm.bytes_read_in_place();
+    plait::all_gather<plait::ring>(comm, mine, all);
+    const std::uint64_t read = comm.bytes_read_in_place() - before;
+
+    const std::vector<float> plain_mine(mine.begin(), mine.end());
+    std::vector<float> plain_all(size * ranks);
+    plait::all_gather<plait::ring>(comm, plain_mine, plain_all);
+    std::vector<float> want;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      for (std::size_t i = 0; i < size; ++i) want.push_back(make_value<float>(static_cast<int>(r), i));
+    }
+    const std::string what = "all_gather of " + std::to_string(size) + " floats";
+    verdict += plait_test::compare(to_vector(all), want, what + " from allocator vectors");
+    verdict += plait_test::compare(plain_all, want, what + " from plain vectors");
+    if (read != expected_in_place(comm, size * sizeof(float))) {
+      verdict += "; " + what + " read " + std::to_string(read) + " bytes in place, expected " +
+                 std::to_string(expected_in_place(comm, size * sizeof(float)));
+    }
+  }
+
+  shm_vector<float> send(n * ranks, a);
+  for (std::size_t d = 0; d < ranks; ++d) {
+    for (std::size_t i = 0; i < n; ++i) send[d * n + i] = make_value<float>(me, i, static_cast<int>(d) + 1);
+  }
+  std::vector<float> received(n * ranks);
+  const std::uint64_t before = comm.bytes_read_in_place();
+  plait::all_to_all<plait::pairwise>(comm, send, received);
+  std::vector<float> want;
+  for (std::size_t s = 0; s < ranks; ++s) {
+    for (std::size_t i = 0; i < n; ++i) want.push_back(make_value<float>(static_cast<int>(s), i, me + 1));
+  }
+  verdict += plait_test::compare(received, want, "all_to_all from an allocator vector");
+  if (comm.bytes_read_in_place() - before != expected_in_place(comm, n * sizeof(float))) {
+    verdict += "; all_to_all read " + std::to_string(comm.bytes_read_in_place() - before) + " bytes in place";
+  }
+  return verdict;
+}
+
+}  // namespace
+
+TEST_CASE("vectors from plait::shm::allocator that grow between collectives match plain vectors and are read in place",
+          "[shm][allocator]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 4, 5, 7, 8);
+  // Empty, under and over the in-place threshold, and past the first 1 MiB segment.
+  const std::size_t n =
+      GENERATE(std::size_t{0}, std::size_t{8}, std::size_t{4096}, std::size_t{12000}, std::size_t{1} << 19);
+  CAPTURE(plait_test::to_string(m), ranks, n);
+  const auto verdicts =
+      plait_test::run_ranks(m, ranks, [n](plait::shm::communicator& comm) { return growing_vectors(comm, n); });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
+TEST_CASE("a pool segment created after the first collective is still read in place", "[shm][allocator]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [m](plait::shm::communicator& comm) -> std::string {
+    plait::shm::allocator<std::uint32_t> a{comm};
+    const auto p = static_cast<std::size_t>(comm.size());
+    shm_vector<std::uint32_t> small(2048, a);
+    shm_vector<std::uint32_t> small_all(2048 * p, a);
+    plait::all_gather<plait::ring>(comm, small, small_all);
+    if (a.resource().segment_count() != 1) return "the first segment was not the only one";
+    // 4 MiB: more than the first segment holds, so a second one is created now.
+    const std::size_t n = std::size_t{1} << 20;
+    shm_vector<std::uint32_t> large(a);
+    for (std::size_t i = 0; i < n; ++i) large.push_back(make_value<std::uint32_t>(comm.rank(), i));
+    if (a.resource().segment_count() < 2) return "no new segment was created";
+    // Threads share one address space: no segment needs a name.
+    const std::size_t names = own_pool_names();
+    if (m == mode::threads && names != 0) return "a pool of threads named its segments";
+    if (m == mode::processes && names != a.resource().segment_count()) return "segment names are missing";
+    std::vector<std::uint32_t> all(n * p);
+    const std::uint64_t before = comm.bytes_read_in_place();
+    plait::all_gather<plait::ring>(comm, large, all);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i] != make_value<std::uint32_t>(static_cast<int>(i / n), i % n)) return "the all_gather differs";
+    }
+    // Ring forwards from `all`, a plain vector: only the first step's block comes from the pool.
+    if (comm.bytes_read_in_place() - before != n * sizeof(std::uint32_t)) {
+      return "read " + std::to_string(comm.bytes_read_in_place() - before) + " bytes in place, expected " +
+             std::to_string(n * sizeof(std::uint32_t));
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
+TEST_CASE("pool memory is read in place where process_vm_readv is refused", "[shm][allocator]") {
+  const auto verdicts = plait_test::run_ranks(mode::processes, 3, [](plait::shm::communicator& comm) -> std::string {
+    if (!plait_test::deny_process_vm_readv(EPERM)) return "cannot install the seccomp filter";
+    const std::size_t n = std::size_t{1} << 16;
+    plait::shm::allocator<float> a{comm};
+    shm_vector<float> mine(a);
+    for (std::size_t i = 0; i < n; ++i) mine.push_back(make_value<float>(comm.rank(), i));
+    shm_vector<float> all(3 * n, a);
+    plait::all_gather<plait::ring>(comm, mine, all);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i] != make_value<float>(static_cast<int>(i / n), i % n)) return "the all_gather differs";
+    }
+    if (comm.bytes_read_in_place() != 2 * n * sizeof(float)) return "the peers' blocks were not read in place";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
+TEST_CASE("memory given back to the pool is reused", "[shm][allocator]") {
+  plait::shm::run_threads(1, [](plait::shm::communicator& comm) {
+    plait::shm::memory_resource& pool = comm.memory_resource();
+    void* first = pool.allocate(100000, 64);
+    void* second = pool.allocate(5000, 8);
+    CHECK(pool.bytes_in_use() == 100032 + 5056);
+    pool.deallocate(first, 100000, 64);
+    CHECK(pool.bytes_in_use() == 5056);
+    void* again = pool.allocate(100000, 64);  // first fit: the same place
+    CHECK(again == first);
+    pool.deallocate(second, 5000, 8);
+    pool.deallocate(again, 100000, 64);
+    CHECK(pool.bytes_in_use() == 0);
+    // Every free run merged back: one allocation of the whole first segment fits again.
+    void* whole = pool.allocate(std::size_t{1} << 20, 64);
+    CHECK(pool.segment_count() == 1);
+    pool.deallocate(whole, std::size_t{1} << 20, 64);
+    void* zero = pool.allocate(0, 1);  // a unique pointer, like operator new(0)
+    void* other_zero = pool.allocate(0, 1);
+    CHECK(zero != nullptr);
+    CHECK(zero != other_zero);
+    void* page_aligned = pool.allocate(10, 4096);
+    CHECK(reinterpret_cast<std::uintptr_t>(page_aligned) % 4096 == 0);
+    pool.deallocate(zero, 0, 1);
+    pool.deallocate(other_zero, 0, 1);
+    pool.deallocate(page_aligned, 10, 4096);
+    CHECK(pool.bytes_in_use() == 0);
+    CHECK(pool.segment_count() == 1);
+  });
+}
+
+TEST_CASE("std::pmr containers on comm.memory_resource() are read in place", "[shm][allocator]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const std::size_t n = 3000;
+    std::pmr::vector<float> mine(&comm.memory_resource());
+    for (std::size_t i = 0; i < n; ++i) mine.push_back(make_value<float>(comm.rank(), i));
+    std::pmr::vector<float> all(n * static_cast<std::size_t>(comm.size()), &comm.memory_resource());
+    plait::all_gather<plait::ring>(comm, mine, all);
+    std::vector<float> want;
+    for (int r = 0; r < comm.size(); ++r) {
+      for (std::size_t i = 0; i < n; ++i) want.push_back(make_value<float>(r, i));
+    }
+    std::string verdict = plait_test::compare(to_vector(all), want, "all_gather from pmr vectors");
+    if (comm.bytes_read_in_place() != expected_in_place(comm, n * sizeof(float)))
+      verdict += "; read " + std::to_string(comm.bytes_read_in_place()) + " bytes in place";
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
+TEST_CASE("a pool that cannot grow throws plait::error naming the rank, and an impossible count bad_array_new_length",
+          "[shm][allocator]") {
+  plait::shm::run_threads(2, [](plait::shm::communicator& comm) {
+    if (comm.rank() != 1) return;
+    plait::shm::allocator<double> a{comm};
+    // 2^50 bytes: no address space maps that much.
+    try {
+      (void)a.allocate(std::size_t{1} << 47);
+      FAIL("allocating 2^50 bytes succeeded");
+    } catch (const plait::error& e) {
+      CHECK(e.code() == plait::errc::transport);
+      CHECK(e.rank() == 1);
+      CHECK_THAT(e.what(), Catch::Contains("rank 1") && Catch::Contains("memory_resource::allocate") &&
+                               Catch::Contains("pool segment"));
+    }
+    CHECK_THROWS_AS(a.allocate(SIZE_MAX / 4), std::bad_array_new_length);
+    // The pool is still usable, and nothing of the failed segment remains.
+    double* p = a.allocate(10);
+    p[9] = 1.0;
+    a.deallocate(p, 10);
+    CHECK(a.resource().bytes_in_use() == 0);
+  });
+}
+
+TEST_CASE("plait::shm::allocator meets the allocator requirements: rebinding, equality, propagation",
+          "[shm][allocator]") {
+  static_assert(std::is_same_v<std::allocator_traits<plait::shm::allocator<float>>::rebind_alloc<double>,
+                               plait::shm::allocator<double>>);
+  static_assert(std::allocator_traits<plait::shm::allocator<float>>::propagate_on_container_move_assignment::value);
+  plait::shm::run_threads(2, [](plait::shm::communicator& comm) {
+    plait::shm::allocator<float> a{comm};
+    const plait::shm::allocator<double> rebound{a};
+    const plait::shm::allocator<float> back{rebound};
+    CHECK(a == rebound);
+    CHECK(back == a);
+    plait::shm::allocator<float> moved{std::move(a)};
+    CHECK(moved == a);  // a moved-from allocator still equals the new one
+    CHECK(&moved.resource() == &comm.memory_resource());
+    // Another communicator's pool is another pool.
+    plait::shm::communicator child = comm.split(0, comm.rank());
+    const plait::shm::allocator<float> of_child{child};
+    CHECK_FALSE(of_child == moved);
+    CHECK(comm.memory_resource().is_equal(comm.memory_resource()));
+    CHECK_FALSE(comm.memory_resource().is_equal(*std::pmr::new_delete_resource()));
+    // Containers of pool memory swap and move their contents without copying.
+    shm_vector<float> x(100, 1.0F, moved);
+    shm_vector<float> y(moved);
+    const float* data = x.data();
+    y = std::move(x);
+    CHECK(y.data() == data);
+  });
+}
+
+TEST_CASE("a vector outlives its communicator: the memory stays, the names go", "[shm][allocator]") {
+  const auto verdicts = plait_test::run_ranks(mode::processes, 2, [](plait::shm::communicator& comm) -> std::string {
+    std::optional<shm_vector<float>> kept;
+    {
+      plait::shm::communicator child = comm.split(0, comm.rank());
+      kept.emplace(5000, 2.0F, plait::shm::allocator<float>{child});
+      if (own_pool_names() != 1) return "the pool's segment has no name while its communicator lives";
+    }
+    if (own_pool_names() != 0) return "a name stayed after the communicator ended";
+    kept->push_back(3.0F);  // still memory of its own
+    if ((*kept)[4999] != 2.0F || kept->back() != 3.0F) return "the vector's contents changed";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
