@@ -176,6 +176,28 @@ TEST_CASE("pool memory is read in place where process_vm_readv is refused", "[sh
   REQUIRE(plait_test::leaked_objects("plait-p").empty());
 }
 
+TEST_CASE("an all-gather into a pool vector has its own shard written by the receiver", "[shm][allocator]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    const std::size_t n = std::size_t{1} << 17;  // 512 KiB: past copy_for_sender_bytes
+    plait::shm::allocator<float> a{comm};
+    shm_vector<float> mine(n, a);
+    for (std::size_t i = 0; i < n; ++i) mine[i] = make_value<float>(comm.rank(), i);
+    shm_vector<float> all(2 * n, a);
+    plait::all_gather<plait::ring>(comm, mine, all);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i] != make_value<float>(static_cast<int>(i / n), i % n)) return "the all_gather differs";
+    }
+    if (comm.bytes_read_in_place() != n * sizeof(float)) return "the peer's shard was not read in place";
+    if (comm.bytes_copied_for_senders() != n * sizeof(float))
+      return "wrote " + std::to_string(comm.bytes_copied_for_senders()) + " bytes of the sender's copy";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
 TEST_CASE("memory given back to the pool is reused", "[shm][allocator]") {
   plait::shm::run_threads(1, [](plait::shm::communicator& comm) {
     plait::shm::memory_resource& pool = comm.memory_resource();

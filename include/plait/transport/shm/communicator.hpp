@@ -79,6 +79,7 @@ struct pending {
   std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
   std::uint64_t copy_offset = 0;
   bool window_in_pool = false;  // `window` is a segment of this rank's memory_resource, not an allocate window
+  bool copy_in_pool = false;    // `copy_window` likewise
 };
 
 /// This rank's side of the two channels to one peer.
@@ -331,6 +332,10 @@ class communicator : public communicator_core {
   /// when this rank cannot write it with plain stores (the sender then copies).
   std::byte* sender_copy(int peer, std::size_t bytes, std::uint64_t address, std::uint64_t window_id,
                          std::uint64_t offset) const noexcept;
+  /// Where to write a sender's copy that lies in its pool: segment
+  /// `segment_id` of `pool` (made by `pid`), mapped here; null when it cannot be.
+  std::byte* pool_copy(int peer, std::int32_t pid, detail::pool_key pool, std::size_t bytes, std::uint64_t segment_id,
+                       std::uint64_t offset) noexcept;
   /// Copies `bytes` from src into dst and, unless `also` is null, into `also`.
   static void copy_for_both(std::byte* dst, std::byte* also, const std::byte* src, std::size_t bytes) noexcept;
 

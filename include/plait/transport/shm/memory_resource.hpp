@@ -83,7 +83,8 @@ class pool_mappings {
   /// Segment `id` of the pool `key` that process `pid` (rank `peer`) created,
   /// mapped here now if it is not yet; empty when it cannot be opened or is
   /// not this user's with mode 0600 (the caller then reads by address).
-  std::span<const std::byte> find_or_map(int peer, std::int32_t pid, pool_key key, std::uint64_t id) noexcept;
+  /// Mapped read-write: a receiver may write a sender's copy there (isend_with_copy).
+  std::span<std::byte> find_or_map(int peer, std::int32_t pid, pool_key key, std::uint64_t id) noexcept;
 
  private:
   struct mapping {

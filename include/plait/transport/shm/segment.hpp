@@ -120,9 +120,9 @@ struct reference_descriptor {
   std::uint64_t copy_window;   ///< 0, or the shared buffer that second buffer lies in ...
   std::uint64_t copy_offset;   ///< ... at this offset of the sender's part
   std::uint32_t copy_written;  ///< set by the receiver: 1 when it wrote the second buffer
-  std::uint32_t in_pool;    ///< 1: `window` is a segment of the sender's memory_resource pool, not an allocate window
-  std::uint64_t pool_high;  ///< the pool's key: with `pid` and `window`, the segment's name
-  std::uint64_t pool_low;   ///< (memory_resource.hpp, pool_segment_name)
+  std::uint32_t in_pool;       ///< bit 0: `window`, bit 1: `copy_window` is a segment of the sender's pool
+  std::uint64_t pool_high;     ///< the pool's key: with `pid` and the segment id, its name
+  std::uint64_t pool_low;      ///< (memory_resource.hpp, pool_segment_name)
 };
 
 enum class reference_state : std::uint32_t { posted = 1, copying = 2, done = 3, refused = 4, withdrawn = 5 };

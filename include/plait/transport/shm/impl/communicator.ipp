@@ -86,7 +86,13 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
     const bool local = segment_->is_local(peer);
     if ((local || m.window != 0) && bytes.size() >= detail::copy_for_sender_bytes &&
         goes_by_reference(m, state, peer)) {
-      const auto [copy_window, copy_offset] = find_window(copy);
+      auto [copy_window, copy_offset] = find_window(copy);
+      if (copy_window == 0 && pool_) {
+        const detail::pool_location at = pool_->find(copy.data(), copy.size());
+        copy_window = at.segment;
+        copy_offset = at.offset;
+        m.copy_in_pool = at.segment != 0;
+      }
       if (local || copy_window != 0) {
         m.copy = copy.data();
         m.copy_window = copy_window;

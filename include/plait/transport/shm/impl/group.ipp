@@ -216,7 +216,9 @@ PLAIT_DECL void communicator::locate_shared(pending& m) const noexcept {
 }
 
 PLAIT_DECL std::shared_ptr<shm::memory_resource> communicator::shared_memory_resource() {
-  check_usable("memory_resource");
+  // Only a null communicator has no pool: a poisoned one still owns its memory.
+  if (!segment_) [[unlikely]]
+    null_communicator("memory_resource");
   if (!pool_) {
     bool every_peer_local = true;
     for (int peer = 0; peer < size(); ++peer) every_peer_local = every_peer_local && segment_->is_local(peer);

@@ -85,8 +85,8 @@ PLAIT_DECL void pool_mappings::unmap_all() noexcept {
   mappings_.clear();
 }
 
-PLAIT_DECL std::span<const std::byte> pool_mappings::find_or_map(int peer, std::int32_t pid, pool_key key,
-                                                                 std::uint64_t id) noexcept {
+PLAIT_DECL std::span<std::byte> pool_mappings::find_or_map(int peer, std::int32_t pid, pool_key key,
+                                                           std::uint64_t id) noexcept {
   for (const mapping& m : mappings_) {
     if (m.id == id && m.peer == peer && m.pid == pid && m.key.high == key.high && m.key.low == key.low)
       return {m.base, m.bytes};
@@ -102,11 +102,11 @@ PLAIT_DECL std::span<const std::byte> pool_mappings::find_or_map(int peer, std::
       return {};
     }
     const auto bytes = static_cast<std::size_t>(info.st_size);
-    void* base = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (base == MAP_FAILED) return {};
     mappings_.push_back({peer, pid, key, id, static_cast<std::byte*>(base), bytes});
-    return {static_cast<const std::byte*>(base), bytes};
+    return {static_cast<std::byte*>(base), bytes};
   } catch (...) {  // std::bad_alloc from the name or the list: read by address instead
     return {};
   }
