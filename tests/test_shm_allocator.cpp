@@ -199,34 +199,36 @@ TEST_CASE("an all-gather into a pool vector has its own shard written by the rec
 }
 
 TEST_CASE("memory given back to the pool is reused", "[shm][allocator]") {
-  plait::shm::run_threads(1, [](plait::shm::communicator& comm) {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 1, [](plait::shm::communicator& comm) -> std::string {
+    std::string verdict;
+    auto expect = [&verdict](bool holds, const char* what) { verdict += holds ? "" : std::string(what) + "; "; };
     plait::shm::memory_resource& pool = comm.memory_resource();
     void* first = pool.allocate(100000, 64);
     void* second = pool.allocate(5000, 8);
-    CHECK(pool.bytes_in_use() == 100032 + 5056);
+    expect(pool.bytes_in_use() == 100032 + 5056, "each request is rounded up to 64 bytes");
     pool.deallocate(first, 100000, 64);
-    CHECK(pool.bytes_in_use() == 5056);
-    void* again = pool.allocate(100000, 64);  // first fit: the same place
-    CHECK(again == first);
+    expect(pool.bytes_in_use() == 5056, "deallocate gives the bytes back");
+    void* again = pool.allocate(100000, 64);
+    expect(again == first, "first fit reuses the freed place");
     pool.deallocate(second, 5000, 8);
     pool.deallocate(again, 100000, 64);
-    CHECK(pool.bytes_in_use() == 0);
-    // Every free run merged back: one allocation of the whole first segment fits again.
+    expect(pool.bytes_in_use() == 0, "everything given back");
+    // Every free run merged back: an allocation of the whole first segment fits again.
     void* whole = pool.allocate(std::size_t{1} << 20, 64);
-    CHECK(pool.segment_count() == 1);
+    expect(pool.segment_count() == 1, "free runs were not merged");
     pool.deallocate(whole, std::size_t{1} << 20, 64);
     void* zero = pool.allocate(0, 1);  // a unique pointer, like operator new(0)
     void* other_zero = pool.allocate(0, 1);
-    CHECK(zero != nullptr);
-    CHECK(zero != other_zero);
+    expect(zero != nullptr && zero != other_zero, "zero-byte allocations are distinct pointers");
     void* page_aligned = pool.allocate(10, 4096);
-    CHECK(reinterpret_cast<std::uintptr_t>(page_aligned) % 4096 == 0);
+    expect(reinterpret_cast<std::uintptr_t>(page_aligned) % 4096 == 0, "alignment 4096 is honoured");
     pool.deallocate(zero, 0, 1);
     pool.deallocate(other_zero, 0, 1);
     pool.deallocate(page_aligned, 10, 4096);
-    CHECK(pool.bytes_in_use() == 0);
-    CHECK(pool.segment_count() == 1);
+    expect(pool.bytes_in_use() == 0 && pool.segment_count() == 1, "one segment, empty, at the end");
+    return verdict;
   });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }
 
 TEST_CASE("std::pmr containers on comm.memory_resource() are read in place", "[shm][allocator]") {
@@ -254,26 +256,34 @@ TEST_CASE("std::pmr containers on comm.memory_resource() are read in place", "[s
 
 TEST_CASE("a pool that cannot grow throws plait::error naming the rank, and an impossible count bad_array_new_length",
           "[shm][allocator]") {
-  plait::shm::run_threads(2, [](plait::shm::communicator& comm) {
-    if (comm.rank() != 1) return;
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+    if (comm.rank() != 1) return {};
+    std::string verdict;
     plait::shm::allocator<double> a{comm};
-    // 2^50 bytes: no address space maps that much.
     try {
-      (void)a.allocate(std::size_t{1} << 47);
-      FAIL("allocating 2^50 bytes succeeded");
+      (void)a.allocate(std::size_t{1} << 47);  // 2^50 bytes: no address space maps that much
+      verdict += "allocating 2^50 bytes succeeded; ";
     } catch (const plait::error& e) {
-      CHECK(e.code() == plait::errc::transport);
-      CHECK(e.rank() == 1);
-      CHECK_THAT(e.what(), Catch::Contains("rank 1") && Catch::Contains("memory_resource::allocate") &&
-                               Catch::Contains("pool segment"));
+      const std::string what = e.what();
+      if (e.code() != plait::errc::transport || e.rank() != 1 || what.find("rank 1") == std::string::npos ||
+          what.find("memory_resource::allocate") == std::string::npos ||
+          what.find("pool segment") == std::string::npos) {
+        verdict += "unclear error: " + what + "; ";
+      }
     }
-    CHECK_THROWS_AS(a.allocate(SIZE_MAX / 4), std::bad_array_new_length);
-    // The pool is still usable, and nothing of the failed segment remains.
+    try {
+      (void)a.allocate(SIZE_MAX / 4);
+      verdict += "an overflowing count was allocated; ";
+    } catch (const std::bad_array_new_length&) {
+    }
+    // The pool is still usable.
     double* p = a.allocate(10);
     p[9] = 1.0;
     a.deallocate(p, 10);
-    CHECK(a.resource().bytes_in_use() == 0);
+    if (a.resource().bytes_in_use() != 0) verdict += "the pool is not empty after the failures";
+    return verdict;
   });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }
 
 TEST_CASE("plait::shm::allocator meets the allocator requirements: rebinding, equality, propagation",
@@ -281,28 +291,30 @@ TEST_CASE("plait::shm::allocator meets the allocator requirements: rebinding, eq
   static_assert(std::is_same_v<std::allocator_traits<plait::shm::allocator<float>>::rebind_alloc<double>,
                                plait::shm::allocator<double>>);
   static_assert(std::allocator_traits<plait::shm::allocator<float>>::propagate_on_container_move_assignment::value);
-  plait::shm::run_threads(2, [](plait::shm::communicator& comm) {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+    std::string verdict;
+    auto expect = [&verdict](bool holds, const char* what) { verdict += holds ? "" : std::string(what) + "; "; };
     plait::shm::allocator<float> a{comm};
     const plait::shm::allocator<double> rebound{a};
     const plait::shm::allocator<float> back{rebound};
-    CHECK(a == rebound);
-    CHECK(back == a);
+    expect(a == rebound && back == a, "rebound copies compare equal");
     plait::shm::allocator<float> moved{std::move(a)};
-    CHECK(moved == a);  // a moved-from allocator still equals the new one
-    CHECK(&moved.resource() == &comm.memory_resource());
-    // Another communicator's pool is another pool.
+    expect(moved == a, "a moved-from allocator still equals the new one");  // NOLINT(bugprone-use-after-move)
+    expect(&moved.resource() == &comm.memory_resource(), "the allocator draws from comm.memory_resource()");
     plait::shm::communicator child = comm.split(0, comm.rank());
     const plait::shm::allocator<float> of_child{child};
-    CHECK_FALSE(of_child == moved);
-    CHECK(comm.memory_resource().is_equal(comm.memory_resource()));
-    CHECK_FALSE(comm.memory_resource().is_equal(*std::pmr::new_delete_resource()));
-    // Containers of pool memory swap and move their contents without copying.
+    expect(!(of_child == moved), "another communicator's pool compares equal");
+    expect(comm.memory_resource().is_equal(comm.memory_resource()) &&
+               !comm.memory_resource().is_equal(*std::pmr::new_delete_resource()),
+           "is_equal is identity");
     shm_vector<float> x(100, 1.0F, moved);
     shm_vector<float> y(moved);
     const float* data = x.data();
     y = std::move(x);
-    CHECK(y.data() == data);
+    expect(y.data() == data, "move assignment copied instead of taking the memory");
+    return verdict;
   });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }
 
 TEST_CASE("a vector outlives its communicator: the memory stays, the names go", "[shm][allocator]") {
