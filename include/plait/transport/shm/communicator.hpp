@@ -72,14 +72,14 @@ struct pending {
   std::uint32_t stamp;            // call_stamp::bits() of this rank's call under `tag`
   bool started;                   // a first chunk or the reference is in a slot
   bool by_reference;              // a send published as a reference, waiting for the receiver's copy
+  bool window_in_pool = false;    // `window` is a segment of this rank's memory_resource, not an allocate window
+  bool copy_in_pool = false;      // `copy_window` likewise (both in padding: a deque node holds as many sends)
   std::uint64_t reference_slot;   // which slot holds its reference
   std::uint64_t window;           // a send from a shared buffer: its window id (0: none) ...
   std::uint64_t window_offset;    // ... and where in this rank's part
   std::byte* copy = nullptr;      // isend_with_copy: the sender's second buffer, left to the receiver
   std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
   std::uint64_t copy_offset = 0;
-  bool window_in_pool = false;  // `window` is a segment of this rank's memory_resource, not an allocate window
-  bool copy_in_pool = false;    // `copy_window` likewise
 };
 
 /// This rank's side of the two channels to one peer.
@@ -255,8 +255,8 @@ class communicator : public communicator_core {
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> find_window(std::span<const std::byte> bytes) const;
   /// The live window `id` of this communicator, or null (never allocated here, or freed).
   [[nodiscard]] std::shared_ptr<detail::window> find_window(std::uint64_t id) const;
-  /// Sets send `m`'s window (allocate's, else a segment of this rank's pool) from its bytes.
-  void locate_shared(pending& m) const noexcept;
+  /// Sets send `m`'s window to the segment of this rank's pool that holds its bytes, if one does.
+  void locate_in_pool(pending& m) const noexcept;
 
   void await_attached(deadline until, std::string_view operation);
 

@@ -63,6 +63,7 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
   check_peer(peer, "isend");
   check_tag(tag, peer, "isend");
   auto& state = peers_[static_cast<std::size_t>(peer)];
+  const auto [window, offset] = find_window(bytes);
   pending m{.out = bytes.data(),
             .in = nullptr,
             .bytes = bytes.size(),
@@ -72,9 +73,9 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
             .started = false,
             .by_reference = false,
             .reference_slot = 0,
-            .window = 0,
-            .window_offset = 0};
-  locate_shared(m);
+            .window = window,
+            .window_offset = offset};
+  if (window == 0 && pool_) locate_in_pool(m);
   if (copy.data() != nullptr) {
     if (copy.size() != bytes.size()) [[unlikely]] {
       plait::detail::fail(errc::invalid_argument,

@@ -202,13 +202,7 @@ PLAIT_DECL std::shared_ptr<detail::window> communicator::find_window(std::uint64
   return nullptr;
 }
 
-PLAIT_DECL void communicator::locate_shared(pending& m) const noexcept {
-  const auto [window, offset] = find_window(std::span(m.out, m.bytes));
-  if (window != 0 || !pool_) {
-    m.window = window;
-    m.window_offset = offset;
-    return;
-  }
+PLAIT_DECL void communicator::locate_in_pool(pending& m) const noexcept {
   const detail::pool_location at = pool_->find(m.out, m.bytes);
   m.window = at.segment;
   m.window_offset = at.offset;
