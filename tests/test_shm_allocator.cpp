@@ -7,7 +7,8 @@
 // their blocks are read in place (bytes_read_in_place); a segment created
 // after the first collective is still read in place; freed memory is reused;
 // pmr containers work the same; failures are clear errors; the allocator
-// meets the standard's requirements; no name stays in /dev/shm.
+// meets the standard's requirements; no name stays in /dev/shm, and names
+// left by a process that ended are swept.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -20,6 +21,9 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "support/deny_vm_readv.hpp"
@@ -332,4 +336,34 @@ TEST_CASE("a vector outlives its communicator: the memory stays, the names go", 
   });
   REQUIRE(plait_test::failures(verdicts) == "");
   REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
+TEST_CASE("a pool segment name left by a process that ended is removed by the next pool", "[shm][allocator]") {
+  const pid_t ended = fork();
+  if (ended == 0) _exit(0);
+  REQUIRE(ended > 0);
+  REQUIRE(waitpid(ended, nullptr, 0) == ended);
+  auto leave_name = [](long pid) {
+    const std::string name = "/plait-p" + std::to_string(pid) + "-0123456789abcdef0123456789abcdef-1";
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) close(fd);
+    return name;
+  };
+  auto exists = [](const std::string& name) {
+    const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  };
+  const std::string abandoned = leave_name(ended);
+  const std::string alive = leave_name(getpid());  // its creator still runs: left alone
+  REQUIRE(exists(abandoned));
+  // A forked rank sweeps once in its own process, when its pool is created.
+  const auto verdicts = plait_test::run_ranks(mode::processes, 2, [](plait::shm::communicator& comm) -> std::string {
+    return comm.memory_resource().segment_count() == 0 ? "" : "a new pool has segments";
+  });
+  CHECK(plait_test::failures(verdicts) == "");
+  CHECK_FALSE(exists(abandoned));
+  CHECK(exists(alive));
+  shm_unlink(abandoned.c_str());
+  shm_unlink(alive.c_str());
 }
