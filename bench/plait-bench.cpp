@@ -15,6 +15,8 @@
 //               every message goes through the slots, copied in and out
 //   plait-shm-shared  plait over shared memory from and into buffers of
 //               comm.allocate (--transport shm-shared): peers read them in place
+//   plait-shm-pool  the same from and into std::vectors with plait::shm::allocator
+//               (--transport shm-pool): each rank's own pool, mapped by the peers
 //   plait-mpi   plait over MPI point-to-point (--transport mpi)
 //   plait-shm-separate  (--op bundle) the bundle's two tensors, one call each
 //   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall (MPI_Allgatherv /
@@ -90,7 +92,8 @@ std::string loadavg();
                "                           two tensors (15/16 and 1/16 of the size) as one plait::bundle,\n"
                "                           against the same two moved one call each\n"
                "  --transport LIST         plait's transports to measure: shm, shm-chunked (single copy off),\n"
-               "                           shm-shared (buffers from comm.allocate), mpi\n"
+               "                           shm-shared (buffers from comm.allocate),\n"
+               "                           shm-pool (std::vector with plait::shm::allocator), mpi\n"
                "                           (default shm)\n"
                "  --algorithm NAME         ring, tree, pairwise, bruck, recursive_doubling, direct,\n"
                "                           neighbor_exchange or automatic (default automatic)\n"
@@ -208,7 +211,7 @@ options parse(int argc, char** argv) {
     }
   }
   for (const auto& t : o.transports) {
-    if (t != "shm" && t != "shm-chunked" && t != "shm-shared" && t != "mpi") {
+    if (t != "shm" && t != "shm-chunked" && t != "shm-shared" && t != "shm-pool" && t != "mpi") {
       std::fprintf(stderr, "plait-bench: unknown --transport %s\n", t.c_str());
       usage(2);
     }
@@ -310,6 +313,8 @@ struct buffers {
   std::size_t first_bytes = 0;                       // the bundle's first member (bundle)
   plait::shm::shared_buffer<std::byte> shared_send;  // for plait-shm-shared
   plait::shm::shared_buffer<std::byte> shared_recv;
+  std::optional<std::vector<std::byte, plait::shm::allocator<std::byte>>> pool_send;  // for plait-shm-pool
+  std::optional<std::vector<std::byte, plait::shm::allocator<std::byte>>> pool_recv;
 };
 
 /// plait's shared-memory communicators under test (null when not measured).
@@ -317,6 +322,7 @@ struct shm_variants {
   plait::shm::communicator* plain = nullptr;
   plait::shm::communicator* chunked = nullptr;  // single copy off
   plait::shm::communicator* shared = nullptr;   // buffers from allocate
+  plait::shm::communicator* pool = nullptr;     // vectors from its memory_resource
 };
 
 /// Runs the sweep. `Timing` is the communicator used to reduce times across
@@ -374,6 +380,11 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         b.shared_recv = shm.shared->allocate<std::byte>(b.recv.size());
         std::copy(b.send.begin(), b.send.end(), b.shared_send.begin());
       }
+      if (shm.pool != nullptr) {  // not collective: each rank's own pool
+        const plait::shm::allocator<std::byte> in_pool{*shm.pool};
+        b.pool_send.emplace(b.send.begin(), b.send.end(), in_pool);
+        b.pool_recv.emplace(b.recv.size(), std::byte{}, in_pool);
+      }
 
       std::vector<std::string> names;
       std::vector<std::function<void()>> variants;
@@ -402,6 +413,7 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
       add_plait(shm.plain, "plait-shm", b.send, b.recv);
       add_plait(shm.chunked, "plait-shm-chunked", b.send, b.recv);
       add_plait(shm.shared, "plait-shm-shared", b.shared_send.span(), b.shared_recv.span());
+      if (shm.pool != nullptr) add_plait(shm.pool, "plait-shm-pool", *b.pool_send, *b.pool_recv);
       add_plait(mpi, "plait-mpi", b.send, b.recv);
       if (o.baselines && native) {
         native_setup(op_name, b);
@@ -549,7 +561,10 @@ int main(int argc, char** argv) {
       }
       std::optional<plait::shm::communicator> shm_shared;
       if (wants(o.transports, "shm-shared")) shm_shared.emplace(plait::mpi::node_local_shm(world));
-      if ((shm_chunked && shm_chunked->size() != ranks) || (shm_shared && shm_shared->size() != ranks)) {
+      std::optional<plait::shm::communicator> shm_pool;
+      if (wants(o.transports, "shm-pool")) shm_pool.emplace(plait::mpi::node_local_shm(world));
+      if ((shm_chunked && shm_chunked->size() != ranks) || (shm_shared && shm_shared->size() != ranks) ||
+          (shm_pool && shm_pool->size() != ranks)) {
         throw plait::error(plait::errc::unsupported, "the shm transports need every rank on one node");
       }
       plait::mpi::communicator* mpi = wants(o.transports, "mpi") ? &world : nullptr;
@@ -603,7 +618,7 @@ int main(int argc, char** argv) {
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.
       auto barrier = [&] { MPI_Barrier(native_comm); };
       const shm_variants shms{shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr,
-                              shm_shared ? &*shm_shared : nullptr};
+                              shm_shared ? &*shm_shared : nullptr, shm_pool ? &*shm_pool : nullptr};
       const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
@@ -646,8 +661,10 @@ int main(int argc, char** argv) {
       }
       std::optional<plait::shm::communicator> shared;
       if (wants(o.transports, "shm-shared")) shared.emplace(comm.split(0, comm.rank()));
+      std::optional<plait::shm::communicator> pool;
+      if (wants(o.transports, "shm-pool")) pool.emplace(comm.split(0, comm.rank()));
       const shm_variants shms{wants(o.transports, "shm") ? &comm : nullptr, chunked ? &*chunked : nullptr,
-                              shared ? &*shared : nullptr};
+                              shared ? &*shared : nullptr, pool ? &*pool : nullptr};
       const auto rows = sweep(o, comm, shms, static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
       if (comm.rank() == 0 &&
           !report(o, rows, {{"ranks", std::to_string(comm.size())}, {"launcher", "run_processes (no MPI)"}})) {

@@ -48,6 +48,7 @@
 #include "plait/op/hierarchical.hpp"
 #include "plait/op/split_all_gather.hpp"
 
+#include "plait/transport/shm/allocator.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
 #include "plait/transport/two_level.hpp"

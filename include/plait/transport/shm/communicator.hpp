@@ -13,7 +13,9 @@
 //     and that pair falls back to chunks for good;
 //   - a buffer from allocate<T>(n) (shared_buffer.hpp) is mapped by every rank:
 //     a message from one is read in place with a memcpy, no kernel call, and
-//     takes this path from window_single_copy_bytes on.
+//     takes this path from window_single_copy_bytes on; so is one from this
+//     rank's pool (memory_resource(), allocator.hpp), which a peer maps the
+//     first time a message refers to it.
 // Every slot header carries the message's tag and the stamp of its call
 // (core/call_stamp.hpp): a receiver whose own call under that tag is another
 // collective fails with size_mismatch instead of taking the bytes.
@@ -46,6 +48,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/transport/shm/memory_resource.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/shared_buffer.hpp"
 #include "plait/transport/shm/tuning.hpp"
@@ -69,6 +72,8 @@ struct pending {
   std::uint32_t stamp;            // call_stamp::bits() of this rank's call under `tag`
   bool started;                   // a first chunk or the reference is in a slot
   bool by_reference;              // a send published as a reference, waiting for the receiver's copy
+  bool window_in_pool = false;    // `window` is a segment of this rank's memory_resource, not an allocate window
+  bool copy_in_pool = false;      // `copy_window` likewise (both in padding: a deque node holds as many sends)
   std::uint64_t reference_slot;   // which slot holds its reference
   std::uint64_t window;           // a send from a shared buffer: its window id (0: none) ...
   std::uint64_t window_offset;    // ... and where in this rank's part
@@ -139,8 +144,14 @@ class communicator : public communicator_core {
   /// False for a null communicator.
   explicit operator bool() const noexcept { return segment_ != nullptr; }
 
+  /// This rank's pool of shared memory, a std::pmr::memory_resource that the
+  /// peers read in place (memory_resource.hpp; plait::shm::allocator<T> draws
+  /// from it). Not collective: created on first use, by this rank alone.
+  /// Throws for a null communicator.
+  [[nodiscard]] shm::memory_resource& memory_resource() { return *shared_memory_resource(); }
+
   /// Payload bytes this rank received by reading a peer's shared buffer (from
-  /// allocate) in place: how to tell that path was taken.
+  /// allocate or memory_resource) in place: how to tell that path was taken.
   [[nodiscard]] std::uint64_t bytes_read_in_place() const noexcept { return bytes_read_in_place_; }
   /// Bytes this rank wrote into a sender's own buffer while receiving its
   /// message (isend_with_copy's copy, done by the receiver): how to tell that
@@ -217,6 +228,11 @@ class communicator : public communicator_core {
  private:
   using pending = detail::pending;
   using peer_state = detail::peer_state;
+  template <class T>
+  friend class allocator;  // holds the pool: shared_memory_resource
+
+  /// The pool behind memory_resource(), created on first use (impl/group.ipp).
+  std::shared_ptr<shm::memory_resource> shared_memory_resource();
 
   /// A split child: `settings` (inherited from the parent) at its place in `seg`.
   communicator(std::shared_ptr<detail::segment> seg, communicator_core settings);
@@ -239,6 +255,8 @@ class communicator : public communicator_core {
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> find_window(std::span<const std::byte> bytes) const;
   /// The live window `id` of this communicator, or null (never allocated here, or freed).
   [[nodiscard]] std::shared_ptr<detail::window> find_window(std::uint64_t id) const;
+  /// Sets send `m`'s window to the segment of this rank's pool that holds its bytes, if one does.
+  void locate_in_pool(pending& m) const noexcept;
 
   void await_attached(deadline until, std::string_view operation);
 
@@ -314,6 +332,10 @@ class communicator : public communicator_core {
   /// when this rank cannot write it with plain stores (the sender then copies).
   std::byte* sender_copy(int peer, std::size_t bytes, std::uint64_t address, std::uint64_t window_id,
                          std::uint64_t offset) const noexcept;
+  /// Where to write a sender's copy that lies in its pool: segment
+  /// `segment_id` of `pool` (made by `pid`), mapped here; null when it cannot be.
+  std::byte* pool_copy(int peer, std::int32_t pid, detail::pool_key pool, std::size_t bytes, std::uint64_t segment_id,
+                       std::uint64_t offset) noexcept;
   /// Copies `bytes` from src into dst and, unless `also` is null, into `also`.
   static void copy_for_both(std::byte* dst, std::byte* also, const std::byte* src, std::size_t bytes) noexcept;
 
@@ -350,6 +372,8 @@ class communicator : public communicator_core {
       detail::single_copy_bytes_from_environment().value_or(detail::process_single_copy_bytes);
   std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
   std::uint64_t window_count_ = 0;
+  std::shared_ptr<shm::memory_resource> pool_;  // this rank's pool, once asked for; shared with its allocators
+  detail::pool_mappings peer_pools_;            // peers' pool segments mapped here, each on first sight
 };
 
 }  // namespace shm

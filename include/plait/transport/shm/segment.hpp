@@ -33,7 +33,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 6;                    // 6: creator in the header, call stamps in slots
+inline constexpr std::uint32_t segment_version = 7;                    // 7: pool references; 6: creator, call stamps
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -120,6 +120,9 @@ struct reference_descriptor {
   std::uint64_t copy_window;   ///< 0, or the shared buffer that second buffer lies in ...
   std::uint64_t copy_offset;   ///< ... at this offset of the sender's part
   std::uint32_t copy_written;  ///< set by the receiver: 1 when it wrote the second buffer
+  std::uint32_t in_pool;       ///< bit 0: `window`, bit 1: `copy_window` is a segment of the sender's pool
+  std::uint64_t pool_high;     ///< the pool's key: with `pid` and the segment id, its name
+  std::uint64_t pool_low;      ///< (memory_resource.hpp, pool_segment_name)
 };
 
 enum class reference_state : std::uint32_t { posted = 1, copying = 2, done = 3, refused = 4, withdrawn = 5 };

@@ -29,6 +29,7 @@ namespace shm {
 
 PLAIT_DECL communicator::~communicator() {
   if (segment_) withdraw_references();
+  if (pool_) pool_->remove_names();  // no peer maps a segment after this
 }
 
 PLAIT_DECL communicator::communicator(std::shared_ptr<detail::segment> seg, int rank, std::chrono::nanoseconds timeout)
@@ -74,6 +75,7 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
             .reference_slot = 0,
             .window = window,
             .window_offset = offset};
+  if (window == 0 && pool_) locate_in_pool(m);
   if (copy.data() != nullptr) {
     if (copy.size() != bytes.size()) [[unlikely]] {
       plait::detail::fail(errc::invalid_argument,
@@ -83,8 +85,15 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
     // The receiver can take the copy over only where it reads the message
     // and writes the copy with plain stores: not through process_vm_readv.
     const bool local = segment_->is_local(peer);
-    if ((local || window != 0) && bytes.size() >= detail::copy_for_sender_bytes && goes_by_reference(m, state, peer)) {
-      const auto [copy_window, copy_offset] = find_window(copy);
+    if ((local || m.window != 0) && bytes.size() >= detail::copy_for_sender_bytes &&
+        goes_by_reference(m, state, peer)) {
+      auto [copy_window, copy_offset] = find_window(copy);
+      if (copy_window == 0 && pool_) {
+        const detail::pool_location at = pool_->find(copy.data(), copy.size());
+        copy_window = at.segment;
+        copy_offset = at.offset;
+        m.copy_in_pool = at.segment != 0;
+      }
       if (local || copy_window != 0) {
         m.copy = copy.data();
         m.copy_window = copy_window;

@@ -35,6 +35,12 @@ PLAIT_DECL void communicator::post_reference(int peer, pending& m) {
   ref.copy_address = reinterpret_cast<std::uintptr_t>(m.copy);
   ref.copy_window = m.copy_window;
   ref.copy_offset = m.copy_offset;
+  ref.in_pool = (m.window_in_pool ? 1U : 0U) | (m.copy_in_pool ? 2U : 0U);
+  if (m.window_in_pool || m.copy_in_pool) {
+    const detail::pool_key key = pool_->key();
+    ref.pool_high = key.high;
+    ref.pool_low = key.low;
+  }
   detail::atomic(ref.copy_written).store(0, std::memory_order_relaxed);
   detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted),
                                   std::memory_order_relaxed);
@@ -63,6 +69,16 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   const std::uint64_t copy_address = shared.copy_address;
   const std::uint64_t copy_window_id = shared.copy_window;
   const std::uint64_t copy_offset = shared.copy_offset;
+  const bool in_pool = (shared.in_pool & 1U) != 0;
+  const bool copy_in_pool = (shared.in_pool & 2U) != 0;
+  const detail::pool_key pool{shared.pool_high, shared.pool_low};
+  // The sender's second buffer: in its pool (mapped here, unless a thread's,
+  // which is reached by address), or where sender_copy finds it.
+  auto copy_destination = [&] {
+    if (copy_in_pool && !segment_->is_local(peer))
+      return pool_copy(peer, pid, pool, m.bytes, copy_window_id, copy_offset);
+    return sender_copy(peer, m.bytes, copy_address, copy_in_pool ? 0 : copy_window_id, copy_offset);
+  };
   auto state = detail::atomic(shared.state);
   auto finish = [&](detail::reference_state s) {
     state.store(static_cast<std::uint32_t>(s), std::memory_order_release);
@@ -77,33 +93,40 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
     }
     plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"}, where("irecv", peer));
   }
-  if (window_id != 0) {
-    if (const auto w = find_window(window_id)) {
-      const detail::window::part& part = w->of(peer);
-      if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
-        finish(detail::reference_state::refused);
-        plait::detail::fail(errc::transport,
-                            {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", part.bytes,
-                             "-byte shared buffer)"},
-                            where("irecv", peer));
-      }
-      std::byte* also = sender_copy(peer, m.bytes, copy_address, copy_window_id, copy_offset);
-      copy_for_both(m.in, also, part.base + offset, m.bytes);
-      bytes_read_in_place_ += m.bytes;
-      if (also != nullptr) {
-        bytes_copied_for_senders_ += m.bytes;
-        detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);  // published by `done`
-      }
-      finish(detail::reference_state::done);
-      return true;
+  // The sender's bytes in a mapping of this process's own: its allocate
+  // window, or a segment of its pool, mapped here the first time one is named.
+  std::shared_ptr<detail::window> w;  // held while reading
+  std::span<const std::byte> mapped;
+  if (window_id != 0 && !in_pool) {
+    if ((w = find_window(window_id))) mapped = {w->of(peer).base, w->of(peer).bytes};
+    // else this rank has freed its handle on that buffer: read by address below.
+  } else if (window_id != 0 && !segment_->is_local(peer)) {
+    mapped = peer_pools_.find_or_map(peer, pid, pool, window_id);  // empty: name gone or not ours; by address
+  }
+  if (w || !mapped.empty()) {
+    if (!detail::window_read_fits(offset, m.bytes, mapped.size())) {
+      finish(detail::reference_state::refused);
+      plait::detail::fail(errc::transport,
+                          {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", mapped.size(),
+                           in_pool ? "-byte pool segment)" : "-byte shared buffer)"},
+                          where("irecv", peer));
     }
-    // This rank has freed its handle on that buffer: read by address below.
+    std::byte* also = copy_destination();
+    copy_for_both(m.in, also, mapped.data() + offset, m.bytes);
+    bytes_read_in_place_ += m.bytes;
+    if (also != nullptr) {
+      bytes_copied_for_senders_ += m.bytes;
+      detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);  // published by `done`
+    }
+    finish(detail::reference_state::done);
+    return true;
   }
   if (segment_->is_local(peer)) {
     // A thread of this process (known here, not read from the segment): its
     // buffer is in our address space, and stays valid until we say done.
-    std::byte* also = sender_copy(peer, m.bytes, copy_address, copy_window_id, copy_offset);
+    std::byte* also = copy_destination();
     copy_for_both(m.in, also, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), m.bytes);
+    if (in_pool) bytes_read_in_place_ += m.bytes;  // a pool buffer of a thread: in place, nothing to map
     if (also != nullptr) {
       bytes_copied_for_senders_ += m.bytes;
       detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);
@@ -155,6 +178,13 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   if (address != 0 && segment_->is_local(peer))
     return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(address));
   return nullptr;
+}
+
+PLAIT_DECL std::byte* communicator::pool_copy(int peer, std::int32_t pid, detail::pool_key pool, std::size_t bytes,
+                                              std::uint64_t segment_id, std::uint64_t offset) noexcept {
+  const std::span<std::byte> part = peer_pools_.find_or_map(peer, pid, pool, segment_id);
+  // Out of bounds only if the descriptor is corrupt: then the sender copies.
+  return !part.empty() && detail::window_read_fits(offset, bytes, part.size()) ? part.data() + offset : nullptr;
 }
 
 [[gnu::noinline]] PLAIT_DECL void communicator::copy_for_both(std::byte* dst, std::byte* also, const std::byte* src,
