@@ -48,6 +48,7 @@
 #include "plait/transport/shm/impl/communicator.ipp"
 #include "plait/transport/shm/impl/group.ipp"
 #include "plait/transport/shm/impl/liveness.ipp"
+#include "plait/transport/shm/impl/pieces.ipp"
 #include "plait/transport/shm/impl/run.ipp"
 #include "plait/transport/shm/impl/segment.ipp"
 #include "plait/transport/shm/impl/shared_buffer.ipp"
