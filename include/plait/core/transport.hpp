@@ -59,7 +59,9 @@ inline constexpr int user_tag = 0;
 ///        scattered on receive (the list and the bytes stay untouched until
 ///        completion); it matches any message of the same total length, plain
 ///        or vectored: a bundle's message goes from and into its members'
-///        buffers without the executor's staging copy
+///        buffers without the executor's staging copy. An optional
+///        `static constexpr std::size_t vectored_min_bytes` keeps smaller
+///        messages staged (where describing the pieces costs more than packing)
 ///   copy_engine() -> engine&                                     has_copy_engine
 ///        buffers are not host memory: the executor allocates, packs and
 ///        copies through the engine (op/executor.hpp lists its members)
@@ -178,6 +180,18 @@ template <class Comm>
 concept stamps_calls = requires(Comm& comm, call_stamp stamp) { { comm.next_tag(stamp) } -> std::same_as<int>; };
 template <class Comm>
 concept has_cost_model = requires { Comm::cost_model(); };
+
+/// Messages of at least this many bytes go vectored on Comm (SIZE_MAX: never).
+template <class Comm>
+constexpr std::size_t vectored_min_bytes() {
+  if constexpr (!sends_vectored<Comm>) {
+    return SIZE_MAX;
+  } else if constexpr (requires { Comm::vectored_min_bytes; }) {
+    return Comm::vectored_min_bytes;
+  } else {
+    return 0;
+  }
+}
 
 /// A tag for one collective call described by `stamp`: transports that
 /// carry stamps record it, the others just give a fresh tag.

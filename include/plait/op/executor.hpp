@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -191,11 +192,11 @@ struct located_message {
   [[nodiscard]] bool staged() const { return direct.data() == nullptr && bytes != 0 && !vectored; }
 };
 
-/// Sets `m`'s bytes and either its direct span, or vectored (when
-/// `vectored_allowed` and every block is one contiguous run), or its place in
+/// Sets `m`'s bytes and either its direct span, or vectored (at least
+/// `vectored_from` bytes, every block one contiguous run), or its place in
 /// staging (advancing `staged`), from its located blocks. Not a template.
 PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged,
-                              bool vectored_allowed);
+                              std::size_t vectored_from);
 
 /// The most messages and the most blocks (over all its messages) of any one step of a schedule.
 struct largest_step {
@@ -236,6 +237,7 @@ class schedule_run {
       std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
   // Host memory only: a transport with a copy engine packs on its device.
   static constexpr bool vectored = sends_vectored<Comm> && !has_copy_engine<Comm>;
+  static constexpr std::size_t vectored_from = vectored ? vectored_min_bytes<Comm>() : SIZE_MAX;
 
   // In place for up to 8 messages a step (every built-in schedule at P <= 5,
   // ring and pairwise at any P): small calls allocate nothing here.
@@ -277,7 +279,7 @@ class schedule_run {
     receives_ = current.recvs.size();
     std::size_t staged = 0;
     for (std::size_t i = 0; i < located_messages_; ++i) {
-      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged, vectored);
+      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged, vectored_from);
     }
     if (staging_.size() < staged) staging_ = engine_.allocate(staged);  // contents need not survive a step
   }

@@ -83,6 +83,7 @@ struct pending {
   const std::span<const std::byte>* out_pieces = nullptr;
   const std::span<std::byte>* in_pieces = nullptr;
   std::size_t piece_count = 0;
+  std::size_t nonempty_pieces = 0;  // of a vectored send: what its reference lists
 };
 
 /// This rank's side of the two channels to one peer.
@@ -306,6 +307,14 @@ class communicator : public communicator_core {
 
   /// Moves every pending transfer as far as the channels allow. True if any byte moved.
   bool progress();
+
+  /// Whether vectored send `m` to `peer` may go by reference: its list fits a
+  /// slot, and to another process its pieces are not so small that the
+  /// kernel's per-piece cost exceeds the copies it saves.
+  [[nodiscard]] bool vector_reference_fits(const pending& m, int peer) const noexcept {
+    if (m.nonempty_pieces > detail::vector_pieces_per_slot(segment_->shape().slot_bytes)) return false;
+    return segment_->is_local(peer) || m.bytes >= m.nonempty_pieces * detail::process_vector_piece_bytes;
+  }
 
   // ---- the chunk channel (impl/chunk_channel.ipp) ----------------------
 

@@ -66,9 +66,7 @@ PLAIT_DECL bool communicator::progress_sends(int peer) {
       continue;
     }
     if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
-    // A vectored message goes by reference only if its piece list fits the slot.
-    if (!m.started && goes_by_reference(m, p, peer) &&
-        (m.out_pieces == nullptr || m.piece_count <= detail::vector_pieces_per_slot(slot_bytes))) {
+    if (!m.started && goes_by_reference(m, p, peer) && (m.out_pieces == nullptr || vector_reference_fits(m, peer))) {
       post_reference(peer, m);
       moved = true;
       break;  // later messages to this peer wait until the receiver has copied this one

@@ -106,7 +106,11 @@ PLAIT_DECL communicator::request communicator::isendv(int peer, std::span<const 
   check_peer(peer, "isendv");
   check_tag(tag, peer, "isendv");
   std::size_t bytes = 0;
-  for (const std::span<const std::byte> piece : pieces) bytes += piece.size();
+  std::size_t nonempty = 0;
+  for (const std::span<const std::byte> piece : pieces) {
+    bytes += piece.size();
+    nonempty += piece.empty() ? 0 : 1;
+  }
   auto& state = peers_[static_cast<std::size_t>(peer)];
   state.sends.push_back(pending{.out = nullptr,
                                 .in = nullptr,
@@ -120,7 +124,8 @@ PLAIT_DECL communicator::request communicator::isendv(int peer, std::span<const 
                                 .window = 0,
                                 .window_offset = 0,
                                 .out_pieces = pieces.data(),
-                                .piece_count = pieces.size()});
+                                .piece_count = pieces.size(),
+                                .nonempty_pieces = nonempty});
   count_sent(bytes);
   bytes_sent_vectored_ += bytes;
   request r{peer, true, state.sends_posted++};
