@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -224,6 +225,18 @@ inline slot_problem check_vector_reference(const slot_header& h, std::uint32_t e
     return slot_problem::corrupt;
   }
   return slot_problem::none;
+}
+
+/// Whether the lengths of a vector_reference's pieces (a copy) add up to
+/// exactly `expected_bytes`, without overflowing: only then may the receiver
+/// copy them into its receive.
+inline bool pieces_add_up(std::span<const vector_piece> pieces, std::uint64_t expected_bytes) noexcept {
+  std::uint64_t total = 0;
+  for (const vector_piece& piece : pieces) {
+    if (piece.bytes > expected_bytes - total) return false;
+    total += piece.bytes;
+  }
+  return total == expected_bytes;
 }
 
 /// Slots waiting in a channel whose writer reports `head` and reader `tail`, or

@@ -183,14 +183,8 @@ PLAIT_DECL bool communicator::copy_vector_reference(int peer, pending& m, std::s
     from[0] = {address, m.bytes};
   } else {
     const detail::vector_piece* list = segment_->vector_pieces(peer, rank(), p.tail);
-    std::uint64_t total = 0;
-    bool overflow = false;
-    for (std::size_t i = 0; i < pieces; ++i) {
-      from[i] = list[i];
-      overflow |= from[i].bytes > m.bytes - std::min<std::uint64_t>(total, m.bytes);
-      total += from[i].bytes;
-    }
-    if (overflow || total != m.bytes) {
+    std::copy_n(list, pieces, from.data());
+    if (!detail::pieces_add_up({from.data(), pieces}, m.bytes)) {
       finish(detail::reference_state::refused);
       plait::detail::fail(errc::transport,
                           {"corrupt single-copy slot (", pieces, " pieces that do not add up to ", m.bytes, " bytes)"},
