@@ -11,7 +11,8 @@
 // bundle: plait-bench --op bundle's call (an all_to_all of two members,
 // 15/16 and 1/16 of the size) as one plait::bundle against the two members
 // one call each, on shm (plait::mpi::node_local_shm). all_to_all_v: shm
-// against MPI_Alltoallv, with plait-bench's seeded Zipf counts.
+// against MPI_Alltoallv, with plait-bench's seeded Zipf counts; and the even
+// all_to_all of the same size against MPI_Alltoall.
 #include <mpi.h>
 #include <sched.h>
 
@@ -108,14 +109,22 @@ int main(int argc, char** argv) {
                    MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, recv_v.data(), rc.data(), rd.data(),
                                  MPI_BYTE, world.native_handle());
                  }});
+      // The even all_to_all of the same size, for what the v-form adds.
+      auto even = probe(MPI_COMM_WORLD, n,
+                        {[&] { plait::all_to_all(shm, std::span<const std::byte>(send), std::span<std::byte>(recv)); },
+                         [&] {
+                           MPI_Alltoall(send.data(), static_cast<int>(bytes / p), MPI_BYTE, recv.data(),
+                                        static_cast<int>(bytes / p), MPI_BYTE, world.native_handle());
+                         }});
       if (rank == 0) {
         std::printf(
             "%8zu B  bundle %8.2f / %8.2f  two calls %8.2f / %8.2f  ratio %.2fx / %.2fx | all_to_all_v shm %8.2f / "
             "%8.2f  "
-            "MPI_Alltoallv %8.2f / %8.2f  ratio %.2fx / %.2fx\n",
+            "MPI_Alltoallv %8.2f / %8.2f  ratio %.2fx / %.2fx | all_to_all shm %8.2f  MPI_Alltoall %8.2f  ratio "
+            "%.2fx\n",
             bytes, bundle[0].min, bundle[0].p10(), bundle[1].min, bundle[1].p10(), bundle[1].min / bundle[0].min,
             bundle[1].p10() / bundle[0].p10(), v[0].min, v[0].p10(), v[1].min, v[1].p10(), v[1].min / v[0].min,
-            v[1].p10() / v[0].p10());
+            v[1].p10() / v[0].p10(), even[0].min, even[1].min, even[1].min / even[0].min);
       }
     }
   }
