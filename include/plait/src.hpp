@@ -53,6 +53,7 @@
 #include "plait/transport/shm/impl/group.ipp"
 #include "plait/transport/shm/impl/liveness.ipp"
 #include "plait/transport/shm/impl/memory_resource.ipp"
+#include "plait/transport/shm/impl/pieces.ipp"
 #include "plait/transport/shm/impl/run.ipp"
 #include "plait/transport/shm/impl/segment.ipp"
 #include "plait/transport/shm/impl/shared_buffer.ipp"

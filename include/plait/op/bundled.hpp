@@ -115,7 +115,7 @@ struct bundled_collective {
     const operation_label& label = requested_label(uneven_names<Op>::name);
     const call_site at{comm.rank(), comm.size(), label};
     auto plan = members_exchange_plan(at, send, send_counts, recv, recv_counts, std::make_index_sequence<Send::size>{});
-    if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
+    if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
       learn_sizes(comm, plan, label, std::make_index_sequence<Send::size>{});
     }
     // Blocks whose size this rank does not know (no count exchange) count as 0.

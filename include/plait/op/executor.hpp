@@ -10,6 +10,10 @@
 //   void prepare() const                        local copies before the schedule (own shard -> recv)
 //   void prepare(copy) const                    the same through copy(src, dst) on regions (device transports)
 // Blocks without a location (all-to-all blocks in transit) go to scratch.
+// A message whose blocks are each one contiguous run but not adjacent (a
+// bundle's message: one block per member buffer) goes as a vectored message
+// when the transport offers isendv/irecvv (sends_vectored): gathered from and
+// scattered into the blocks by the transport, not packed through staging.
 // Optionally (the all-gather plan):
 //   region send_location(int block) const      where a single-block send reads `block` (its own shard: the send buffer)
 //   int own_copy_block() const                 the block prepare() copies from send_location to location, or -1
@@ -29,6 +33,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -182,13 +187,16 @@ struct located_message {
   std::size_t bytes = 0;
   std::span<std::byte> direct;  // where it goes straight from or into user memory, else data() == nullptr
   std::size_t staging_offset = 0;
+  bool vectored = false;  // each block one contiguous run, not adjacent: the transport gathers or scatters them
 
-  [[nodiscard]] bool staged() const { return direct.data() == nullptr && bytes != 0; }
+  [[nodiscard]] bool staged() const { return direct.data() == nullptr && bytes != 0 && !vectored; }
 };
 
-/// Sets `m`'s bytes and either its direct span or its place in staging
-/// (advancing `staged`), from its located blocks. Not a template.
-PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged);
+/// Sets `m`'s bytes and either its direct span, or vectored (at least
+/// `vectored_from` bytes, every block one contiguous run), or its place in
+/// staging (advancing `staged`), from its located blocks. Not a template.
+PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged,
+                              std::size_t vectored_from);
 
 /// The most messages and the most blocks (over all its messages) of any one step of a schedule.
 struct largest_step {
@@ -227,6 +235,9 @@ class schedule_run {
  private:
   using engine_type =
       std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
+  // Host memory only: a transport with a copy engine packs on its device.
+  static constexpr bool vectored = sends_vectored<Comm> && !has_copy_engine<Comm>;
+  static constexpr std::size_t vectored_from = vectored ? vectored_min_bytes<Comm>() : SIZE_MAX;
 
   // In place for up to 8 messages a step (every built-in schedule at P <= 5,
   // ring and pairwise at any P): small calls allocate nothing here.
@@ -242,7 +253,9 @@ class schedule_run {
         transit_(engine_),
         regions_(largest.blocks),
         messages_(largest.messages),
-        requests_(largest.messages) {}
+        requests_(largest.messages),
+        recv_pieces_(vectored ? largest.blocks : 0),
+        send_pieces_(vectored ? largest.blocks : 0) {}
 
   void prepare() {
     if constexpr (has_copy_engine<Comm>) {
@@ -266,7 +279,7 @@ class schedule_run {
     receives_ = current.recvs.size();
     std::size_t staged = 0;
     for (std::size_t i = 0; i < located_messages_; ++i) {
-      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged);
+      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged, vectored_from);
     }
     if (staging_.size() < staged) staging_ = engine_.allocate(staged);  // contents need not survive a step
   }
@@ -296,6 +309,12 @@ class schedule_run {
   void post(const step& current, int step_number) {
     for (std::size_t i = 0; i < located_messages_; ++i) {
       const located_message& m = messages_[i];
+      if constexpr (vectored) {
+        if (m.vectored) {
+          requests_[i] = post_vectored(m, i < receives_);
+          continue;
+        }
+      }
       if (i < receives_) {
         std::span<std::byte> into =
             m.staged() ? std::span<std::byte>(staging_.data() + m.staging_offset, m.bytes) : m.direct;
@@ -319,6 +338,19 @@ class schedule_run {
         requests_[i] = comm_.isend(m.peer, from, tag_);
       }
     }
+  }
+
+  /// A vectored message: its blocks as the transport's pieces (each block
+  /// one contiguous run), in the step's piece list at the message's blocks.
+  typename Comm::request post_vectored(const located_message& m, bool receive) {
+    if (receive) {
+      std::span<std::byte>* pieces = recv_pieces_.data() + m.first;
+      for (std::size_t b = 0; b < m.count; ++b) pieces[b] = {regions_[m.first + b].data, regions_[m.first + b].bytes()};
+      return comm_.irecvv(m.peer, std::span<const std::span<std::byte>>(pieces, m.count), tag_);
+    }
+    std::span<const std::byte>* pieces = send_pieces_.data() + m.first;
+    for (std::size_t b = 0; b < m.count; ++b) pieces[b] = {regions_[m.first + b].data, regions_[m.first + b].bytes()};
+    return comm_.isendv(m.peer, std::span<const std::span<const std::byte>>(pieces, m.count), tag_);
   }
 
   void wait() {
@@ -350,6 +382,10 @@ class schedule_run {
   small_array<region, 8> regions_;
   small_array<located_message, 8> messages_;
   small_array<typename Comm::request, 8> requests_;
+  // Vectored messages' blocks as pieces, at the step's block indices (posted
+  // lists must stay valid until the step's wait).
+  small_array<std::span<std::byte>, 8> recv_pieces_;
+  small_array<std::span<const std::byte>, 8> send_pieces_;
   std::size_t located_blocks_ = 0;
   std::size_t located_messages_ = 0;
   std::size_t receives_ = 0;

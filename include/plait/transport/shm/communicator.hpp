@@ -11,6 +11,9 @@
 //     and acknowledges; the send completes once the receiver has copied. If the
 //     kernel refuses cross-process reads (EPERM, ENOSYS), the receiver says so
 //     and that pair falls back to chunks for good;
+//   - a vectored message (isendv / irecvv: several pieces) takes the same two
+//     ways: chunks gathered into and scattered out of the slots, or a
+//     reference whose slot lists the sender's pieces;
 //   - a buffer from allocate<T>(n) (shared_buffer.hpp) is mapped by every rank:
 //     a message from one is read in place with a memcpy, no kernel call, and
 //     takes this path from window_single_copy_bytes on; so is one from this
@@ -49,6 +52,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/shm/memory_resource.hpp"
+#include "plait/transport/shm/pieces.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/shared_buffer.hpp"
 #include "plait/transport/shm/tuning.hpp"
@@ -80,6 +84,11 @@ struct pending {
   std::byte* copy = nullptr;      // isend_with_copy: the sender's second buffer, left to the receiver
   std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
   std::uint64_t copy_offset = 0;
+  // isendv / irecvv: the message's pieces, in order (null: `out` / `in` is one contiguous buffer)
+  const std::span<const std::byte>* out_pieces = nullptr;
+  const std::span<std::byte>* in_pieces = nullptr;
+  std::size_t piece_count = 0;
+  std::size_t nonempty_pieces = 0;  // of a vectored send: what its reference lists
 };
 
 /// This rank's side of the two channels to one peer.
@@ -185,6 +194,24 @@ class communicator : public communicator_core {
   /// docs/performance.md); from detail::copy_for_sender_bytes (256 KiB) on.
   /// Otherwise this rank copies at once, as the executor would have.
   request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag = user_tag);
+
+  /// Posts a send of the concatenation of `pieces`: the receiver sees one
+  /// message of their total length (it may post a plain irecv or an irecvv
+  /// with other piece boundaries). The list and the bytes stay untouched
+  /// until the send completes. Chunks are gathered from the pieces into the
+  /// slots; a single copy lists them in its slot (up to
+  /// detail::vector_pieces_per_slot, else chunks) and the receiver copies
+  /// each. Never read in place from a shared buffer nor carrying a copy.
+  request isendv(int peer, std::span<const std::span<const std::byte>> pieces, int tag = user_tag);
+  /// Posts a receive of one message into the concatenation of `pieces` (its
+  /// length must equal their total); the list stays valid until completion.
+  request irecvv(int peer, std::span<const std::span<std::byte>> pieces, int tag = user_tag);
+  /// Payload bytes this rank posted with isendv: how to tell the executor
+  /// sent a message from several buffers without packing it.
+  [[nodiscard]] std::uint64_t bytes_sent_vectored() const noexcept { return bytes_sent_vectored_; }
+  /// Payload bytes this rank received by single copy into or out of a
+  /// vectored message (its own irecvv, or a peer's isendv reference).
+  [[nodiscard]] std::uint64_t bytes_copied_vectored() const noexcept { return bytes_copied_vectored_; }
 
   /// Completes every request, or throws plait::error (timeout, peer_lost,
   /// size_mismatch, transport). After such a failure the communicator is
@@ -299,6 +326,14 @@ class communicator : public communicator_core {
   /// Moves every pending transfer as far as the channels allow. True if any byte moved.
   bool progress();
 
+  /// Whether vectored send `m` to `peer` may go by reference: its list fits a
+  /// slot, and to another process its pieces are not so small that the
+  /// kernel's per-piece cost exceeds the copies it saves.
+  [[nodiscard]] bool vector_reference_fits(const pending& m, int peer) const noexcept {
+    if (m.nonempty_pieces > detail::vector_pieces_per_slot(segment_->shape().slot_bytes)) return false;
+    return segment_->is_local(peer) || m.bytes >= m.nonempty_pieces * detail::process_vector_piece_bytes;
+  }
+
   // ---- the chunk channel (impl/chunk_channel.ipp) ----------------------
 
   bool progress_sends(int peer);
@@ -326,6 +361,9 @@ class communicator : public communicator_core {
   /// (the sender then sends the message again in chunks). Throws when the
   /// sender withdrew it or its buffer cannot be read.
   bool copy_reference(int peer, pending& m);
+  /// copy_reference where the sender's message (`pieces` listed in its slot,
+  /// 0: a plain reference) or this receive is vectored.
+  bool copy_vector_reference(int peer, pending& m, std::size_t pieces);
 
   /// Where to write the copy a sender asked for with its reference (its
   /// address `address`, or `offset` in shared buffer `window_id`), or null
@@ -366,6 +404,8 @@ class communicator : public communicator_core {
   std::vector<peer_state> peers_;
   std::uint64_t bytes_read_in_place_ = 0;
   std::uint64_t bytes_copied_for_senders_ = 0;
+  std::uint64_t bytes_sent_vectored_ = 0;
+  std::uint64_t bytes_copied_vectored_ = 0;
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =

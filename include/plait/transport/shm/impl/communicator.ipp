@@ -109,6 +109,62 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
   return r;
 }
 
+PLAIT_DECL communicator::request communicator::isendv(int peer, std::span<const std::span<const std::byte>> pieces,
+                                                      int tag) {
+  check_usable("isendv");
+  check_peer(peer, "isendv");
+  check_tag(tag, peer, "isendv");
+  std::size_t bytes = 0;
+  std::size_t nonempty = 0;
+  for (const std::span<const std::byte> piece : pieces) {
+    bytes += piece.size();
+    nonempty += piece.empty() ? 0 : 1;
+  }
+  auto& state = peers_[static_cast<std::size_t>(peer)];
+  state.sends.push_back(pending{.out = nullptr,
+                                .in = nullptr,
+                                .bytes = bytes,
+                                .done = 0,
+                                .tag = tag,
+                                .stamp = stamp_of(tag).bits(),
+                                .started = false,
+                                .by_reference = false,
+                                .reference_slot = 0,
+                                .window = 0,
+                                .window_offset = 0,
+                                .out_pieces = pieces.data(),
+                                .piece_count = pieces.size(),
+                                .nonempty_pieces = nonempty});
+  count_sent(bytes);
+  bytes_sent_vectored_ += bytes;
+  request r{peer, true, state.sends_posted++};
+  progress_sends(peer);  // small messages leave at once
+  return r;
+}
+
+PLAIT_DECL communicator::request communicator::irecvv(int peer, std::span<const std::span<std::byte>> pieces, int tag) {
+  check_usable("irecvv");
+  check_peer(peer, "irecvv");
+  check_tag(tag, peer, "irecvv");
+  std::size_t bytes = 0;
+  for (const std::span<std::byte> piece : pieces) bytes += piece.size();
+  auto& state = peers_[static_cast<std::size_t>(peer)];
+  state.recvs.push_back(pending{.out = nullptr,
+                                .in = nullptr,
+                                .bytes = bytes,
+                                .done = 0,
+                                .tag = tag,
+                                .stamp = stamp_of(tag).bits(),
+                                .started = false,
+                                .by_reference = false,
+                                .reference_slot = 0,
+                                .window = 0,
+                                .window_offset = 0,
+                                .in_pieces = pieces.data(),
+                                .piece_count = pieces.size()});
+  return {peer, false, state.recvs_posted++};
+}
+
 PLAIT_DECL communicator::request communicator::irecv(int peer, std::span<std::byte> bytes, int tag) {
   check_usable("irecv");
   check_peer(peer, "irecv");
