@@ -67,6 +67,9 @@ class engine_run : public pending_collective {
   [[nodiscard]] Comm& comm() const noexcept { return comm_; }
   /// Runs the remaining steps in the transport's own waits.
   void run_blocking() { run_.advance(true); }
+  /// schedule_run::advance, for a run moved by another collective that owns
+  /// it rather than by the engine.
+  bool advance(bool blocking) { return run_.advance(blocking); }
 
  private:
   static bool advance_one(pending_collective& c) {
