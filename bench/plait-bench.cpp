@@ -17,6 +17,11 @@
 //               comm.allocate (--transport shm-shared): peers read them in place
 //   plait-mpi   plait over MPI point-to-point (--transport mpi)
 //   plait-shm-separate  (--op bundle) the bundle's two tensors, one call each
+//   <variant>-nb         (--nonblocking) the same call as iall_* + wait()
+//   <variant>-persistent (--persistent) the call bound once by *_init; each
+//               sample is start() + wait()
+//   mpi-persistent  (--persistent, MPI 4 libraries: MPICH 4) MPI_Allgather_init /
+//               MPI_Alltoall_init once, then MPI_Start + MPI_Wait
 //   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall (MPI_Allgatherv /
 //               MPI_Alltoallv for the v-forms, two MPI_Alltoall for a bundle)
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
@@ -33,6 +38,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -67,8 +73,10 @@ struct options {
   std::optional<plait::algorithm_id> algorithm;  // nullopt: automatic
   bool verify = true;
   bool baselines = true;
-  bool in_place = false;  // all_gather only: the shard is already in its slice of recv
-  int processes = 2;      // without MPI only
+  bool in_place = false;     // all_gather only: the shard is already in its slice of recv
+  bool nonblocking = false;  // add iall_* + wait() variants (all_gather, all_to_all)
+  bool persistent = false;   // add *_init, start() + wait() variants (all_gather, all_to_all)
+  int processes = 2;         // without MPI only
   std::string json;
   std::string csv;
   std::string command_line;
@@ -106,6 +114,9 @@ std::string loadavg();
                "  --in-place               all_gather in place (plait::in_place, MPI_IN_PLACE) like nccl-tests'\n"
                "                           in-place column; all_to_all stays out of place\n"
                "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
+               "  --nonblocking            also time each plait call of all_gather/all_to_all as iall_* + wait()\n"
+               "  --persistent             also time it bound once by *_init, each call start() + wait()\n"
+               "                           (and MPI_Allgather_init/MPI_Alltoall_init where the MPI has them)\n"
                "  --json FILE, --csv FILE  also write the results there\n"
                "size = the gathered buffer (all_gather, all_gather_v) or one rank's send buffer\n"
                "(all_to_all, all_to_all_v, bundle);\n"
@@ -186,6 +197,10 @@ options parse(int argc, char** argv) {
         o.baselines = false;
       else if (arg == "--in-place")
         o.in_place = true;
+      else if (arg == "--nonblocking")
+        o.nonblocking = true;
+      else if (arg == "--persistent")
+        o.persistent = true;
       else if (arg == "-p" || arg == "--processes")
         o.processes = integer(i);
       else if (arg == "--json")
@@ -281,6 +296,40 @@ std::function<void()> plait_v_call(Comm& comm, std::optional<plait::algorithm_id
   return with_algorithm<Op>(comm.size(), id, call);
 }
 
+/// The call of plait_call as a nonblocking one (iall_*, then wait()) or a
+/// persistent one (bound once by *_init here; each call start() + wait()).
+template <class Op, class Comm>
+std::function<void()> plait_form_call(Comm& comm, std::optional<plait::algorithm_id> id,
+                                      std::span<const std::byte> send, std::span<std::byte> recv, bool in_place,
+                                      bool persistent) {
+  auto call = [&comm, send, recv, in_place, persistent]<class A>() -> std::function<void()> {
+    constexpr bool gather = std::is_same_v<Op, plait::op::all_gather>;
+    if (persistent) {
+      std::shared_ptr<plait::persistent_collective> bound;
+      if constexpr (gather) {
+        bound = std::make_shared<plait::persistent_collective>(
+            in_place ? plait::all_gather_init<A>(comm, plait::in_place, recv)
+                     : plait::all_gather_init<A>(comm, send, recv));
+      } else {
+        bound = std::make_shared<plait::persistent_collective>(plait::all_to_all_init<A>(comm, send, recv));
+      }
+      return [bound] {
+        bound->start();
+        bound->wait();
+      };
+    }
+    return [&comm, send, recv, in_place] {
+      if constexpr (gather) {
+        (in_place ? plait::iall_gather<A>(comm, plait::in_place, recv) : plait::iall_gather<A>(comm, send, recv))
+            .wait();
+      } else {
+        plait::iall_to_all<A>(comm, send, recv).wait();
+      }
+    };
+  };
+  return with_algorithm<Op>(comm.size(), id, call);
+}
+
 /// The bundle benchmark's call: two tensors of one all_to_all, bundled or one call each.
 template <class Comm>
 std::function<void()> plait_bundle_call(Comm& comm, std::span<const std::byte> send, std::span<std::byte> recv,
@@ -312,6 +361,11 @@ struct buffers {
   plait::shm::shared_buffer<std::byte> shared_recv;
 };
 
+/// The MPI library's persistent collective for an operation and its buffers
+/// (MPI 4: MPI_Allgather_init, MPI_Alltoall_init), as start + wait; empty
+/// where the library has none.
+using native_persistent_maker = std::function<std::function<void()>(const std::string& op, buffers&)>;
+
 /// plait's shared-memory communicators under test (null when not measured).
 struct shm_variants {
   plait::shm::communicator* plain = nullptr;
@@ -326,7 +380,8 @@ struct shm_variants {
 template <class Timing, class Mpi>
 std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_variants& shm, Mpi* mpi,
                               const std::function<void(const std::string& op, buffers&)>& native_setup,
-                              const std::function<void()>& native, const std::function<void()>& barrier) {
+                              const std::function<void()>& native, const std::function<void()>& barrier,
+                              const native_persistent_maker& native_persistent = {}) {
   const int rank = timing.rank();
   const int ranks = timing.size();
   std::vector<bench::row> rows;
@@ -397,6 +452,15 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           variants.push_back(
               gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv, in_place)
                      : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv, false));
+          for (const bool persistent : {false, true}) {
+            if (!(persistent ? o.persistent : o.nonblocking)) continue;
+            names.emplace_back(std::string(name) + (persistent ? "-persistent" : "-nb"));
+            results.push_back(recv);
+            variants.push_back(gather ? plait_form_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send,
+                                                                                          recv, in_place, persistent)
+                                      : plait_form_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send,
+                                                                                          recv, false, persistent));
+          }
         }
       };
       add_plait(shm.plain, "plait-shm", b.send, b.recv);
@@ -408,6 +472,13 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         names.emplace_back("mpi");
         results.push_back(b.recv);
         variants.push_back(native);
+        if (o.persistent && native_persistent && (gather || op_name == "all_to_all")) {
+          if (auto bound = native_persistent(op_name, b)) {
+            names.emplace_back("mpi-persistent");
+            results.push_back(b.recv);
+            variants.push_back(std::move(bound));
+          }
+        }
       }
       if (o.baselines) {
         names.emplace_back("memcpy");
@@ -602,9 +673,32 @@ int main(int argc, char** argv) {
       };
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.
       auto barrier = [&] { MPI_Barrier(native_comm); };
+      native_persistent_maker native_persistent = [&](const std::string& op, buffers& b) -> std::function<void()> {
+#if MPI_VERSION >= 4
+        const int count = static_cast<int>(b.recv.size() / static_cast<std::size_t>(ranks));
+        auto request = std::shared_ptr<MPI_Request>(new MPI_Request(MPI_REQUEST_NULL), [](MPI_Request* r) {
+          if (*r != MPI_REQUEST_NULL) MPI_Request_free(r);
+          delete r;
+        });
+        const void* send = op == "all_gather" && o.in_place ? MPI_IN_PLACE : b.send.data();
+        const int code = op == "all_gather" ? MPI_Allgather_init(send, count, MPI_BYTE, b.recv.data(), count, MPI_BYTE,
+                                                                 native_comm, MPI_INFO_NULL, request.get())
+                                            : MPI_Alltoall_init(send, count, MPI_BYTE, b.recv.data(), count, MPI_BYTE,
+                                                                native_comm, MPI_INFO_NULL, request.get());
+        if (code != MPI_SUCCESS) throw plait::error(plait::errc::transport, "MPI persistent collective init failed");
+        return [request] {
+          MPI_Start(request.get());
+          MPI_Wait(request.get(), MPI_STATUS_IGNORE);
+        };
+#else
+        (void)op;
+        (void)b;
+        return {};  // MPI 3 (Open MPI 4.1) has no persistent collectives
+#endif
+      };
       const shm_variants shms{shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr,
                               shm_shared ? &*shm_shared : nullptr};
-      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier);
+      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier, native_persistent);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
       MPI_Get_library_version(library, &length);

@@ -67,6 +67,7 @@ struct start_in_flight {
       in_flight_handle h = own_run(comm, steps, plan, name, stamp, tag, false);
       auto held = h.engine->lock();
       h.engine->enqueue(*h.run);
+      h.engine->turn();  // posts its first step now, unless collectives started earlier must move first
       *out = h;
     }
   }
