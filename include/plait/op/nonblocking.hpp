@@ -18,6 +18,7 @@
 // stream order (synchronize() or a stream event waits for them).
 #pragma once
 
+#include <ranges>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "plait/algorithm/automatic.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/tensor_view.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
@@ -46,11 +48,31 @@ inline constexpr bool stream_ordered = has_copy_engine<Comm> && !tests_requests<
 
 /// The one error for a transport that cannot have collectives in flight.
 template <class Comm>
-constexpr void check_in_flight_transport() {
+consteval bool check_in_flight_transport() {
   static_assert(can_be_in_flight<Comm> || stream_ordered<Comm>,
                 "plait: nonblocking and persistent collectives need a transport derived from "
                 "plait::communicator_core (its progress engine) with `bool test_all(std::span<request>, "
                 "plait::deadline)` (core/transport.hpp), or a stream-ordered device transport");
+  return can_be_in_flight<Comm> || stream_ordered<Comm>;
+}
+
+/// Whether a collective argument of type X (as deduced by a forwarding
+/// reference) may be kept past the call: an lvalue, or a non-owning view
+/// (std::span, tensor views, plait::in_place, a bundle of such members).
+template <class X>
+inline constexpr bool kept_safely =
+    std::is_lvalue_reference_v<X> || std::ranges::borrowed_range<std::remove_cvref_t<X>> ||
+    mdspan_like<std::remove_cvref_t<X>> || std::is_same_v<std::remove_cvref_t<X>, in_place_t> ||
+    is_bundle<std::remove_cvref_t<X>>;
+
+/// The one error for a temporary container given to a call that keeps referring to it.
+template <class Send, class Recv>
+consteval bool check_kept_arguments() {
+  static_assert(kept_safely<Send> && kept_safely<Recv>,
+                "plait: a nonblocking or persistent collective refers to its buffers after the call returns: pass "
+                "lvalues or views (std::span, plait::tensor_view), not a temporary container that dies at the end "
+                "of the statement");
+  return kept_safely<Send> && kept_safely<Recv>;
 }
 
 /// The i-forms' launch: the planned schedule becomes a run the request owns,
@@ -82,8 +104,8 @@ struct start_in_flight {
 ///   r.wait();
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_gather(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>();
-  detail::check_in_flight_transport<Comm>();
+  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
+                           detail::check_kept_arguments<Send, Recv>();
   detail::in_flight_handle h;
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     if constexpr (comm_ok) {
@@ -100,8 +122,8 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 /// Nonblocking all_to_all: the same arguments and checks as plait::all_to_all; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_to_all(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>();
-  detail::check_in_flight_transport<Comm>();
+  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
+                           detail::check_kept_arguments<Send, Recv>();
   detail::in_flight_handle h;
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     if constexpr (comm_ok) {
@@ -118,11 +140,13 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 /// Nonblocking all_gather_v: the same arguments and checks as plait::all_gather_v; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 [[nodiscard]] collective_request iall_gather_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
-  static_assert(detail::check_transport<Comm>());
-  detail::check_in_flight_transport<Comm>();
+  constexpr bool ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
+                      detail::check_kept_arguments<Send, Recv>();
   detail::check_counts_type<Counts>();
   detail::in_flight_handle h;
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
+  if constexpr (!ok) {
+    // stopped at the static_assert above
+  } else if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::gather_v(comm, send, recv, recv_counts,
                                                                                   detail::start_in_flight{&h});
   } else {
@@ -139,12 +163,14 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
           class RecvCounts>
 [[nodiscard]] collective_request iall_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv,
                                                const RecvCounts& recv_counts) {
-  static_assert(detail::check_transport<Comm>());
-  detail::check_in_flight_transport<Comm>();
+  constexpr bool ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
+                      detail::check_kept_arguments<Send, Recv>();
   detail::check_counts_type<SendCounts>();
   detail::check_counts_type<RecvCounts>();
   detail::in_flight_handle h;
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
+  if constexpr (!ok) {
+    // stopped at the static_assert above
+  } else if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::exchange_v(
         comm, send, send_counts, recv, recv_counts, detail::start_in_flight{&h});
   } else {

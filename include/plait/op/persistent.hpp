@@ -47,8 +47,8 @@ struct bind_persistent {
 ///   for (int step = 0; step < steps; ++step) { fill(shard); p.start(); p.wait(); use(full); }
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_gather_init(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>();
-  detail::check_in_flight_transport<Comm>();
+  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
+                           detail::check_kept_arguments<Send, Recv>();
   detail::in_flight_handle h;
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     if constexpr (comm_ok) {
@@ -65,8 +65,8 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 /// A persistent all_to_all of `send` into `recv` (arguments as plait::all_to_all).
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_to_all_init(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>();
-  detail::check_in_flight_transport<Comm>();
+  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
+                           detail::check_kept_arguments<Send, Recv>();
   detail::in_flight_handle h;
   if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
     if constexpr (comm_ok) {
