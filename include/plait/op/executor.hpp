@@ -259,7 +259,7 @@ class schedule_run {
     next_step_ = 0;
     prepared_ = false;
     posted_ = false;
-    own_copy_ = own_copy_deferral<Comm, Plan>(steps_, plan_);
+    own_copy_ = own_copy_at_start_;
   }
 
  private:
@@ -277,6 +277,7 @@ class schedule_run {
         tag_(tag),
         engine_(engine_for(comm, host_)),
         own_copy_(steps, plan),
+        own_copy_at_start_(own_copy_),
         transit_(engine_),
         regions_(largest.blocks),
         messages_(largest.messages),
@@ -392,6 +393,7 @@ class schedule_run {
   host_engine host_;  // used when the transport has no copy engine of its own
   engine_type& engine_;
   own_copy_deferral<Comm, Plan> own_copy_;
+  own_copy_deferral<Comm, Plan> own_copy_at_start_;  // what restart() resets it to (no schedule scan per start)
   transit_store<engine_type> transit_;
   small_array<region, 8> regions_;
   small_array<located_message, 8> messages_;
