@@ -22,6 +22,7 @@
 #include "plait/core/impl/communicator_core.ipp"
 #include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
+#include "plait/core/impl/progress_engine.ipp"
 #include "plait/core/impl/region.ipp"
 #include "plait/core/impl/stream_copy.ipp"
 #include "plait/core/impl/timeout.ipp"
@@ -42,6 +43,8 @@
 #include "plait/op/impl/collective.ipp"
 #include "plait/op/impl/executor.ipp"
 #include "plait/op/impl/hierarchical.ipp"
+#include "plait/op/impl/in_flight.ipp"
+#include "plait/op/impl/request.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 
 // ---- transport ---------------------------------------------------------

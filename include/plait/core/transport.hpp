@@ -77,6 +77,17 @@ inline constexpr int user_tag = 0;
 ///        header can refuse a message of another collective (call_stamp)
 ///   static cost_model()                                          has_cost_model
 ///        what plait::automatic assumes about this transport (algorithm/automatic.hpp)
+///   test_all(span<request>, deadline) -> bool                    tests_requests
+///        one non-blocking look: true (all complete, as after wait_all) or
+///        false (some pending); past the deadline it throws as wait_all does.
+///        Nonblocking and persistent collectives need it (op/nonblocking.hpp)
+///   static constexpr bool matches_by_tag = true                  matches_by_tag
+///        a receive matches by peer and tag, whatever was sent before it with
+///        other tags (MPI): several collectives then move at once; without it
+///        they move one at a time, in the order they started
+///        (core/progress_engine.hpp)
+///   collective_progress(bool), active_progress()                 has_progress_engine [core]
+///        the engine that holds this communicator's collectives in flight
 // clang-format 14 lays out requires-expressions badly (it unindents their
 // bodies and splits every static_assert below): keep it off them.
 // clang-format off
@@ -180,6 +191,17 @@ template <class Comm>
 concept stamps_calls = requires(Comm& comm, call_stamp stamp) { { comm.next_tag(stamp) } -> std::same_as<int>; };
 template <class Comm>
 concept has_cost_model = requires { Comm::cost_model(); };
+template <class Comm>
+concept tests_requests = requires(Comm& comm, std::span<typename Comm::request> requests, deadline until) {
+  { comm.test_all(requests, until) } -> std::same_as<bool>;
+};
+template <class Comm>
+concept matches_by_tag = requires { requires Comm::matches_by_tag; };
+template <class Comm>
+concept has_progress_engine = requires(Comm& comm, const Comm& const_comm) {
+  comm.collective_progress(true);
+  { const_comm.active_progress() } -> std::convertible_to<const void*>;
+};
 
 /// Messages of at least this many bytes go vectored on Comm (SIZE_MAX: never).
 template <class Comm>

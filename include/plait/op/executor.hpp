@@ -45,6 +45,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/scratch.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 
 namespace plait {
@@ -216,20 +217,57 @@ class schedule_run {
   schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag)
       : schedule_run(comm, steps, plan, operation, tag, largest_step_of(steps)) {}
 
-  void run() {
-    prepare();
-    for (std::size_t index = 0; index < steps_.steps.size(); ++index) {
-      const step& current = steps_.steps[index];
-      const int step_number = static_cast<int>(index);
-      locate(current);
+  /// Runs every step, blocking in the transport's waits.
+  void run() { advance(true); }
+
+  /// Moves the run on: the plan's local copies at the first call, then per
+  /// step locate, post, wait and unpack. `blocking`: each step's wait is the
+  /// transport's wait_all; otherwise one test_all look, and the run returns
+  /// false while the step is pending (its deadline counts from its post, as
+  /// a blocking wait's does). True once every step is done.
+  bool advance(bool blocking) {
+    if (!prepared_) {
+      prepare();
+      prepared_ = true;
+    }
+    for (; next_step_ < steps_.steps.size(); ++next_step_) {
+      const step& current = steps_.steps[next_step_];
+      const int step_number = static_cast<int>(next_step_);
       try {
-        post(current, step_number);
-        wait();
+        if (!posted_) {
+          locate(current);
+          post(current, step_number);
+          posted_ = true;
+          step_deadline_ = after(comm_.timeout());
+        }
+        if constexpr (tests_requests<Comm>) {
+          if (blocking) {
+            wait();
+          } else if (!test()) {
+            return false;
+          }
+        } else {
+          wait();  // no look without blocking (the i-forms refuse such transports at compile time)
+        }
       } catch (const error& e) {
+        posted_ = false;
         throw e.within({comm_.rank(), operation_, step_number, -1});
       }
+      posted_ = false;
       unpack();
     }
+    return true;
+  }
+
+  /// Ready to run again from the first step under `tag`, on the same plan
+  /// and buffers (a persistent collective's next start; staging and transit
+  /// stay).
+  void restart(int tag) {
+    tag_ = tag;
+    next_step_ = 0;
+    prepared_ = false;
+    posted_ = false;
+    own_copy_ = own_copy_at_start_;
   }
 
  private:
@@ -250,6 +288,7 @@ class schedule_run {
         tag_(tag),
         engine_(engine_for(comm, host_)),
         own_copy_(steps, plan),
+        own_copy_at_start_(own_copy_),
         transit_(engine_),
         regions_(largest.blocks),
         messages_(largest.messages),
@@ -358,6 +397,14 @@ class schedule_run {
     for (std::size_t i = 0; i < located_messages_; ++i) requests_[i] = {};  // complete: released now
   }
 
+  /// One look at the step's transfers; true (and released) once all are
+  /// complete. Only for transports with test_all.
+  bool test() {
+    if (!comm_.test_all(std::span(requests_.data(), located_messages_), step_deadline_)) return false;
+    for (std::size_t i = 0; i < located_messages_; ++i) requests_[i] = {};
+    return true;
+  }
+
   void unpack() {
     for (std::size_t i = 0; i < receives_; ++i) {
       const located_message& m = messages_[i];
@@ -378,6 +425,7 @@ class schedule_run {
   host_engine host_;  // used when the transport has no copy engine of its own
   engine_type& engine_;
   own_copy_deferral<Comm, Plan> own_copy_;
+  own_copy_deferral<Comm, Plan> own_copy_at_start_;  // what restart() resets it to (no schedule scan per start)
   transit_store<engine_type> transit_;
   small_array<region, 8> regions_;
   small_array<located_message, 8> messages_;
@@ -390,15 +438,35 @@ class schedule_run {
   std::size_t located_messages_ = 0;
   std::size_t receives_ = 0;
   typename engine_type::buffer staging_;
+  std::size_t next_step_ = 0;  // the step advance() works on
+  bool prepared_ = false;      // the plan's local copies are done
+  bool posted_ = false;        // next_step_'s transfers are posted
+  deadline step_deadline_{};   // when next_step_'s transfers time out
 };
 
 }  // namespace detail
 
+namespace detail {
+class progress_engine;
+/// execute's path while collectives are in flight on `comm` (op/in_flight.hpp).
+template <class Comm, class Plan>
+void execute_in_flight(Comm& comm, progress_engine& engine, const schedule& steps, const Plan& plan,
+                       std::string_view operation, int tag);
+}  // namespace detail
+
 /// Runs `steps` for this rank on `comm`, moving the blocks `plan` locates.
 /// `operation` names the call in errors ("all_gather<ring>"); `tag` keeps its
-/// messages apart from other calls.
+/// messages apart from other calls. While nonblocking or persistent
+/// collectives are in flight on `comm`, the run joins them in its progress
+/// engine, so that waiting here moves them too.
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
+  if constexpr (detail::has_progress_engine<Comm> && detail::tests_requests<Comm>) {
+    if (auto* engine = comm.active_progress()) [[unlikely]] {
+      detail::execute_in_flight(comm, *engine, steps, plan, operation, tag);
+      return;
+    }
+  }
   detail::schedule_run<Comm, Plan>(comm, steps, plan, operation, tag).run();
 }
 
@@ -408,3 +476,6 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
 #if !defined(PLAIT_SEPARATE_COMPILATION)
 #include "plait/op/impl/executor.ipp"
 #endif
+
+// execute_in_flight's definition (it needs schedule_run, above).
+#include "plait/op/in_flight.hpp"

@@ -138,8 +138,10 @@ struct uneven_collective {
   [[nodiscard]] static call_site site(const Transport& comm) { return {comm.rank(), comm.size(), requested_label()}; }
 
   /// Runs `plan`, whose largest block (the same on every rank) is `largest` bytes.
-  template <class Plan, class Send, class Recv>
-  static void run(Transport& comm, Plan& plan, std::size_t largest, const Send& send, const Recv& recv) {
+  /// `launch` gets the planned schedule (run_now runs it at once).
+  template <class Plan, class Send, class Recv, class Launch = run_now>
+  static void run(Transport& comm, Plan& plan, std::size_t largest, const Send& send, const Recv& recv,
+                  Launch&& launch = {}) {
     if constexpr (std::is_same_v<Plan, exchange_v_plan>) {
       if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
         exchange_block_sizes(comm, plan, requested_label());
@@ -151,25 +153,18 @@ struct uneven_collective {
     if (check_mode(comm)) {
       collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv, names::name, false);
     }
+    const call_stamp stamp = collective_stamp<Op, Layout>(planned.algorithm, names::kind);
     if (planned.algorithm == requested_label().algorithm()) {
-      run_schedule(comm, planned, plan, requested_label());
+      launch(comm, planned.steps, plan, requested_label().view(), stamp);
     } else {  // automatic: name the algorithm that runs
       const operation_label running(names::name, planned.algorithm);
-      run_schedule(comm, planned, plan, running);
+      launch(comm, planned.steps, plan, running.view(), stamp);
     }
   }
 
   static const operation_label& requested_label() {
     static const operation_label label(names::name, algorithm_name<Algorithm>());
     return label;
-  }
-
- private:
-  template <class Plan>
-  static void run_schedule(Transport& comm, const planned_schedule& planned, const Plan& plan,
-                           const operation_label& name) {
-    const int tag = take_tag(comm, collective_stamp<Op, Layout>(planned.algorithm, names::kind));
-    execute(comm, planned.steps, plan, name.view(), tag);
   }
 };
 

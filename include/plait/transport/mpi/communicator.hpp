@@ -66,6 +66,9 @@ class communicator : public communicator_core {
   using memory_space = host_memory;
   /// One posted send or receive (mpi::request).
   using request = mpi::request;
+  /// MPI matches a receive by source and tag: collectives in flight move at
+  /// once, each under its own tag (core/progress_engine.hpp).
+  static constexpr bool matches_by_tag = true;
 
   /// What plait::automatic assumes about MPI (transport/mpi/cost_model.hpp says why).
   static constexpr plait::cost_model cost_model() noexcept { return detail::mpi_cost_model; }
@@ -199,6 +202,34 @@ class communicator : public communicator_core {
 
   /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
+
+  /// One MPI_Testall: true if every request is complete (as after
+  /// wait_all), false while some are pending before `until`; fails as
+  /// wait_all does, and with errc::timeout once `until` has passed.
+  bool test_all(std::span<request> requests, deadline until) {
+    require_usable("test_all");
+    handles_.clear();
+    for (const request& r : requests) {
+      const auto mine = r.handles();
+      handles_.insert(handles_.end(), mine.begin(), mine.end());
+    }
+    if (handles_.empty()) return true;
+    if (statuses_.size() < handles_.size()) statuses_.resize(handles_.size());
+    int done = 0;
+    const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
+    if (code != MPI_SUCCESS) {
+      store_handles(requests);
+      failed(requests, code);
+    }
+    if (done == 0) {
+      const auto now = clock::now();
+      if (now >= until) timed_out(requests, timeout() + (now - until));
+      return false;
+    }
+    store_handles(requests);
+    check_lengths(requests);
+    return true;
+  }
 
   /// Blocking send: isend + wait_all.
   void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) {

@@ -221,6 +221,11 @@ class communicator : public communicator_core {
   void wait_all(std::span<request> requests, deadline until);
   /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
+  /// One look without blocking: moves every pending transfer as far as the
+  /// channels allow, then true if all of `requests` are complete (as after
+  /// wait_all). Fails as wait_all does, and with errc::timeout once `until`
+  /// has passed with some still pending.
+  bool test_all(std::span<request> requests, deadline until);
   /// Completes one request (now + timeout()).
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
 
@@ -406,6 +411,7 @@ class communicator : public communicator_core {
   std::uint64_t bytes_copied_for_senders_ = 0;
   std::uint64_t bytes_sent_vectored_ = 0;
   std::uint64_t bytes_copied_vectored_ = 0;
+  unsigned test_looks_ = 0;  // test_all calls, to look for lost peer processes now and then
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =

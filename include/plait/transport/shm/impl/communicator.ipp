@@ -217,6 +217,41 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
   }
 }
 
+PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline until) {
+  check_usable("test_all");
+  const auto all_complete = [&] {
+    return std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); });
+  };
+  try {
+    progress();
+    if (all_complete()) return true;
+    check_group(first_waiting(requests));
+    // A peer process that died writes no failure record: look for it now and
+    // then (a kill(pid, 0) per peer is too dear for every look).
+    const bool look_for_lost = ++test_looks_ % 1024 == 0;
+    if (look_for_lost && !peers_alive(requests)) {
+      progress();
+      if (all_complete()) return true;
+      throw lost_process(requests);
+    }
+    if (clock::now() > until) {
+      // As wait_all: a peer process that ended may have left its last bytes
+      // in the channel; one more pass decides between lost and slow.
+      progress();
+      if (all_complete()) return true;
+      if (!peers_alive(requests)) throw lost_process(requests);
+      throw timed_out(requests);
+    }
+    return false;
+  } catch (const error& e) {
+    if (e.value() == errc::timeout || e.value() == errc::peer_lost || e.value() == errc::transport ||
+        e.value() == errc::size_mismatch) {
+      poison_group(e);
+    }
+    throw;
+  }
+}
+
 PLAIT_DECL void communicator::barrier() {
   check_usable("barrier");
   auto& h = segment_->header();
