@@ -15,8 +15,19 @@
 //               every message goes through the slots, copied in and out
 //   plait-shm-shared  plait over shared memory from and into buffers of
 //               comm.allocate (--transport shm-shared): peers read them in place
+//   plait-shm-pool  the same from and into std::vectors with plait::shm::allocator
+//               (--transport shm-pool): each rank's own pool, mapped by the peers
 //   plait-mpi   plait over MPI point-to-point (--transport mpi)
 //   plait-shm-separate  (--op bundle) the bundle's two tensors, one call each
+//   <variant>-nb         (--nonblocking) the same call as iall_* + wait()
+//   <variant>-persistent (--persistent) the call bound once by *_init; each
+//               sample is start() + wait()
+//   mpi-persistent  (--persistent, MPI 4 libraries: MPICH 4) MPI_Allgather_init /
+//               MPI_Alltoall_init once, then MPI_Start + MPI_Wait
+//   compute     (--overlap US) a compute loop of about US microseconds
+//   <variant>-overlap  (--overlap US) iall_*, the compute loop (test() every
+//               tenth of it), wait(): after the table, each size's fraction of
+//               the call's time hidden, (call + compute - overlapped) / call
 //   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall (MPI_Allgatherv /
 //               MPI_Alltoallv for the v-forms, two MPI_Alltoall for a bundle)
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
@@ -25,6 +36,7 @@
 // The table's ratio columns divide the first variant's busbw by each other's.
 // Progress goes to stderr, the table to stdout (rank 0), files with --json/--csv.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +45,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -67,8 +80,11 @@ struct options {
   std::optional<plait::algorithm_id> algorithm;  // nullopt: automatic
   bool verify = true;
   bool baselines = true;
-  bool in_place = false;  // all_gather only: the shard is already in its slice of recv
-  int processes = 2;      // without MPI only
+  bool in_place = false;     // all_gather only: the shard is already in its slice of recv
+  bool nonblocking = false;  // add iall_* + wait() variants (all_gather, all_to_all)
+  bool persistent = false;   // add *_init, start() + wait() variants (all_gather, all_to_all)
+  double overlap_us = 0;     // > 0: add compute and iall + compute + wait variants
+  int processes = 2;         // without MPI only
   std::string json;
   std::string csv;
   std::string command_line;
@@ -90,7 +106,8 @@ std::string loadavg();
                "                           two tensors (15/16 and 1/16 of the size) as one plait::bundle,\n"
                "                           against the same two moved one call each\n"
                "  --transport LIST         plait's transports to measure: shm, shm-chunked (single copy off),\n"
-               "                           shm-shared (buffers from comm.allocate), mpi\n"
+               "                           shm-shared (buffers from comm.allocate),\n"
+               "                           shm-pool (std::vector with plait::shm::allocator), mpi\n"
                "                           (default shm)\n"
                "  --algorithm NAME         ring, tree, pairwise, bruck, recursive_doubling, direct,\n"
                "                           neighbor_exchange or automatic (default automatic)\n"
@@ -106,6 +123,11 @@ std::string loadavg();
                "  --in-place               all_gather in place (plait::in_place, MPI_IN_PLACE) like nccl-tests'\n"
                "                           in-place column; all_to_all stays out of place\n"
                "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
+               "  --nonblocking            also time each plait call of all_gather/all_to_all as iall_* + wait()\n"
+               "  --persistent             also time it bound once by *_init, each call start() + wait()\n"
+               "                           (and MPI_Allgather_init/MPI_Alltoall_init where the MPI has them)\n"
+               "  --overlap US             also time a compute loop of US microseconds alone and behind an\n"
+               "                           iall_* (test() between tenths of it), and print the share hidden\n"
                "  --json FILE, --csv FILE  also write the results there\n"
                "size = the gathered buffer (all_gather, all_gather_v) or one rank's send buffer\n"
                "(all_to_all, all_to_all_v, bundle);\n"
@@ -186,6 +208,12 @@ options parse(int argc, char** argv) {
         o.baselines = false;
       else if (arg == "--in-place")
         o.in_place = true;
+      else if (arg == "--nonblocking")
+        o.nonblocking = true;
+      else if (arg == "--persistent")
+        o.persistent = true;
+      else if (arg == "--overlap")
+        o.overlap_us = std::strtod(std::string(value(i)).c_str(), nullptr);
       else if (arg == "-p" || arg == "--processes")
         o.processes = integer(i);
       else if (arg == "--json")
@@ -208,7 +236,7 @@ options parse(int argc, char** argv) {
     }
   }
   for (const auto& t : o.transports) {
-    if (t != "shm" && t != "shm-chunked" && t != "shm-shared" && t != "mpi") {
+    if (t != "shm" && t != "shm-chunked" && t != "shm-shared" && t != "shm-pool" && t != "mpi") {
       std::fprintf(stderr, "plait-bench: unknown --transport %s\n", t.c_str());
       usage(2);
     }
@@ -281,6 +309,87 @@ std::function<void()> plait_v_call(Comm& comm, std::optional<plait::algorithm_id
   return with_algorithm<Op>(comm.size(), id, call);
 }
 
+/// The call of plait_call as a nonblocking one (iall_*, then wait()) or a
+/// persistent one (bound once by *_init here; each call start() + wait()).
+template <class Op, class Comm>
+std::function<void()> plait_form_call(Comm& comm, std::optional<plait::algorithm_id> id,
+                                      std::span<const std::byte> send, std::span<std::byte> recv, bool in_place,
+                                      bool persistent) {
+  auto call = [&comm, send, recv, in_place, persistent]<class A>() -> std::function<void()> {
+    constexpr bool gather = std::is_same_v<Op, plait::op::all_gather>;
+    if (persistent) {
+      std::shared_ptr<plait::persistent_collective> bound;
+      if constexpr (gather) {
+        bound = std::make_shared<plait::persistent_collective>(
+            in_place ? plait::all_gather_init<A>(comm, plait::in_place, recv)
+                     : plait::all_gather_init<A>(comm, send, recv));
+      } else {
+        bound = std::make_shared<plait::persistent_collective>(plait::all_to_all_init<A>(comm, send, recv));
+      }
+      return [bound] {
+        bound->start();
+        bound->wait();
+      };
+    }
+    return [&comm, send, recv, in_place] {
+      if constexpr (gather) {
+        (in_place ? plait::iall_gather<A>(comm, plait::in_place, recv) : plait::iall_gather<A>(comm, send, recv))
+            .wait();
+      } else {
+        plait::iall_to_all<A>(comm, send, recv).wait();
+      }
+    };
+  };
+  return with_algorithm<Op>(comm.size(), id, call);
+}
+
+/// A compute loop of a known length: arithmetic on registers, `steps` times
+/// `step_iterations` (calibrated to microseconds by compute_rate), with
+/// `between()` after every step (a test() of the collective it overlaps).
+inline double compute_loop(std::size_t iterations, const std::function<void()>& between, int steps = 10) {
+  double x = 1.0;
+  for (int s = 0; s < steps; ++s) {
+    for (std::size_t i = 0; i < iterations / static_cast<std::size_t>(steps); ++i) x = x * 1.0000001 + 1e-9;
+    if (between) between();
+  }
+  return x;
+}
+
+/// Loop iterations per microsecond on this core (the median of a few tries).
+inline double compute_rate() {
+  std::vector<double> rates;
+  for (int t = 0; t < 5; ++t) {
+    const auto start = std::chrono::steady_clock::now();
+    volatile double sink = compute_loop(2000000, {});
+    (void)sink;
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    rates.push_back(2000000.0 / us);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+/// iall_* of Op, the compute loop with a test() after every tenth, then wait().
+template <class Op, class Comm>
+std::function<void()> plait_overlap_call(Comm& comm, std::optional<plait::algorithm_id> id,
+                                         std::span<const std::byte> send, std::span<std::byte> recv,
+                                         std::size_t iterations) {
+  auto call = [&comm, send, recv, iterations]<class A>() -> std::function<void()> {
+    return [&comm, send, recv, iterations] {
+      plait::collective_request r;
+      if constexpr (std::is_same_v<Op, plait::op::all_gather>) {
+        r = plait::iall_gather<A>(comm, send, recv);
+      } else {
+        r = plait::iall_to_all<A>(comm, send, recv);
+      }
+      volatile double sink = compute_loop(iterations, [&r] { (void)r.test(); });
+      (void)sink;
+      r.wait();
+    };
+  };
+  return with_algorithm<Op>(comm.size(), id, call);
+}
+
 /// The bundle benchmark's call: two tensors of one all_to_all, bundled or one call each.
 template <class Comm>
 std::function<void()> plait_bundle_call(Comm& comm, std::span<const std::byte> send, std::span<std::byte> recv,
@@ -310,13 +419,21 @@ struct buffers {
   std::size_t first_bytes = 0;                       // the bundle's first member (bundle)
   plait::shm::shared_buffer<std::byte> shared_send;  // for plait-shm-shared
   plait::shm::shared_buffer<std::byte> shared_recv;
+  std::optional<std::vector<std::byte, plait::shm::allocator<std::byte>>> pool_send;  // for plait-shm-pool
+  std::optional<std::vector<std::byte, plait::shm::allocator<std::byte>>> pool_recv;
 };
+
+/// The MPI library's persistent collective for an operation and its buffers
+/// (MPI 4: MPI_Allgather_init, MPI_Alltoall_init), as start + wait; empty
+/// where the library has none.
+using native_persistent_maker = std::function<std::function<void()>(const std::string& op, buffers&)>;
 
 /// plait's shared-memory communicators under test (null when not measured).
 struct shm_variants {
   plait::shm::communicator* plain = nullptr;
   plait::shm::communicator* chunked = nullptr;  // single copy off
   plait::shm::communicator* shared = nullptr;   // buffers from allocate
+  plait::shm::communicator* pool = nullptr;     // vectors from its memory_resource
 };
 
 /// Runs the sweep. `Timing` is the communicator used to reduce times across
@@ -326,10 +443,13 @@ struct shm_variants {
 template <class Timing, class Mpi>
 std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_variants& shm, Mpi* mpi,
                               const std::function<void(const std::string& op, buffers&)>& native_setup,
-                              const std::function<void()>& native, const std::function<void()>& barrier) {
+                              const std::function<void()>& native, const std::function<void()>& barrier,
+                              const native_persistent_maker& native_persistent = {}) {
   const int rank = timing.rank();
   const int ranks = timing.size();
   std::vector<bench::row> rows;
+  const auto overlap_iterations =
+      o.overlap_us > 0 ? static_cast<std::size_t>(o.overlap_us * compute_rate()) : std::size_t{0};
   for (const auto& op_name : o.ops) {
     const bool gather = op_name == "all_gather";
     const bool gather_v = op_name == "all_gather_v";
@@ -374,6 +494,11 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         b.shared_recv = shm.shared->allocate<std::byte>(b.recv.size());
         std::copy(b.send.begin(), b.send.end(), b.shared_send.begin());
       }
+      if (shm.pool != nullptr) {  // not collective: each rank's own pool
+        const plait::shm::allocator<std::byte> in_pool{*shm.pool};
+        b.pool_send.emplace(b.send.begin(), b.send.end(), in_pool);
+        b.pool_recv.emplace(b.recv.size(), std::byte{}, in_pool);
+      }
 
       std::vector<std::string> names;
       std::vector<std::function<void()>> variants;
@@ -397,17 +522,50 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           variants.push_back(
               gather ? plait_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv, in_place)
                      : plait_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv, false));
+          if (o.overlap_us > 0) {
+            names.emplace_back(std::string(name) + "-overlap");
+            results.push_back(recv);
+            variants.push_back(gather ? plait_overlap_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send,
+                                                                                             recv, overlap_iterations)
+                                      : plait_overlap_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send,
+                                                                                             recv, overlap_iterations));
+          }
+          for (const bool persistent : {false, true}) {
+            if (!(persistent ? o.persistent : o.nonblocking)) continue;
+            names.emplace_back(std::string(name) + (persistent ? "-persistent" : "-nb"));
+            results.push_back(recv);
+            variants.push_back(gather ? plait_form_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send,
+                                                                                          recv, in_place, persistent)
+                                      : plait_form_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send,
+                                                                                          recv, false, persistent));
+          }
         }
       };
       add_plait(shm.plain, "plait-shm", b.send, b.recv);
       add_plait(shm.chunked, "plait-shm-chunked", b.send, b.recv);
       add_plait(shm.shared, "plait-shm-shared", b.shared_send.span(), b.shared_recv.span());
+      if (shm.pool != nullptr) add_plait(shm.pool, "plait-shm-pool", *b.pool_send, *b.pool_recv);
       add_plait(mpi, "plait-mpi", b.send, b.recv);
       if (o.baselines && native) {
         native_setup(op_name, b);
         names.emplace_back("mpi");
         results.push_back(b.recv);
         variants.push_back(native);
+        if (o.persistent && native_persistent && (gather || op_name == "all_to_all")) {
+          if (auto bound = native_persistent(op_name, b)) {
+            names.emplace_back("mpi-persistent");
+            results.push_back(b.recv);
+            variants.push_back(std::move(bound));
+          }
+        }
+      }
+      if (o.overlap_us > 0 && (gather || op_name == "all_to_all")) {
+        names.emplace_back("compute");
+        results.emplace_back();
+        variants.push_back([overlap_iterations] {
+          volatile double sink = compute_loop(overlap_iterations, {});
+          (void)sink;
+        });
       }
       if (o.baselines) {
         names.emplace_back("memcpy");
@@ -428,7 +586,7 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
       std::vector<std::string> checks(names.size(), "-");
       if (o.verify) {
         for (std::size_t v = 0; v < names.size(); ++v) {
-          if (names[v] == "memcpy") continue;
+          if (names[v] == "memcpy" || names[v] == "compute") continue;
           const std::span<std::byte> recv = results[v];
           std::fill(recv.begin(), recv.end(), std::byte{0});
           if (in_place) restore_shard(v);
@@ -459,6 +617,21 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         progress << ' ' << names[v] << ' ' << rows.back().busbw() << " GB/s" << (checks[v] == "FAIL" ? " (FAIL)" : "");
       }
       if (rank == 0) std::fprintf(stderr, "%s\n", progress.str().c_str());
+      if (o.overlap_us > 0 && rank == 0) {
+        const auto time_of = [&](const std::string& n) {
+          for (std::size_t v = 0; v < names.size(); ++v) {
+            if (names[v] == n) return seconds[v];
+          }
+          return 0.0;
+        };
+        for (const std::string base : {"plait-shm", "plait-shm-chunked", "plait-shm-shared", "plait-mpi"}) {
+          const double call = time_of(base), both = time_of(base + "-overlap"), alone = time_of("compute");
+          if (call <= 0 || both <= 0) continue;
+          std::printf("overlap %s %s %s: call %.1f us, compute %.1f us, overlapped %.1f us, hidden %.0f%%\n",
+                      op_name.c_str(), bench::size_text(bytes).c_str(), base.c_str(), call * 1e6, alone * 1e6,
+                      both * 1e6, 100.0 * (call + alone - both) / call);
+        }
+      }
     }
   }
   return rows;
@@ -549,7 +722,10 @@ int main(int argc, char** argv) {
       }
       std::optional<plait::shm::communicator> shm_shared;
       if (wants(o.transports, "shm-shared")) shm_shared.emplace(plait::mpi::node_local_shm(world));
-      if ((shm_chunked && shm_chunked->size() != ranks) || (shm_shared && shm_shared->size() != ranks)) {
+      std::optional<plait::shm::communicator> shm_pool;
+      if (wants(o.transports, "shm-pool")) shm_pool.emplace(plait::mpi::node_local_shm(world));
+      if ((shm_chunked && shm_chunked->size() != ranks) || (shm_shared && shm_shared->size() != ranks) ||
+          (shm_pool && shm_pool->size() != ranks)) {
         throw plait::error(plait::errc::unsupported, "the shm transports need every rank on one node");
       }
       plait::mpi::communicator* mpi = wants(o.transports, "mpi") ? &world : nullptr;
@@ -602,9 +778,32 @@ int main(int argc, char** argv) {
       };
       // MPI_Barrier, not the polled one: its exit skew would count as collective time.
       auto barrier = [&] { MPI_Barrier(native_comm); };
+      native_persistent_maker native_persistent = [&](const std::string& op, buffers& b) -> std::function<void()> {
+#if MPI_VERSION >= 4
+        const int count = static_cast<int>(b.recv.size() / static_cast<std::size_t>(ranks));
+        auto request = std::shared_ptr<MPI_Request>(new MPI_Request(MPI_REQUEST_NULL), [](MPI_Request* r) {
+          if (*r != MPI_REQUEST_NULL) MPI_Request_free(r);
+          delete r;
+        });
+        const void* send = op == "all_gather" && o.in_place ? MPI_IN_PLACE : b.send.data();
+        const int code = op == "all_gather" ? MPI_Allgather_init(send, count, MPI_BYTE, b.recv.data(), count, MPI_BYTE,
+                                                                 native_comm, MPI_INFO_NULL, request.get())
+                                            : MPI_Alltoall_init(send, count, MPI_BYTE, b.recv.data(), count, MPI_BYTE,
+                                                                native_comm, MPI_INFO_NULL, request.get());
+        if (code != MPI_SUCCESS) throw plait::error(plait::errc::transport, "MPI persistent collective init failed");
+        return [request] {
+          MPI_Start(request.get());
+          MPI_Wait(request.get(), MPI_STATUS_IGNORE);
+        };
+#else
+        (void)op;
+        (void)b;
+        return {};  // MPI 3 (Open MPI 4.1) has no persistent collectives
+#endif
+      };
       const shm_variants shms{shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr,
-                              shm_shared ? &*shm_shared : nullptr};
-      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier);
+                              shm_shared ? &*shm_shared : nullptr, shm_pool ? &*shm_pool : nullptr};
+      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier, native_persistent);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
       MPI_Get_library_version(library, &length);
@@ -646,8 +845,10 @@ int main(int argc, char** argv) {
       }
       std::optional<plait::shm::communicator> shared;
       if (wants(o.transports, "shm-shared")) shared.emplace(comm.split(0, comm.rank()));
+      std::optional<plait::shm::communicator> pool;
+      if (wants(o.transports, "shm-pool")) pool.emplace(comm.split(0, comm.rank()));
       const shm_variants shms{wants(o.transports, "shm") ? &comm : nullptr, chunked ? &*chunked : nullptr,
-                              shared ? &*shared : nullptr};
+                              shared ? &*shared : nullptr, pool ? &*pool : nullptr};
       const auto rows = sweep(o, comm, shms, static_cast<plait::shm::communicator*>(nullptr), {}, {}, barrier);
       if (comm.rank() == 0 &&
           !report(o, rows, {{"ranks", std::to_string(comm.size())}, {"launcher", "run_processes (no MPI)"}})) {

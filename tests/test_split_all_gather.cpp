@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <plait/op/nonblocking.hpp>
 #include <plait/op/split_all_gather.hpp>
 
 #include "support/harness.hpp"
@@ -25,7 +26,7 @@ std::uint64_t activation(std::size_t i0, std::size_t i1, std::size_t i2) { retur
 /// sender's inter bytes.
 template <class Layout>
 std::string cross(int t, extents3 shape, plait::boundary_options options, bool padded,
-                  std::vector<std::uint64_t>& bytes_by_sender) {
+                  std::vector<std::uint64_t>& bytes_by_sender, bool nonblocking = false) {
   std::vector<std::uint64_t> sent(static_cast<std::size_t>(t), 0);
   std::mutex lock;
   const auto verdicts = plait_test::run_ranks(plait_test::mode::threads, 2 * t, [&](plait::shm::communicator& world) {
@@ -45,12 +46,30 @@ std::string cross(int t, extents3 shape, plait::boundary_options options, bool p
     }
     auto boundary = plait::split_all_gather<plait::ring, Layout>(inter, intra, options);
     if (stage == 0) {
-      boundary.send(1, x);
+      if (nonblocking) {
+        auto r = boundary.isend(1, x);
+        while (!r.test()) {
+        }
+      } else {
+        boundary.send(1, x);
+      }
       std::lock_guard guard(lock);
       sent[static_cast<std::size_t>(position)] = inter.bytes_sent();
       return std::string{};
     }
-    boundary.recv(0, x);
+    if (nonblocking) {
+      // The receive is posted first; an all-gather over intra moves beside it.
+      auto r = boundary.irecv(0, x);
+      std::vector<int> mine{position}, all(static_cast<std::size_t>(t));
+      auto other = plait::iall_gather(intra, mine, all);
+      r.wait();
+      other.wait();
+      for (int j = 0; j < t; ++j) {
+        if (all[static_cast<std::size_t>(j)] != j) return std::string("the all-gather beside the receive is wrong");
+      }
+    } else {
+      boundary.recv(0, x);
+    }
     for (std::size_t a = 0; a < shape[0]; ++a)
       for (std::size_t b = 0; b < shape[1]; ++b) {
         for (std::size_t c = 0; c < shape[2]; ++c) {
@@ -90,6 +109,25 @@ TEMPLATE_TEST_CASE("split/all-gather rebuilds the exact tensor and sends exactly
     total += sent[static_cast<std::size_t>(j)];
   }
   CHECK(total == extent * slice);  // the shards add up to one tensor
+}
+
+TEMPLATE_TEST_CASE("a boundary's isend and irecv rebuild the exact tensor and send one tensor across",
+                   "[split_all_gather][shm][nonblocking]", plait::along<0>, plait::along<1>) {
+  constexpr std::size_t dim = TestType::dimension;
+  const int t = GENERATE(1, 2, 3);
+  const std::size_t extent = GENERATE(12, 13, 2);
+  const bool padded = GENERATE(false, true);
+  const std::size_t piece_bytes = GENERATE(std::size_t{0}, std::size_t{64});
+  const auto mode = GENERATE(plait::boundary_mode::split, plait::boundary_mode::naive);
+  extents3 shape{5, 4, 3};
+  shape[dim] = extent;
+  CAPTURE(t, extent, padded, piece_bytes, mode == plait::boundary_mode::split);
+  std::vector<std::uint64_t> sent;
+  REQUIRE(cross<TestType>(t, shape, {mode, piece_bytes}, padded, sent, true) == "");
+  const std::size_t tensor = shape[0] * shape[1] * shape[2] * sizeof(std::uint64_t);
+  std::uint64_t total = 0;
+  for (auto bytes : sent) total += bytes;
+  CHECK(total == (mode == plait::boundary_mode::split ? tensor : tensor * static_cast<std::size_t>(t)));
 }
 
 TEST_CASE("naive mode sends the whole tensor from every sender", "[split_all_gather][shm][naive]") {

@@ -22,6 +22,7 @@
 #include "plait/core/impl/communicator_core.ipp"
 #include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
+#include "plait/core/impl/progress_engine.ipp"
 #include "plait/core/impl/region.ipp"
 #include "plait/core/impl/stream_copy.ipp"
 #include "plait/core/impl/timeout.ipp"
@@ -42,6 +43,8 @@
 #include "plait/op/impl/collective.ipp"
 #include "plait/op/impl/executor.ipp"
 #include "plait/op/impl/hierarchical.ipp"
+#include "plait/op/impl/in_flight.ipp"
+#include "plait/op/impl/request.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 
 // ---- transport ---------------------------------------------------------
@@ -52,6 +55,8 @@
 #include "plait/transport/shm/impl/communicator.ipp"
 #include "plait/transport/shm/impl/group.ipp"
 #include "plait/transport/shm/impl/liveness.ipp"
+#include "plait/transport/shm/impl/memory_resource.ipp"
+#include "plait/transport/shm/impl/pieces.ipp"
 #include "plait/transport/shm/impl/run.ipp"
 #include "plait/transport/shm/impl/segment.ipp"
 #include "plait/transport/shm/impl/shared_buffer.ipp"

@@ -55,6 +55,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       done = expected_bytes;
       break;
     }
+    if (slot.kind == static_cast<std::uint32_t>(shm::slot_kind::vector_reference)) {
+      // A vectored reference: its piece count must fit the slot, and the
+      // pieces (copied out first) must add up to exactly the receive.
+      if (shm::check_vector_reference(slot, tag, expected_bytes, done, shape.slot_bytes) != shm::slot_problem::none)
+        break;
+      std::vector<shm::vector_piece> pieces(static_cast<std::size_t>(slot.chunk_bytes));
+      for (auto& piece : pieces) piece = take<shm::vector_piece>(data, size);
+      if (!shm::pieces_add_up(pieces, expected_bytes)) break;
+      std::uint64_t total = 0;
+      for (const auto& piece : pieces) total += piece.bytes;
+      if (total != expected_bytes) __builtin_trap();  // what the check promised
+      std::memset(receive.data(), 0x44, expected_bytes);
+      done = expected_bytes;
+      break;
+    }
     if (slot.kind != static_cast<std::uint32_t>(shm::slot_kind::chunk)) break;
     if (shm::check_slot(slot, tag, expected_bytes, done, shape.slot_bytes) != shm::slot_problem::none) break;
     if (slot.chunk_bytes != 0) std::memcpy(receive.data() + done, slot_payload.data(), slot.chunk_bytes);

@@ -17,6 +17,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,7 @@
 #include "plait/core/config.hpp"
 #include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/progress_engine.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 
@@ -125,6 +127,24 @@ class communicator_core {
     bytes_sent_ -= bytes < bytes_sent_ ? bytes : bytes_sent_;
   }
 
+  // ---- collectives in flight (core/progress_engine.hpp) ------------------
+
+  /// The engine that moves this communicator's nonblocking and persistent
+  /// collectives, created at the first one. `in_order`: the transport
+  /// receives messages between two ranks in the order they were sent
+  /// (decided by the transport type, so the same at every call).
+  /// A communicator must not be moved while collectives are in flight: they
+  /// refer to it.
+  [[nodiscard]] detail::progress_engine& collective_progress(bool in_order) {
+    if (!progress_) progress_ = std::make_unique<detail::progress_engine>(in_order);
+    return *progress_;
+  }
+  /// The engine while it has collectives queued or a progress thread, else
+  /// null: a blocking call then runs directly (one pointer test).
+  [[nodiscard]] detail::progress_engine* active_progress() const noexcept {
+    return progress_ && progress_->active() ? progress_.get() : nullptr;
+  }
+
   // ---- state -------------------------------------------------------------
 
   /// False for a null communicator and after a timeout, a lost peer or a
@@ -210,6 +230,7 @@ class communicator_core {
   errc poison_code_ = errc::transport;
   std::string poison_reason_;
   std::array<tagged, 16> stamps_{};
+  std::unique_ptr<detail::progress_engine> progress_;  // null until the first collective in flight
 };
 
 }  // namespace v0

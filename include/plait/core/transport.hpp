@@ -53,6 +53,15 @@ inline constexpr int user_tag = 0;
 ///        isend, and `copy` holds the same bytes once the send completes (the
 ///        receiver may write it while it reads): an all-gather's own shard is
 ///        then read once (docs/architecture.md, "Data flow", step 6)
+///   isendv(peer, span<const span<const byte>>, tag) -> request   sends_vectored
+///   irecvv(peer, span<const span<byte>>, tag) -> request
+///        a message made of several contiguous pieces, gathered on send and
+///        scattered on receive (the list and the bytes stay untouched until
+///        completion); it matches any message of the same total length, plain
+///        or vectored: a bundle's message goes from and into its members'
+///        buffers without the executor's staging copy. An optional
+///        `static constexpr std::size_t vectored_min_bytes` keeps smaller
+///        messages staged (where describing the pieces costs more than packing)
 ///   copy_engine() -> engine&                                     has_copy_engine
 ///        buffers are not host memory: the executor allocates, packs and
 ///        copies through the engine (op/executor.hpp lists its members)
@@ -68,6 +77,17 @@ inline constexpr int user_tag = 0;
 ///        header can refuse a message of another collective (call_stamp)
 ///   static cost_model()                                          has_cost_model
 ///        what plait::automatic assumes about this transport (algorithm/automatic.hpp)
+///   test_all(span<request>, deadline) -> bool                    tests_requests
+///        one non-blocking look: true (all complete, as after wait_all) or
+///        false (some pending); past the deadline it throws as wait_all does.
+///        Nonblocking and persistent collectives need it (op/nonblocking.hpp)
+///   static constexpr bool matches_by_tag = true                  matches_by_tag
+///        a receive matches by peer and tag, whatever was sent before it with
+///        other tags (MPI): several collectives then move at once; without it
+///        they move one at a time, in the order they started
+///        (core/progress_engine.hpp)
+///   collective_progress(bool), active_progress()                 has_progress_engine [core]
+///        the engine that holds this communicator's collectives in flight
 // clang-format 14 lays out requires-expressions badly (it unindents their
 // bodies and splits every static_assert below): keep it off them.
 // clang-format off
@@ -152,6 +172,12 @@ concept sends_with_copy = requires(Comm& comm, std::span<const std::byte> out, s
   { comm.isend_with_copy(0, out, copy, 0) } -> std::same_as<typename Comm::request>;
 };
 template <class Comm>
+concept sends_vectored = requires(Comm& comm, std::span<const std::span<const std::byte>> out,
+                                  std::span<const std::span<std::byte>> in) {
+  { comm.isendv(0, out, 0) } -> std::same_as<typename Comm::request>;
+  { comm.irecvv(0, in, 0) } -> std::same_as<typename Comm::request>;
+};
+template <class Comm>
 concept has_copy_engine = requires(Comm& comm) { comm.copy_engine(); };
 template <class Comm>
 concept exchanges_control = requires(Comm& comm, std::span<const std::byte> mine, std::span<std::byte> all) {
@@ -165,6 +191,29 @@ template <class Comm>
 concept stamps_calls = requires(Comm& comm, call_stamp stamp) { { comm.next_tag(stamp) } -> std::same_as<int>; };
 template <class Comm>
 concept has_cost_model = requires { Comm::cost_model(); };
+template <class Comm>
+concept tests_requests = requires(Comm& comm, std::span<typename Comm::request> requests, deadline until) {
+  { comm.test_all(requests, until) } -> std::same_as<bool>;
+};
+template <class Comm>
+concept matches_by_tag = requires { requires Comm::matches_by_tag; };
+template <class Comm>
+concept has_progress_engine = requires(Comm& comm, const Comm& const_comm) {
+  comm.collective_progress(true);
+  { const_comm.active_progress() } -> std::convertible_to<const void*>;
+};
+
+/// Messages of at least this many bytes go vectored on Comm (SIZE_MAX: never).
+template <class Comm>
+constexpr std::size_t vectored_min_bytes() {
+  if constexpr (!sends_vectored<Comm>) {
+    return SIZE_MAX;
+  } else if constexpr (requires { Comm::vectored_min_bytes; }) {
+    return Comm::vectored_min_bytes;
+  } else {
+    return 0;
+  }
+}
 
 /// A tag for one collective call described by `stamp`: transports that
 /// carry stamps record it, the others just give a fresh tag.

@@ -2,10 +2,11 @@
 // plan of M x B blocks. Block b * M + m is member m's block b, so a schedule
 // whose transfer lists block b becomes, expanded, a transfer of every
 // member's block b, back to back in one message (expand_for_members): the
-// same messages as one call, each carrying every member. Members live in
-// different buffers, so such a message is packed into the executor's
-// staging buffer and unpacked on arrival (one copy each way), which is what
-// buys one message's latency instead of M.
+// same messages as one call, each carrying every member: one message's
+// latency instead of M. Members live in different buffers, so such a
+// message is vectored where the transport offers isendv/irecvv (gathered
+// and scattered by the transport), else packed into the executor's staging
+// buffer and unpacked on arrival (op/executor.hpp).
 #pragma once
 
 #include <cstddef>

@@ -20,8 +20,8 @@ inline namespace v0 {
 
 namespace detail {
 /// all_gather_v of one member (not a bundle).
-template <class Algorithm, class Layout, class Comm, class Send, class Recv, class Counts>
-void gather_v_one(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
+template <class Algorithm, class Layout, class Comm, class Send, class Recv, class Counts, class Launch = run_now>
+void gather_v_one(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts, Launch&& launch = {}) {
   using engine = uneven_collective<op::all_gather, Comm, Algorithm, Layout>;
   const call_site at = engine::site(comm);
   // Unqualified: argument-dependent lookup finds every layout's make_v_plan.
@@ -29,7 +29,7 @@ void gather_v_one(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_count
       make_v_plan(Layout{}, op::all_gather{}, at, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts);
   std::size_t largest = 0;
   for (int j = 0; j < comm.size(); ++j) largest = std::max(largest, plan.block_bytes(j));
-  engine::run(comm, plan, largest, send, recv);
+  engine::run(comm, plan, largest, send, recv, launch);
 }
 }  // namespace detail
 

@@ -21,9 +21,10 @@ inline namespace v0 {
 
 namespace detail {
 /// all_to_all_v of one member (not a bundle).
-template <class Algorithm, class Layout, class Comm, class Send, class SendCounts, class Recv, class RecvCounts>
-void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv,
-                    const RecvCounts& recv_counts) {
+template <class Algorithm, class Layout, class Comm, class Send, class SendCounts, class Recv, class RecvCounts,
+          class Launch = run_now>
+void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts,
+                    Launch&& launch = {}) {
   using engine = uneven_collective<op::all_to_all, Comm, Algorithm, Layout>;
   const call_site at = engine::site(comm);
   auto plan = make_v_plan(Layout{}, op::all_to_all{}, at, std::forward<Send>(send), send_counts,
@@ -35,7 +36,7 @@ void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv
     largest = std::max({largest, plan.block_bytes(op::all_to_all::block(comm.rank(), j, comm.size())),
                         plan.block_bytes(op::all_to_all::block(j, comm.rank(), comm.size()))});
   }
-  engine::run(comm, plan, largest, send, recv);
+  engine::run(comm, plan, largest, send, recv, launch);
 }
 }  // namespace detail
 

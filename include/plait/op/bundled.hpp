@@ -85,37 +85,38 @@ struct bundled_collective {
                 "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
                 "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
 
-  /// all_gather / all_to_all of bundles.
-  template <class Send, class Recv>
-  static void even(Transport& comm, Send& send, Recv& recv) {
+  /// all_gather / all_to_all of bundles. `launch` gets the planned schedule
+  /// (run_now runs it at once).
+  template <class Send, class Recv, class Launch = run_now>
+  static void even(Transport& comm, Send& send, Recv& recv, Launch&& launch = {}) {
     check_bundle_pair<Send, Recv>();
     const operation_label& label = requested_label(Op::name);
     const call_site at{comm.rank(), comm.size(), label};
     auto plan = members_plan(at, send, recv, std::make_index_sequence<Send::size>{});
-    run(comm, plan, plan.combined_block_bytes(at.rank), Op::name, even_kind(), send, recv);
+    run(comm, plan, plan.combined_block_bytes(at.rank), Op::name, even_kind(), send, recv, launch);
   }
 
   /// all_gather_v of bundles: the same counts for every member.
-  template <class Send, class Recv, class Counts>
-  static void gather_v(Transport& comm, Send& send, Recv& recv, const Counts& counts) {
+  template <class Send, class Recv, class Counts, class Launch = run_now>
+  static void gather_v(Transport& comm, Send& send, Recv& recv, const Counts& counts, Launch&& launch = {}) {
     check_bundle_pair<Send, Recv>();
     const operation_label& label = requested_label(uneven_names<Op>::name);
     const call_site at{comm.rank(), comm.size(), label};
     auto plan = members_v_plan(at, send, recv, counts, std::make_index_sequence<Send::size>{});
     std::size_t largest = 0;
     for (int j = 0; j < comm.size(); ++j) largest = std::max(largest, plan.combined_block_bytes(j));
-    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv);
+    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv, launch);
   }
 
   /// all_to_all_v of bundles: the same counts for every member.
-  template <class Send, class SendCounts, class Recv, class RecvCounts>
+  template <class Send, class SendCounts, class Recv, class RecvCounts, class Launch = run_now>
   static void exchange_v(Transport& comm, Send& send, const SendCounts& send_counts, Recv& recv,
-                         const RecvCounts& recv_counts) {
+                         const RecvCounts& recv_counts, Launch&& launch = {}) {
     check_bundle_pair<Send, Recv>();
     const operation_label& label = requested_label(uneven_names<Op>::name);
     const call_site at{comm.rank(), comm.size(), label};
     auto plan = members_exchange_plan(at, send, send_counts, recv, recv_counts, std::make_index_sequence<Send::size>{});
-    if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
+    if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
       learn_sizes(comm, plan, label, std::make_index_sequence<Send::size>{});
     }
     // Blocks whose size this rank does not know (no count exchange) count as 0.
@@ -123,7 +124,7 @@ struct bundled_collective {
     for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) {
       largest = std::max(largest, plan.combined_block_bytes(b));
     }
-    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv);
+    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv, launch);
   }
 
  private:
@@ -178,17 +179,16 @@ struct bundled_collective {
      ...);
   }
 
-  template <class Plan, class Send, class Recv>
+  template <class Plan, class Send, class Recv, class Launch>
   static void run(Transport& comm, const Plan& plan, std::size_t largest, std::string_view operation, call_kind kind,
-                  Send& send, Recv& recv) {
+                  Send& send, Recv& recv, Launch& launch) {
     const planned_schedule& planned = remembered_schedule<Algorithm, Op, Transport>(comm.rank(), comm.size(), largest);
     const schedule& wide =
         remembered_expansion<Algorithm, Op, Transport, Plan::members>(planned, comm.rank(), comm.size(), largest);
     const operation_label name(operation, planned.algorithm);
     if (check_mode(comm))
       check_members(comm, planned, plan, send, recv, operation, std::make_index_sequence<Plan::members>{});
-    const int tag = take_tag(comm, collective_stamp<Op, Layout>(planned.algorithm, kind));
-    execute(comm, wide, plan, name.view(), tag);
+    launch(comm, wide, plan, name.view(), collective_stamp<Op, Layout>(planned.algorithm, kind));
   }
 };
 

@@ -56,6 +56,16 @@ class operation_label {
   bool truncated_ = false;
 };
 
+/// What a collective does with its planned schedule in a blocking call: take
+/// the call's tag and run it now. (Nonblocking and persistent forms hand it
+/// to the progress engine instead: op/nonblocking.hpp, op/persistent.hpp.)
+struct run_now {
+  template <class Comm, class Plan>
+  void operator()(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp) const {
+    execute(comm, steps, plan, name, take_tag(comm, stamp));
+  }
+};
+
 /// This rank's schedule, remembered per thread for the last few (rank, size,
 /// block bytes) seen: a schedule is a pure function of them and of the
 /// compile-time policy, and building one allocates (a vector per step and per
@@ -98,8 +108,9 @@ struct collective {
                 "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
 
   /// Runs the operation. `send` may be plait::in_place for an all-gather.
-  template <class Send, class Recv>
-  static void run(Transport& comm, Send&& send, Recv&& recv) {
+  /// `launch` gets the planned schedule (detail::run_now runs it at once).
+  template <class Send, class Recv, class Launch = detail::run_now>
+  static void run(Transport& comm, Send&& send, Recv&& recv, Launch&& launch = {}) {
     const detail::operation_label& requested = requested_label();
     const detail::call_site at{comm.rank(), comm.size(), requested};
     // Unqualified on purpose: argument-dependent lookup (call_site lives in
@@ -114,10 +125,10 @@ struct collective {
     if (detail::check_mode(comm)) check(comm, planned, plan, send, recv);
     if (planned.algorithm == requested_label().algorithm()) {
       static constexpr call_stamp stamp = detail::collective_stamp<Op, Layout>(algorithm_name<Algorithm>());
-      run_schedule(comm, planned, plan, requested, stamp);
+      launch(comm, planned.steps, plan, requested.view(), stamp);
     } else {  // automatic: name and stamp the algorithm that runs
       const detail::operation_label running(Op::name, planned.algorithm);
-      run_schedule(comm, planned, plan, running, detail::collective_stamp<Op, Layout>(planned.algorithm));
+      launch(comm, planned.steps, plan, running.view(), detail::collective_stamp<Op, Layout>(planned.algorithm));
     }
   }
 
@@ -150,13 +161,6 @@ struct collective {
   static const detail::operation_label& requested_label() {
     static const detail::operation_label label(Op::name, algorithm_name<Algorithm>());
     return label;
-  }
-
-  template <class Plan>
-  static void run_schedule(Transport& comm, const detail::planned_schedule& planned, const Plan& plan,
-                           std::string_view name, call_stamp stamp) {
-    const int tag = detail::take_tag(comm, stamp);
-    execute(comm, planned.steps, plan, name, tag);
   }
 };
 

@@ -10,6 +10,10 @@
 //   void prepare() const                        local copies before the schedule (own shard -> recv)
 //   void prepare(copy) const                    the same through copy(src, dst) on regions (device transports)
 // Blocks without a location (all-to-all blocks in transit) go to scratch.
+// A message whose blocks are each one contiguous run but not adjacent (a
+// bundle's message: one block per member buffer) goes as a vectored message
+// when the transport offers isendv/irecvv (sends_vectored): gathered from and
+// scattered into the blocks by the transport, not packed through staging.
 // Optionally (the all-gather plan):
 //   region send_location(int block) const      where a single-block send reads `block` (its own shard: the send buffer)
 //   int own_copy_block() const                 the block prepare() copies from send_location to location, or -1
@@ -29,6 +33,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -40,6 +45,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/scratch.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 
 namespace plait {
@@ -182,13 +188,16 @@ struct located_message {
   std::size_t bytes = 0;
   std::span<std::byte> direct;  // where it goes straight from or into user memory, else data() == nullptr
   std::size_t staging_offset = 0;
+  bool vectored = false;  // each block one contiguous run, not adjacent: the transport gathers or scatters them
 
-  [[nodiscard]] bool staged() const { return direct.data() == nullptr && bytes != 0; }
+  [[nodiscard]] bool staged() const { return direct.data() == nullptr && bytes != 0 && !vectored; }
 };
 
-/// Sets `m`'s bytes and either its direct span or its place in staging
-/// (advancing `staged`), from its located blocks. Not a template.
-PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged);
+/// Sets `m`'s bytes and either its direct span, or vectored (at least
+/// `vectored_from` bytes, every block one contiguous run), or its place in
+/// staging (advancing `staged`), from its located blocks. Not a template.
+PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged,
+                              std::size_t vectored_from);
 
 /// The most messages and the most blocks (over all its messages) of any one step of a schedule.
 struct largest_step {
@@ -208,25 +217,65 @@ class schedule_run {
   schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag)
       : schedule_run(comm, steps, plan, operation, tag, largest_step_of(steps)) {}
 
-  void run() {
-    prepare();
-    for (std::size_t index = 0; index < steps_.steps.size(); ++index) {
-      const step& current = steps_.steps[index];
-      const int step_number = static_cast<int>(index);
-      locate(current);
+  /// Runs every step, blocking in the transport's waits.
+  void run() { advance(true); }
+
+  /// Moves the run on: the plan's local copies at the first call, then per
+  /// step locate, post, wait and unpack. `blocking`: each step's wait is the
+  /// transport's wait_all; otherwise one test_all look, and the run returns
+  /// false while the step is pending (its deadline counts from its post, as
+  /// a blocking wait's does). True once every step is done.
+  bool advance(bool blocking) {
+    if (!prepared_) {
+      prepare();
+      prepared_ = true;
+    }
+    for (; next_step_ < steps_.steps.size(); ++next_step_) {
+      const step& current = steps_.steps[next_step_];
+      const int step_number = static_cast<int>(next_step_);
       try {
-        post(current, step_number);
-        wait();
+        if (!posted_) {
+          locate(current);
+          post(current, step_number);
+          posted_ = true;
+          step_deadline_ = after(comm_.timeout());
+        }
+        if constexpr (tests_requests<Comm>) {
+          if (blocking) {
+            wait();
+          } else if (!test()) {
+            return false;
+          }
+        } else {
+          wait();  // no look without blocking (the i-forms refuse such transports at compile time)
+        }
       } catch (const error& e) {
+        posted_ = false;
         throw e.within({comm_.rank(), operation_, step_number, -1});
       }
+      posted_ = false;
       unpack();
     }
+    return true;
+  }
+
+  /// Ready to run again from the first step under `tag`, on the same plan
+  /// and buffers (a persistent collective's next start; staging and transit
+  /// stay).
+  void restart(int tag) {
+    tag_ = tag;
+    next_step_ = 0;
+    prepared_ = false;
+    posted_ = false;
+    own_copy_ = own_copy_at_start_;
   }
 
  private:
   using engine_type =
       std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
+  // Host memory only: a transport with a copy engine packs on its device.
+  static constexpr bool vectored = sends_vectored<Comm> && !has_copy_engine<Comm>;
+  static constexpr std::size_t vectored_from = vectored ? vectored_min_bytes<Comm>() : SIZE_MAX;
 
   // In place for up to 8 messages a step (every built-in schedule at P <= 5,
   // ring and pairwise at any P): small calls allocate nothing here.
@@ -239,10 +288,13 @@ class schedule_run {
         tag_(tag),
         engine_(engine_for(comm, host_)),
         own_copy_(steps, plan),
+        own_copy_at_start_(own_copy_),
         transit_(engine_),
         regions_(largest.blocks),
         messages_(largest.messages),
-        requests_(largest.messages) {}
+        requests_(largest.messages),
+        recv_pieces_(vectored ? largest.blocks : 0),
+        send_pieces_(vectored ? largest.blocks : 0) {}
 
   void prepare() {
     if constexpr (has_copy_engine<Comm>) {
@@ -266,7 +318,7 @@ class schedule_run {
     receives_ = current.recvs.size();
     std::size_t staged = 0;
     for (std::size_t i = 0; i < located_messages_; ++i) {
-      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged);
+      place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged, vectored_from);
     }
     if (staging_.size() < staged) staging_ = engine_.allocate(staged);  // contents need not survive a step
   }
@@ -296,6 +348,12 @@ class schedule_run {
   void post(const step& current, int step_number) {
     for (std::size_t i = 0; i < located_messages_; ++i) {
       const located_message& m = messages_[i];
+      if constexpr (vectored) {
+        if (m.vectored) {
+          requests_[i] = post_vectored(m, i < receives_);
+          continue;
+        }
+      }
       if (i < receives_) {
         std::span<std::byte> into =
             m.staged() ? std::span<std::byte>(staging_.data() + m.staging_offset, m.bytes) : m.direct;
@@ -321,9 +379,30 @@ class schedule_run {
     }
   }
 
+  /// A vectored message: its blocks as the transport's pieces (each block
+  /// one contiguous run), in the step's piece list at the message's blocks.
+  typename Comm::request post_vectored(const located_message& m, bool receive) {
+    if (receive) {
+      std::span<std::byte>* pieces = recv_pieces_.data() + m.first;
+      for (std::size_t b = 0; b < m.count; ++b) pieces[b] = {regions_[m.first + b].data, regions_[m.first + b].bytes()};
+      return comm_.irecvv(m.peer, std::span<const std::span<std::byte>>(pieces, m.count), tag_);
+    }
+    std::span<const std::byte>* pieces = send_pieces_.data() + m.first;
+    for (std::size_t b = 0; b < m.count; ++b) pieces[b] = {regions_[m.first + b].data, regions_[m.first + b].bytes()};
+    return comm_.isendv(m.peer, std::span<const std::span<const std::byte>>(pieces, m.count), tag_);
+  }
+
   void wait() {
     comm_.wait_all(std::span(requests_.data(), located_messages_), clock::now() + comm_.timeout());
     for (std::size_t i = 0; i < located_messages_; ++i) requests_[i] = {};  // complete: released now
+  }
+
+  /// One look at the step's transfers; true (and released) once all are
+  /// complete. Only for transports with test_all.
+  bool test() {
+    if (!comm_.test_all(std::span(requests_.data(), located_messages_), step_deadline_)) return false;
+    for (std::size_t i = 0; i < located_messages_; ++i) requests_[i] = {};
+    return true;
   }
 
   void unpack() {
@@ -346,23 +425,48 @@ class schedule_run {
   host_engine host_;  // used when the transport has no copy engine of its own
   engine_type& engine_;
   own_copy_deferral<Comm, Plan> own_copy_;
+  own_copy_deferral<Comm, Plan> own_copy_at_start_;  // what restart() resets it to (no schedule scan per start)
   transit_store<engine_type> transit_;
   small_array<region, 8> regions_;
   small_array<located_message, 8> messages_;
   small_array<typename Comm::request, 8> requests_;
+  // Vectored messages' blocks as pieces, at the step's block indices (posted
+  // lists must stay valid until the step's wait).
+  small_array<std::span<std::byte>, 8> recv_pieces_;
+  small_array<std::span<const std::byte>, 8> send_pieces_;
   std::size_t located_blocks_ = 0;
   std::size_t located_messages_ = 0;
   std::size_t receives_ = 0;
   typename engine_type::buffer staging_;
+  std::size_t next_step_ = 0;  // the step advance() works on
+  bool prepared_ = false;      // the plan's local copies are done
+  bool posted_ = false;        // next_step_'s transfers are posted
+  deadline step_deadline_{};   // when next_step_'s transfers time out
 };
 
 }  // namespace detail
 
+namespace detail {
+class progress_engine;
+/// execute's path while collectives are in flight on `comm` (op/in_flight.hpp).
+template <class Comm, class Plan>
+void execute_in_flight(Comm& comm, progress_engine& engine, const schedule& steps, const Plan& plan,
+                       std::string_view operation, int tag);
+}  // namespace detail
+
 /// Runs `steps` for this rank on `comm`, moving the blocks `plan` locates.
 /// `operation` names the call in errors ("all_gather<ring>"); `tag` keeps its
-/// messages apart from other calls.
+/// messages apart from other calls. While nonblocking or persistent
+/// collectives are in flight on `comm`, the run joins them in its progress
+/// engine, so that waiting here moves them too.
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
+  if constexpr (detail::has_progress_engine<Comm> && detail::tests_requests<Comm>) {
+    if (auto* engine = comm.active_progress()) [[unlikely]] {
+      detail::execute_in_flight(comm, *engine, steps, plan, operation, tag);
+      return;
+    }
+  }
   detail::schedule_run<Comm, Plan>(comm, steps, plan, operation, tag).run();
 }
 
@@ -372,3 +476,6 @@ void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_vi
 #if !defined(PLAIT_SEPARATE_COMPILATION)
 #include "plait/op/impl/executor.ipp"
 #endif
+
+// execute_in_flight's definition (it needs schedule_run, above).
+#include "plait/op/in_flight.hpp"

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +35,9 @@
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/tensor_plans.hpp"
+#include "plait/op/boundary_transfer.hpp"
 #include "plait/op/executor.hpp"
+#include "plait/op/request.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -84,22 +87,6 @@ inline span_of part(std::size_t total, std::size_t parts, std::size_t index) {
 /// of every shard is >= 1 slice); 1 when piece_bytes is 0.
 PLAIT_DECL std::size_t piece_count(std::size_t extent, std::size_t shards, std::size_t slice_bytes,
                                    std::size_t piece_bytes);
-
-/// "split_all_gather.all_gather<ring>": how errors name a boundary's all-gather.
-PLAIT_DECL std::string boundary_gather_name(std::string_view algorithm);
-
-/// An in-place all-gather whose block j is an arbitrary region (pieces of uneven shards).
-class region_gather_plan {
- public:
-  explicit region_gather_plan(std::vector<region> blocks) : blocks_(std::move(blocks)) {}
-  [[nodiscard]] std::size_t block_bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes(); }
-  [[nodiscard]] bool has_location(int /*block*/) const { return true; }
-  [[nodiscard]] region location(int block) const { return blocks_[static_cast<std::size_t>(block)]; }
-  void prepare() const {}  // in place: each rank's block is already where it belongs
-
- private:
-  std::vector<region> blocks_;
-};
 
 }  // namespace detail
 
@@ -165,25 +152,69 @@ class boundary {
       return;
     }
     // Piece k: wait for it, then all-gather it while later pieces still arrive.
-    const std::size_t shards = static_cast<std::size_t>(intra_.size());
-    const std::size_t extent = box.extent[dimension];
     for (std::size_t k = 0; k < pieces.size(); ++k) {
       wait(inter_, std::span(requests).subspan(k, 1), at, src);
       if (!pieces[k].is_contiguous()) unpack(staging[k].data(), pieces[k]);
-      std::vector<region> blocks;
-      for (std::size_t j = 0; j < shards; ++j) {
-        const auto shard = detail::part(extent, shards, j);
-        const auto piece = detail::part(shard.count, pieces.size(), k);
-        blocks.push_back(detail::to_region(box.slice(dimension, shard.begin + piece.begin, piece.count), at, "x"));
-      }
-      const detail::region_gather_plan plan(std::move(blocks));
-      const int rank = intra_.rank();
-      auto planned =
-          detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
-      const std::string name = detail::boundary_gather_name(planned.algorithm);
-      execute(intra_, planned.steps, plan, name,
-              detail::take_tag(intra_, call_stamp::of(call_kind::split_all_gather, planned.algorithm)));
+      detail::gather_piece_now<Algorithm>(intra_, piece_blocks(box, k, pieces.size(), at));
     }
+  }
+
+  /// send, returning at once: the pieces are posted now (or, on an in-order
+  /// transport, once the collectives started on inter before it have moved)
+  /// and sent while the request, or any collective of inter, is tested or
+  /// waited for. x must stay untouched until the request is complete.
+  template <class X>
+  [[nodiscard]] collective_request isend(int dest, X&& x) {
+    static_assert(detail::can_be_in_flight<Inter>,
+                  "plait: boundary::isend needs an inter transport whose transfers can be in flight (test_all)");
+    auto view = detail::as_tensor(x);
+    const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.isend"};
+    check_peer(at, dest);
+    auto pieces = my_pieces(detail::to_box(view), at);
+    return collective_request(
+        transfer::start(std::make_unique<transfer>(inter_, dest, true, std::move(pieces), at.operation)));
+  }
+
+  /// recv, returning at once with the receives posted: a pipeline stage posts
+  /// it before its microbatch is ready. In split mode each piece's all-gather
+  /// over intra starts as soon as the piece has arrived (a nonblocking
+  /// collective of intra); the request is complete when all of x is.
+  template <class X>
+  [[nodiscard]] collective_request irecv(int src, X&& x) {
+    static_assert(detail::can_be_in_flight<Inter> && detail::can_be_in_flight<Intra>,
+                  "plait: boundary::irecv needs inter and intra transports whose transfers can be in flight "
+                  "(test_all)");
+    auto view = detail::as_tensor(x);
+    static_assert(!std::is_const_v<typename decltype(view)::element_type>,
+                  "plait: boundary::irecv needs a writable tensor");
+    const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.irecv"};
+    check_peer(at, src);
+    if (static_cast<const void*>(&inter_) == static_cast<const void*>(&intra_)) {
+      at.fail(errc::invalid_argument, {"inter and intra are the same communicator"});
+    }
+    const auto box = detail::to_box(view);
+    auto pieces = my_pieces(box, at);
+    const std::size_t count = pieces.size();
+    // The all-gathers' tags first, in piece order, on every receiver alike.
+    std::vector<std::unique_ptr<gather_run>> gathers;
+    if (options_.mode == boundary_mode::split) {
+      for (std::size_t k = 0; k < count; ++k) {
+        const detail::region_gather_plan plan(piece_blocks(box, k, count, at));
+        const int rank = intra_.rank();
+        auto planned =
+            detail::plan_schedule<Algorithm, op::all_gather, Intra>(rank, intra_.size(), plan.block_bytes(rank));
+        const call_stamp stamp = call_stamp::of(call_kind::split_all_gather, planned.algorithm);
+        gathers.push_back(std::make_unique<gather_run>(intra_, planned.steps, plan,
+                                                       detail::boundary_gather_name(planned.algorithm), stamp,
+                                                       detail::take_tag(intra_, stamp)));
+      }
+    }
+    auto moving = std::make_unique<transfer>(inter_, src, false, std::move(pieces), at.operation);
+    const transfer& pieces_in = *moving;
+    collective_request inter_part(transfer::start(std::move(moving)));
+    if (gathers.empty()) return inter_part;
+    return collective_request(
+        gathering::start(intra_, std::make_unique<gathering>(std::move(inter_part), pieces_in, std::move(gathers))));
   }
 
   /// The options it was made with.
@@ -214,6 +245,26 @@ class boundary {
       pieces.push_back(detail::to_region(box.slice(dimension, shard.begin + piece.begin, piece.count), at, "x"));
     }
     return pieces;
+  }
+
+  using transfer = detail::boundary_transfer<Inter>;
+  using gathering = detail::boundary_gathers<Inter, Intra>;
+  using gather_run = typename gathering::gather_run;
+
+  /// Piece k of `pieces` of every receiver's shard: the blocks of that
+  /// piece's all-gather over intra.
+  template <std::size_t Rank>
+  std::vector<region> piece_blocks(const detail::byte_box<Rank>& box, std::size_t k, std::size_t pieces,
+                                   const detail::call_site& at) const {
+    const std::size_t shards = static_cast<std::size_t>(intra_.size());
+    const std::size_t extent = box.extent[dimension];
+    std::vector<region> blocks;
+    for (std::size_t j = 0; j < shards; ++j) {
+      const auto shard = detail::part(extent, shards, j);
+      const auto piece = detail::part(shard.count, pieces, k);
+      blocks.push_back(detail::to_region(box.slice(dimension, shard.begin + piece.begin, piece.count), at, "x"));
+    }
+    return blocks;
   }
 
   template <class Comm>

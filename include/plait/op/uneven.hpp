@@ -6,7 +6,8 @@
 // all-gather's recv_counts are known everywhere; an all-to-all's are not, so
 // all_to_all_v first exchanges every rank's counts (one small all-gather of
 // 2P numbers per rank, control traffic) whenever it needs them: for
-// automatic, for schedules that forward blocks between other ranks (ring,
+// automatic (but on two ranks, where its choice does not depend on the
+// sizes), for schedules that forward blocks between other ranks (ring,
 // Bruck: a forwarding rank must know a block's size) and in check mode, which
 // also checks that rank i's send count to j equals rank j's receive count
 // from i. pairwise and direct move each block straight from its source to its
@@ -60,6 +61,28 @@ struct uneven_names<op::all_to_all> {
 /// neither sends nor receives.
 template <class A>
 inline constexpr bool moves_blocks_directly = std::is_same_v<A, pairwise> || std::is_same_v<A, direct>;
+
+/// Whether an all_to_all_v with Algorithm on `size` ranks may skip the count
+/// exchange outside check mode, the same answer on every rank: pairwise and
+/// direct always; automatic on two ranks when its choice is the same for an
+/// empty block and a huge one. Two ranks have no third to forward through,
+/// and there the model's costs are linear in the block size, so the choice
+/// at both ends is the choice for every size: every rank picks it without
+/// knowing the others' counts. (The exchange costs a collective's latency:
+/// 0.71-0.74x MPI_Alltoallv at 4 KiB with it, 1.17x without;
+/// docs/performance.md.)
+template <class Algorithm, class Op, class Transport>
+bool skips_count_exchange(int rank, int size) {
+  if constexpr (moves_blocks_directly<Algorithm>) {
+    return true;
+  } else if constexpr (is_automatic<Algorithm>) {
+    if (size > 2) return false;
+    const std::string_view empty = remembered_schedule<Algorithm, Op, Transport>(rank, size, 0).algorithm;
+    return empty == remembered_schedule<Algorithm, Op, Transport>(rank, size, std::size_t{1} << 40).algorithm;
+  } else {
+    return false;
+  }
+}
 
 /// Every rank's row of (bytes sent to each rank, bytes expected from each
 /// rank) reaches every rank; every pair is checked on every rank, so ranks
@@ -115,10 +138,12 @@ struct uneven_collective {
   [[nodiscard]] static call_site site(const Transport& comm) { return {comm.rank(), comm.size(), requested_label()}; }
 
   /// Runs `plan`, whose largest block (the same on every rank) is `largest` bytes.
-  template <class Plan, class Send, class Recv>
-  static void run(Transport& comm, Plan& plan, std::size_t largest, const Send& send, const Recv& recv) {
+  /// `launch` gets the planned schedule (run_now runs it at once).
+  template <class Plan, class Send, class Recv, class Launch = run_now>
+  static void run(Transport& comm, Plan& plan, std::size_t largest, const Send& send, const Recv& recv,
+                  Launch&& launch = {}) {
     if constexpr (std::is_same_v<Plan, exchange_v_plan>) {
-      if (!moves_blocks_directly<Algorithm> || check_mode(comm)) {
+      if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
         exchange_block_sizes(comm, plan, requested_label());
         largest = 0;
         for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) largest = std::max(largest, plan.block_bytes(b));
@@ -128,25 +153,18 @@ struct uneven_collective {
     if (check_mode(comm)) {
       collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv, names::name, false);
     }
+    const call_stamp stamp = collective_stamp<Op, Layout>(planned.algorithm, names::kind);
     if (planned.algorithm == requested_label().algorithm()) {
-      run_schedule(comm, planned, plan, requested_label());
+      launch(comm, planned.steps, plan, requested_label().view(), stamp);
     } else {  // automatic: name the algorithm that runs
       const operation_label running(names::name, planned.algorithm);
-      run_schedule(comm, planned, plan, running);
+      launch(comm, planned.steps, plan, running.view(), stamp);
     }
   }
 
   static const operation_label& requested_label() {
     static const operation_label label(names::name, algorithm_name<Algorithm>());
     return label;
-  }
-
- private:
-  template <class Plan>
-  static void run_schedule(Transport& comm, const planned_schedule& planned, const Plan& plan,
-                           const operation_label& name) {
-    const int tag = take_tag(comm, collective_stamp<Op, Layout>(planned.algorithm, names::kind));
-    execute(comm, planned.steps, plan, name.view(), tag);
   }
 };
 

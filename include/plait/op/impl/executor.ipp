@@ -57,13 +57,18 @@ PLAIT_DECL largest_step largest_step_of(const schedule& steps) {
   return largest;
 }
 
-PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged) {
+PLAIT_DECL void place_message(located_message& m, std::span<const region> regions, std::size_t& staged,
+                              std::size_t vectored_from) {
   const auto blocks = regions.subspan(m.first, m.count);
   m.bytes = 0;
   for (const region& r : blocks) m.bytes += r.bytes();
   m.direct = direct_span(blocks);
   if (m.direct.size() != m.bytes || (m.direct.data() == nullptr && m.bytes != 0)) {
     m.direct = {};
+    m.vectored = m.bytes >= vectored_from && std::all_of(blocks.begin(), blocks.end(), [](const region& r) {
+                   return r.is_contiguous() || r.bytes() == 0;
+                 });
+    if (m.vectored) return;
     m.staging_offset = staged;
     staged += m.bytes;
   }

@@ -11,9 +11,14 @@
 //     and acknowledges; the send completes once the receiver has copied. If the
 //     kernel refuses cross-process reads (EPERM, ENOSYS), the receiver says so
 //     and that pair falls back to chunks for good;
+//   - a vectored message (isendv / irecvv: several pieces) takes the same two
+//     ways: chunks gathered into and scattered out of the slots, or a
+//     reference whose slot lists the sender's pieces;
 //   - a buffer from allocate<T>(n) (shared_buffer.hpp) is mapped by every rank:
 //     a message from one is read in place with a memcpy, no kernel call, and
-//     takes this path from window_single_copy_bytes on.
+//     takes this path from window_single_copy_bytes on; so is one from this
+//     rank's pool (memory_resource(), allocator.hpp), which a peer maps the
+//     first time a message refers to it.
 // Every slot header carries the message's tag and the stamp of its call
 // (core/call_stamp.hpp): a receiver whose own call under that tag is another
 // collective fails with size_mismatch instead of taking the bytes.
@@ -46,6 +51,8 @@
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/transport/shm/memory_resource.hpp"
+#include "plait/transport/shm/pieces.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/shared_buffer.hpp"
 #include "plait/transport/shm/tuning.hpp"
@@ -69,12 +76,19 @@ struct pending {
   std::uint32_t stamp;            // call_stamp::bits() of this rank's call under `tag`
   bool started;                   // a first chunk or the reference is in a slot
   bool by_reference;              // a send published as a reference, waiting for the receiver's copy
+  bool window_in_pool = false;    // `window` is a segment of this rank's memory_resource, not an allocate window
+  bool copy_in_pool = false;      // `copy_window` likewise (both in padding: a deque node holds as many sends)
   std::uint64_t reference_slot;   // which slot holds its reference
   std::uint64_t window;           // a send from a shared buffer: its window id (0: none) ...
   std::uint64_t window_offset;    // ... and where in this rank's part
   std::byte* copy = nullptr;      // isend_with_copy: the sender's second buffer, left to the receiver
   std::uint64_t copy_window = 0;  // where the receiver writes it: a shared buffer (0: by address, a thread)
   std::uint64_t copy_offset = 0;
+  // isendv / irecvv: the message's pieces, in order (null: `out` / `in` is one contiguous buffer)
+  const std::span<const std::byte>* out_pieces = nullptr;
+  const std::span<std::byte>* in_pieces = nullptr;
+  std::size_t piece_count = 0;
+  std::size_t nonempty_pieces = 0;  // of a vectored send: what its reference lists
 };
 
 /// This rank's side of the two channels to one peer.
@@ -139,8 +153,14 @@ class communicator : public communicator_core {
   /// False for a null communicator.
   explicit operator bool() const noexcept { return segment_ != nullptr; }
 
+  /// This rank's pool of shared memory, a std::pmr::memory_resource that the
+  /// peers read in place (memory_resource.hpp; plait::shm::allocator<T> draws
+  /// from it). Not collective: created on first use, by this rank alone.
+  /// Throws for a null communicator.
+  [[nodiscard]] shm::memory_resource& memory_resource() { return *shared_memory_resource(); }
+
   /// Payload bytes this rank received by reading a peer's shared buffer (from
-  /// allocate) in place: how to tell that path was taken.
+  /// allocate or memory_resource) in place: how to tell that path was taken.
   [[nodiscard]] std::uint64_t bytes_read_in_place() const noexcept { return bytes_read_in_place_; }
   /// Bytes this rank wrote into a sender's own buffer while receiving its
   /// message (isend_with_copy's copy, done by the receiver): how to tell that
@@ -175,6 +195,24 @@ class communicator : public communicator_core {
   /// Otherwise this rank copies at once, as the executor would have.
   request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag = user_tag);
 
+  /// Posts a send of the concatenation of `pieces`: the receiver sees one
+  /// message of their total length (it may post a plain irecv or an irecvv
+  /// with other piece boundaries). The list and the bytes stay untouched
+  /// until the send completes. Chunks are gathered from the pieces into the
+  /// slots; a single copy lists them in its slot (up to
+  /// detail::vector_pieces_per_slot, else chunks) and the receiver copies
+  /// each. Never read in place from a shared buffer nor carrying a copy.
+  request isendv(int peer, std::span<const std::span<const std::byte>> pieces, int tag = user_tag);
+  /// Posts a receive of one message into the concatenation of `pieces` (its
+  /// length must equal their total); the list stays valid until completion.
+  request irecvv(int peer, std::span<const std::span<std::byte>> pieces, int tag = user_tag);
+  /// Payload bytes this rank posted with isendv: how to tell the executor
+  /// sent a message from several buffers without packing it.
+  [[nodiscard]] std::uint64_t bytes_sent_vectored() const noexcept { return bytes_sent_vectored_; }
+  /// Payload bytes this rank received by single copy into or out of a
+  /// vectored message (its own irecvv, or a peer's isendv reference).
+  [[nodiscard]] std::uint64_t bytes_copied_vectored() const noexcept { return bytes_copied_vectored_; }
+
   /// Completes every request, or throws plait::error (timeout, peer_lost,
   /// size_mismatch, transport). After such a failure the communicator is
   /// poisoned and the group marked failed, with the reason its peers quote;
@@ -183,6 +221,11 @@ class communicator : public communicator_core {
   void wait_all(std::span<request> requests, deadline until);
   /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
+  /// One look without blocking: moves every pending transfer as far as the
+  /// channels allow, then true if all of `requests` are complete (as after
+  /// wait_all). Fails as wait_all does, and with errc::timeout once `until`
+  /// has passed with some still pending.
+  bool test_all(std::span<request> requests, deadline until);
   /// Completes one request (now + timeout()).
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
 
@@ -217,6 +260,11 @@ class communicator : public communicator_core {
  private:
   using pending = detail::pending;
   using peer_state = detail::peer_state;
+  template <class T>
+  friend class allocator;  // holds the pool: shared_memory_resource
+
+  /// The pool behind memory_resource(), created on first use (impl/group.ipp).
+  std::shared_ptr<shm::memory_resource> shared_memory_resource();
 
   /// A split child: `settings` (inherited from the parent) at its place in `seg`.
   communicator(std::shared_ptr<detail::segment> seg, communicator_core settings);
@@ -239,6 +287,8 @@ class communicator : public communicator_core {
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> find_window(std::span<const std::byte> bytes) const;
   /// The live window `id` of this communicator, or null (never allocated here, or freed).
   [[nodiscard]] std::shared_ptr<detail::window> find_window(std::uint64_t id) const;
+  /// Sets send `m`'s window to the segment of this rank's pool that holds its bytes, if one does.
+  void locate_in_pool(pending& m) const noexcept;
 
   void await_attached(deadline until, std::string_view operation);
 
@@ -281,6 +331,14 @@ class communicator : public communicator_core {
   /// Moves every pending transfer as far as the channels allow. True if any byte moved.
   bool progress();
 
+  /// Whether vectored send `m` to `peer` may go by reference: its list fits a
+  /// slot, and to another process its pieces are not so small that the
+  /// kernel's per-piece cost exceeds the copies it saves.
+  [[nodiscard]] bool vector_reference_fits(const pending& m, int peer) const noexcept {
+    if (m.nonempty_pieces > detail::vector_pieces_per_slot(segment_->shape().slot_bytes)) return false;
+    return segment_->is_local(peer) || m.bytes >= m.nonempty_pieces * detail::process_vector_piece_bytes;
+  }
+
   // ---- the chunk channel (impl/chunk_channel.ipp) ----------------------
 
   bool progress_sends(int peer);
@@ -308,12 +366,19 @@ class communicator : public communicator_core {
   /// (the sender then sends the message again in chunks). Throws when the
   /// sender withdrew it or its buffer cannot be read.
   bool copy_reference(int peer, pending& m);
+  /// copy_reference where the sender's message (`pieces` listed in its slot,
+  /// 0: a plain reference) or this receive is vectored.
+  bool copy_vector_reference(int peer, pending& m, std::size_t pieces);
 
   /// Where to write the copy a sender asked for with its reference (its
   /// address `address`, or `offset` in shared buffer `window_id`), or null
   /// when this rank cannot write it with plain stores (the sender then copies).
   std::byte* sender_copy(int peer, std::size_t bytes, std::uint64_t address, std::uint64_t window_id,
                          std::uint64_t offset) const noexcept;
+  /// Where to write a sender's copy that lies in its pool: segment
+  /// `segment_id` of `pool` (made by `pid`), mapped here; null when it cannot be.
+  std::byte* pool_copy(int peer, std::int32_t pid, detail::pool_key pool, std::size_t bytes, std::uint64_t segment_id,
+                       std::uint64_t offset) noexcept;
   /// Copies `bytes` from src into dst and, unless `also` is null, into `also`.
   static void copy_for_both(std::byte* dst, std::byte* also, const std::byte* src, std::size_t bytes) noexcept;
 
@@ -344,12 +409,17 @@ class communicator : public communicator_core {
   std::vector<peer_state> peers_;
   std::uint64_t bytes_read_in_place_ = 0;
   std::uint64_t bytes_copied_for_senders_ = 0;
+  std::uint64_t bytes_sent_vectored_ = 0;
+  std::uint64_t bytes_copied_vectored_ = 0;
+  unsigned test_looks_ = 0;  // test_all calls, to look for lost peer processes now and then
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::process_single_copy_bytes);
   std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
   std::uint64_t window_count_ = 0;
+  std::shared_ptr<shm::memory_resource> pool_;  // this rank's pool, once asked for; shared with its allocators
+  detail::pool_mappings peer_pools_;            // peers' pool segments mapped here, each on first sight
 };
 
 }  // namespace shm

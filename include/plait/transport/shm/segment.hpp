@@ -12,7 +12,8 @@
 // chunk: the payload is the bytes) or, for single-copy transfers, a reference
 // (kind reference: the payload starts with a reference_descriptor naming the
 // sender's buffer, which the receiver copies from directly and then
-// acknowledges in `state`).
+// acknowledges in `state`; kind vector_reference: the same, for a message of
+// several pieces, listed as vector_piece records after the descriptor).
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -33,7 +35,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 6;                    // 6: creator in the header, call stamps in slots
+inline constexpr std::uint32_t segment_version = 8;  // 8: vectored and pool references; 6: creator, call stamps
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -91,8 +93,9 @@ struct slot_header {
 
 /// What a slot carries.
 enum class slot_kind : std::uint32_t {
-  chunk = 0,      ///< chunk_bytes of the message at `offset`, in the payload
-  reference = 1,  ///< the whole message stays in the sender's buffer; see reference_descriptor
+  chunk = 0,             ///< chunk_bytes of the message at `offset`, in the payload
+  reference = 1,         ///< the whole message stays in the sender's buffer; see reference_descriptor
+  vector_reference = 2,  ///< a reference to chunk_bytes pieces, listed after the descriptor (vector_piece)
 };
 
 /// Where a single-copy message lives, at the start of a reference slot's
@@ -120,9 +123,31 @@ struct reference_descriptor {
   std::uint64_t copy_window;   ///< 0, or the shared buffer that second buffer lies in ...
   std::uint64_t copy_offset;   ///< ... at this offset of the sender's part
   std::uint32_t copy_written;  ///< set by the receiver: 1 when it wrote the second buffer
+  std::uint32_t in_pool;       ///< bit 0: `window`, bit 1: `copy_window` is a segment of the sender's pool
+  std::uint64_t pool_high;     ///< the pool's key: with `pid` and the segment id, its name
+  std::uint64_t pool_low;      ///< (memory_resource.hpp, pool_segment_name)
 };
 
 enum class reference_state : std::uint32_t { posted = 1, copying = 2, done = 3, refused = 4, withdrawn = 5 };
+
+/// One piece of a vectored single-copy message (isendv), in the sender's
+/// address space. A vector_reference slot lists its pieces, in message
+/// order, after the reference_descriptor; the receiver checks that their
+/// lengths add up to the message before it copies.
+struct vector_piece {
+  std::uint64_t address;
+  std::uint64_t bytes;
+};
+
+/// Where a vector_reference slot's piece list starts in its payload.
+inline constexpr std::size_t vector_pieces_offset =
+    (sizeof(reference_descriptor) + alignof(vector_piece) - 1) / alignof(vector_piece) * alignof(vector_piece);
+
+/// How many pieces one vector_reference fits in a payload of `slot_bytes`
+/// (a message of more pieces goes through the slots in chunks).
+constexpr std::size_t vector_pieces_per_slot(std::size_t slot_bytes) noexcept {
+  return slot_bytes > vector_pieces_offset ? (slot_bytes - vector_pieces_offset) / sizeof(vector_piece) : 0;
+}
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -189,6 +214,32 @@ inline slot_problem check_reference(const slot_header& h, std::uint32_t expected
   if (h.message_bytes != expected_bytes) return slot_problem::size_mismatch;
   if (done != 0 || h.offset != 0 || h.chunk_bytes != 0 || expected_bytes == 0) return slot_problem::corrupt;
   return slot_problem::none;
+}
+
+/// Checks a vector_reference slot's header (a copy) like check_reference,
+/// and that its piece count (chunk_bytes) fits a slot of `slot_bytes`.
+inline slot_problem check_vector_reference(const slot_header& h, std::uint32_t expected_tag,
+                                           std::uint64_t expected_bytes, std::uint64_t done,
+                                           std::uint64_t slot_bytes) noexcept {
+  if (h.tag != expected_tag) return slot_problem::tag_mismatch;
+  if (h.message_bytes != expected_bytes) return slot_problem::size_mismatch;
+  if (done != 0 || h.offset != 0 || h.chunk_bytes == 0 || h.chunk_bytes > vector_pieces_per_slot(slot_bytes) ||
+      expected_bytes == 0) {
+    return slot_problem::corrupt;
+  }
+  return slot_problem::none;
+}
+
+/// Whether the lengths of a vector_reference's pieces (a copy) add up to
+/// exactly `expected_bytes`, without overflowing: only then may the receiver
+/// copy them into its receive.
+inline bool pieces_add_up(std::span<const vector_piece> pieces, std::uint64_t expected_bytes) noexcept {
+  std::uint64_t total = 0;
+  for (const vector_piece& piece : pieces) {
+    if (piece.bytes > expected_bytes - total) return false;
+    total += piece.bytes;
+  }
+  return total == expected_bytes;
 }
 
 /// Slots waiting in a channel whose writer reports `head` and reader `tail`, or
@@ -302,6 +353,10 @@ class segment {
   }
   [[nodiscard]] reference_descriptor& reference(int source, int destination, std::uint64_t index) const noexcept {
     return *reinterpret_cast<reference_descriptor*>(payload(source, destination, index));
+  }
+  /// The piece list of a vector_reference slot.
+  [[nodiscard]] vector_piece* vector_pieces(int source, int destination, std::uint64_t index) const noexcept {
+    return reinterpret_cast<vector_piece*>(payload(source, destination, index) + vector_pieces_offset);
   }
 
   /// Marks `rank` as the group's first failure (later failures keep the first).

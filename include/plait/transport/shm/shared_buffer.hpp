@@ -62,6 +62,12 @@ PLAIT_DECL bool is_window_name(const char* name, std::size_t capacity) noexcept;
 /// (a forked child runs it again); a system without /dev/shm skips it.
 PLAIT_DECL void remove_abandoned_parts() noexcept;
 
+/// The sweep behind remove_abandoned_parts, for any kind of name that
+/// `matches` accepts exactly and whose creator's pid follows its first
+/// `prefix_length` characters (the pools of memory_resource.hpp use it too).
+PLAIT_DECL void remove_abandoned_objects(bool (*matches)(const char* name, std::size_t capacity) noexcept,
+                                         std::size_t prefix_length) noexcept;
+
 /// True when a read of `bytes` at `offset` (from a peer's descriptor) lies
 /// inside a part of `part_bytes`.
 inline bool window_read_fits(std::uint64_t offset, std::uint64_t bytes, std::uint64_t part_bytes) noexcept {

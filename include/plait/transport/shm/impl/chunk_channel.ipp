@@ -12,6 +12,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/stream_copy.hpp"
 #include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/shm/pieces.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/tuning.hpp"
 
@@ -65,7 +66,7 @@ PLAIT_DECL bool communicator::progress_sends(int peer) {
       continue;
     }
     if (p.head - tail == slots) break;  // channel full: the peer has to drain it first
-    if (!m.started && goes_by_reference(m, p, peer)) {
+    if (!m.started && goes_by_reference(m, p, peer) && (m.out_pieces == nullptr || vector_reference_fits(m, peer))) {
       post_reference(peer, m);
       moved = true;
       break;  // later messages to this peer wait until the receiver has copied this one
@@ -79,7 +80,11 @@ PLAIT_DECL bool communicator::progress_sends(int peer) {
                                  .chunk_bytes = chunk,
                                  .stamp = m.stamp,
                                  .reserved = 0};
-    if (chunk != 0) std::memcpy(segment_->payload(rank(), peer, p.head), m.out + m.done, chunk);
+    if (chunk != 0 && m.out_pieces != nullptr) {
+      detail::gather_pieces({m.out_pieces, m.piece_count}, m.done, segment_->payload(rank(), peer, p.head), chunk);
+    } else if (chunk != 0) {
+      std::memcpy(segment_->payload(rank(), peer, p.head), m.out + m.done, chunk);
+    }
     m.done += chunk;
     m.started = true;
     ++p.head;
@@ -113,10 +118,17 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
     // Same call sequence, another call: refused before anything is copied.
     if (header.tag == static_cast<std::uint32_t>(m.tag))
       check_header(peer, m, header, detail::check_stamp(header, m.stamp));
-    if (header.kind == static_cast<std::uint32_t>(detail::slot_kind::reference)) {
-      check_header(peer, m, header,
-                   detail::check_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done));
-      if (copy_reference(peer, m)) {
+    const bool vector_reference = header.kind == static_cast<std::uint32_t>(detail::slot_kind::vector_reference);
+    if (header.kind == static_cast<std::uint32_t>(detail::slot_kind::reference) || vector_reference) {
+      check_header(
+          peer, m, header,
+          vector_reference
+              ? detail::check_vector_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes)
+              : detail::check_reference(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done));
+      const bool copied = vector_reference || m.in_pieces != nullptr
+                              ? copy_vector_reference(peer, m, vector_reference ? header.chunk_bytes : 0)
+                              : copy_reference(peer, m);
+      if (copied) {
         m.done = m.bytes;
         p.recvs.pop_front();
         ++p.recvs_done;
@@ -132,7 +144,10 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
     check_header(peer, m, header,
                  detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
     const bool stream = m.bytes >= detail::chunk_stream_bytes();
-    if (header.chunk_bytes != 0) {
+    if (header.chunk_bytes != 0 && m.in_pieces != nullptr) {
+      detail::scatter_pieces(segment_->payload(peer, rank(), p.tail), header.chunk_bytes, {m.in_pieces, m.piece_count},
+                             m.done, stream);
+    } else if (header.chunk_bytes != 0) {
       if (stream) {
         plait::detail::stream_copy(m.in + m.done, segment_->payload(peer, rank(), p.tail), header.chunk_bytes);
       } else {

@@ -29,6 +29,7 @@ namespace shm {
 
 PLAIT_DECL communicator::~communicator() {
   if (segment_) withdraw_references();
+  if (pool_) pool_->remove_names();  // no peer maps a segment after this
 }
 
 PLAIT_DECL communicator::communicator(std::shared_ptr<detail::segment> seg, int rank, std::chrono::nanoseconds timeout)
@@ -74,6 +75,7 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
             .reference_slot = 0,
             .window = window,
             .window_offset = offset};
+  if (window == 0 && pool_) locate_in_pool(m);
   if (copy.data() != nullptr) {
     if (copy.size() != bytes.size()) [[unlikely]] {
       plait::detail::fail(errc::invalid_argument,
@@ -83,8 +85,15 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
     // The receiver can take the copy over only where it reads the message
     // and writes the copy with plain stores: not through process_vm_readv.
     const bool local = segment_->is_local(peer);
-    if ((local || window != 0) && bytes.size() >= detail::copy_for_sender_bytes && goes_by_reference(m, state, peer)) {
-      const auto [copy_window, copy_offset] = find_window(copy);
+    if ((local || m.window != 0) && bytes.size() >= detail::copy_for_sender_bytes &&
+        goes_by_reference(m, state, peer)) {
+      auto [copy_window, copy_offset] = find_window(copy);
+      if (copy_window == 0 && pool_) {
+        const detail::pool_location at = pool_->find(copy.data(), copy.size());
+        copy_window = at.segment;
+        copy_offset = at.offset;
+        m.copy_in_pool = at.segment != 0;
+      }
       if (local || copy_window != 0) {
         m.copy = copy.data();
         m.copy_window = copy_window;
@@ -98,6 +107,62 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
   request r{peer, true, state.sends_posted++};
   progress_sends(peer);  // small messages leave at once
   return r;
+}
+
+PLAIT_DECL communicator::request communicator::isendv(int peer, std::span<const std::span<const std::byte>> pieces,
+                                                      int tag) {
+  check_usable("isendv");
+  check_peer(peer, "isendv");
+  check_tag(tag, peer, "isendv");
+  std::size_t bytes = 0;
+  std::size_t nonempty = 0;
+  for (const std::span<const std::byte> piece : pieces) {
+    bytes += piece.size();
+    nonempty += piece.empty() ? 0 : 1;
+  }
+  auto& state = peers_[static_cast<std::size_t>(peer)];
+  state.sends.push_back(pending{.out = nullptr,
+                                .in = nullptr,
+                                .bytes = bytes,
+                                .done = 0,
+                                .tag = tag,
+                                .stamp = stamp_of(tag).bits(),
+                                .started = false,
+                                .by_reference = false,
+                                .reference_slot = 0,
+                                .window = 0,
+                                .window_offset = 0,
+                                .out_pieces = pieces.data(),
+                                .piece_count = pieces.size(),
+                                .nonempty_pieces = nonempty});
+  count_sent(bytes);
+  bytes_sent_vectored_ += bytes;
+  request r{peer, true, state.sends_posted++};
+  progress_sends(peer);  // small messages leave at once
+  return r;
+}
+
+PLAIT_DECL communicator::request communicator::irecvv(int peer, std::span<const std::span<std::byte>> pieces, int tag) {
+  check_usable("irecvv");
+  check_peer(peer, "irecvv");
+  check_tag(tag, peer, "irecvv");
+  std::size_t bytes = 0;
+  for (const std::span<std::byte> piece : pieces) bytes += piece.size();
+  auto& state = peers_[static_cast<std::size_t>(peer)];
+  state.recvs.push_back(pending{.out = nullptr,
+                                .in = nullptr,
+                                .bytes = bytes,
+                                .done = 0,
+                                .tag = tag,
+                                .stamp = stamp_of(tag).bits(),
+                                .started = false,
+                                .by_reference = false,
+                                .reference_slot = 0,
+                                .window = 0,
+                                .window_offset = 0,
+                                .in_pieces = pieces.data(),
+                                .piece_count = pieces.size()});
+  return {peer, false, state.recvs_posted++};
 }
 
 PLAIT_DECL communicator::request communicator::irecv(int peer, std::span<std::byte> bytes, int tag) {
@@ -143,6 +208,41 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
       }
       wait.pause();
     }
+  } catch (const error& e) {
+    if (e.value() == errc::timeout || e.value() == errc::peer_lost || e.value() == errc::transport ||
+        e.value() == errc::size_mismatch) {
+      poison_group(e);
+    }
+    throw;
+  }
+}
+
+PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline until) {
+  check_usable("test_all");
+  const auto all_complete = [&] {
+    return std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); });
+  };
+  try {
+    progress();
+    if (all_complete()) return true;
+    check_group(first_waiting(requests));
+    // A peer process that died writes no failure record: look for it now and
+    // then (a kill(pid, 0) per peer is too dear for every look).
+    const bool look_for_lost = ++test_looks_ % 1024 == 0;
+    if (look_for_lost && !peers_alive(requests)) {
+      progress();
+      if (all_complete()) return true;
+      throw lost_process(requests);
+    }
+    if (clock::now() > until) {
+      // As wait_all: a peer process that ended may have left its last bytes
+      // in the channel; one more pass decides between lost and slow.
+      progress();
+      if (all_complete()) return true;
+      if (!peers_alive(requests)) throw lost_process(requests);
+      throw timed_out(requests);
+    }
+    return false;
   } catch (const error& e) {
     if (e.value() == errc::timeout || e.value() == errc::peer_lost || e.value() == errc::transport ||
         e.value() == errc::size_mismatch) {

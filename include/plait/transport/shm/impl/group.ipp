@@ -1,7 +1,8 @@
 // Defines the group management of plait/transport/shm/communicator.hpp:
 // joining a named group, splitting one, allocate's shared-buffer windows
 // (created, announced and mapped by every rank), the table exchange they
-// share, and waiting until every rank has attached.
+// share, this rank's pool (memory_resource), finding which of them a send's
+// bytes lie in, and waiting until every rank has attached.
 #pragma once
 
 #include <algorithm>
@@ -199,6 +200,26 @@ PLAIT_DECL std::shared_ptr<detail::window> communicator::find_window(std::uint64
     if (auto w = weak.lock(); w && w->id() == id) return w;
   }
   return nullptr;
+}
+
+PLAIT_DECL void communicator::locate_in_pool(pending& m) const noexcept {
+  const detail::pool_location at = pool_->find(m.out, m.bytes);
+  m.window = at.segment;
+  m.window_offset = at.offset;
+  m.window_in_pool = at.segment != 0;
+}
+
+PLAIT_DECL std::shared_ptr<shm::memory_resource> communicator::shared_memory_resource() {
+  // Only a null communicator has no pool: a poisoned one still owns its memory.
+  if (!segment_) [[unlikely]]
+    null_communicator("memory_resource");
+  if (!pool_) {
+    bool every_peer_local = true;
+    for (int peer = 0; peer < size(); ++peer) every_peer_local = every_peer_local && segment_->is_local(peer);
+    // Only a peer in another process opens a segment by name.
+    pool_.reset(new shm::memory_resource(rank(), !every_peer_local));
+  }
+  return pool_;
 }
 
 PLAIT_DECL void communicator::await_attached(deadline until, std::string_view operation) {

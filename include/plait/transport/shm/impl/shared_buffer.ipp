@@ -49,12 +49,17 @@ PLAIT_DECL void remove_abandoned_parts() noexcept {
   static std::atomic<pid_t> swept_by{0};  // a pid, so that a forked child sweeps again
   const pid_t me = getpid();
   if (swept_by.exchange(me, std::memory_order_relaxed) == me) return;
+  remove_abandoned_objects(is_window_name, window_name_prefix.size());
+}
+
+PLAIT_DECL void remove_abandoned_objects(bool (*matches)(const char* name, std::size_t capacity) noexcept,
+                                         std::size_t prefix_length) noexcept {
   DIR* dir = opendir("/dev/shm");  // where Linux keeps POSIX shared memory; elsewhere nothing to do
   if (dir == nullptr) return;
   while (const dirent* entry = readdir(dir)) {
     const std::string name = std::string("/") + entry->d_name;
-    if (!is_window_name(name.c_str(), name.size() + 1)) continue;
-    const long pid = std::strtol(name.c_str() + window_name_prefix.size(), nullptr, 10);
+    if (!matches(name.c_str(), name.size() + 1)) continue;
+    const long pid = std::strtol(name.c_str() + prefix_length, nullptr, 10);
     if (pid <= 0 || pid > INT32_MAX || !process_ended(static_cast<std::int32_t>(pid))) continue;
     struct stat info {};
     if (fstatat(dirfd(dir), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode) ||

@@ -17,8 +17,10 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/core/stream_copy.hpp"
 #include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/shm/pieces.hpp"
 #include "plait/transport/shm/segment.hpp"
 
 namespace plait {
@@ -35,17 +37,34 @@ PLAIT_DECL void communicator::post_reference(int peer, pending& m) {
   ref.copy_address = reinterpret_cast<std::uintptr_t>(m.copy);
   ref.copy_window = m.copy_window;
   ref.copy_offset = m.copy_offset;
+  ref.in_pool = (m.window_in_pool ? 1U : 0U) | (m.copy_in_pool ? 2U : 0U);
+  if (m.window_in_pool || m.copy_in_pool) {
+    const detail::pool_key key = pool_->key();
+    ref.pool_high = key.high;
+    ref.pool_low = key.low;
+  }
   detail::atomic(ref.copy_written).store(0, std::memory_order_relaxed);
   detail::atomic(ref.state).store(static_cast<std::uint32_t>(detail::reference_state::posted),
                                   std::memory_order_relaxed);
-  segment_->slot(rank(), peer, p.head) =
-      detail::slot_header{.tag = static_cast<std::uint32_t>(m.tag),
-                          .kind = static_cast<std::uint32_t>(detail::slot_kind::reference),
-                          .message_bytes = m.bytes,
-                          .offset = 0,
-                          .chunk_bytes = 0,
-                          .stamp = m.stamp,
-                          .reserved = 0};
+  // A vectored send lists its pieces after the descriptor (empty ones left
+  // out); the caller checked that they fit the slot.
+  std::uint64_t pieces = 0;
+  if (m.out_pieces != nullptr) {
+    detail::vector_piece* list = segment_->vector_pieces(rank(), peer, p.head);
+    for (std::size_t i = 0; i < m.piece_count; ++i) {
+      if (m.out_pieces[i].empty()) continue;
+      list[pieces++] = {reinterpret_cast<std::uintptr_t>(m.out_pieces[i].data()), m.out_pieces[i].size()};
+    }
+  }
+  segment_->slot(rank(), peer, p.head) = detail::slot_header{
+      .tag = static_cast<std::uint32_t>(m.tag),
+      .kind = static_cast<std::uint32_t>(m.out_pieces != nullptr ? detail::slot_kind::vector_reference
+                                                                 : detail::slot_kind::reference),
+      .message_bytes = m.bytes,
+      .offset = 0,
+      .chunk_bytes = pieces,
+      .stamp = m.stamp,
+      .reserved = 0};
   m.started = true;
   m.by_reference = true;
   m.reference_slot = p.head;
@@ -63,6 +82,16 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   const std::uint64_t copy_address = shared.copy_address;
   const std::uint64_t copy_window_id = shared.copy_window;
   const std::uint64_t copy_offset = shared.copy_offset;
+  const bool in_pool = (shared.in_pool & 1U) != 0;
+  const bool copy_in_pool = (shared.in_pool & 2U) != 0;
+  const detail::pool_key pool{shared.pool_high, shared.pool_low};
+  // The sender's second buffer: in its pool (mapped here, unless a thread's,
+  // which is reached by address), or where sender_copy finds it.
+  auto copy_destination = [&] {
+    if (copy_in_pool && !segment_->is_local(peer))
+      return pool_copy(peer, pid, pool, m.bytes, copy_window_id, copy_offset);
+    return sender_copy(peer, m.bytes, copy_address, copy_in_pool ? 0 : copy_window_id, copy_offset);
+  };
   auto state = detail::atomic(shared.state);
   auto finish = [&](detail::reference_state s) {
     state.store(static_cast<std::uint32_t>(s), std::memory_order_release);
@@ -77,33 +106,40 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
     }
     plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"}, where("irecv", peer));
   }
-  if (window_id != 0) {
-    if (const auto w = find_window(window_id)) {
-      const detail::window::part& part = w->of(peer);
-      if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
-        finish(detail::reference_state::refused);
-        plait::detail::fail(errc::transport,
-                            {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", part.bytes,
-                             "-byte shared buffer)"},
-                            where("irecv", peer));
-      }
-      std::byte* also = sender_copy(peer, m.bytes, copy_address, copy_window_id, copy_offset);
-      copy_for_both(m.in, also, part.base + offset, m.bytes);
-      bytes_read_in_place_ += m.bytes;
-      if (also != nullptr) {
-        bytes_copied_for_senders_ += m.bytes;
-        detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);  // published by `done`
-      }
-      finish(detail::reference_state::done);
-      return true;
+  // The sender's bytes in a mapping of this process's own: its allocate
+  // window, or a segment of its pool, mapped here the first time one is named.
+  std::shared_ptr<detail::window> w;  // held while reading
+  std::span<const std::byte> mapped;
+  if (window_id != 0 && !in_pool) {
+    if ((w = find_window(window_id))) mapped = {w->of(peer).base, w->of(peer).bytes};
+    // else this rank has freed its handle on that buffer: read by address below.
+  } else if (window_id != 0 && !segment_->is_local(peer)) {
+    mapped = peer_pools_.find_or_map(peer, pid, pool, window_id);  // empty: name gone or not ours; by address
+  }
+  if (w || !mapped.empty()) {
+    if (!detail::window_read_fits(offset, m.bytes, mapped.size())) {
+      finish(detail::reference_state::refused);
+      plait::detail::fail(errc::transport,
+                          {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", mapped.size(),
+                           in_pool ? "-byte pool segment)" : "-byte shared buffer)"},
+                          where("irecv", peer));
     }
-    // This rank has freed its handle on that buffer: read by address below.
+    std::byte* also = copy_destination();
+    copy_for_both(m.in, also, mapped.data() + offset, m.bytes);
+    bytes_read_in_place_ += m.bytes;
+    if (also != nullptr) {
+      bytes_copied_for_senders_ += m.bytes;
+      detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);  // published by `done`
+    }
+    finish(detail::reference_state::done);
+    return true;
   }
   if (segment_->is_local(peer)) {
     // A thread of this process (known here, not read from the segment): its
     // buffer is in our address space, and stays valid until we say done.
-    std::byte* also = sender_copy(peer, m.bytes, copy_address, copy_window_id, copy_offset);
+    std::byte* also = copy_destination();
     copy_for_both(m.in, also, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), m.bytes);
+    if (in_pool) bytes_read_in_place_ += m.bytes;  // a pool buffer of a thread: in place, nothing to map
     if (also != nullptr) {
       bytes_copied_for_senders_ += m.bytes;
       detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);
@@ -141,6 +177,90 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   return true;
 }
 
+PLAIT_DECL bool communicator::copy_vector_reference(int peer, pending& m, std::size_t pieces) {
+  auto& p = peers_[static_cast<std::size_t>(peer)];
+  detail::reference_descriptor& shared = segment_->reference(peer, rank(), p.tail);
+  const std::uint64_t address = shared.address;  // read once: the value used is the value checked
+  const std::int32_t pid = shared.pid;
+  const std::uint64_t window_id = shared.window;
+  const std::uint64_t offset = shared.offset;
+  auto state = detail::atomic(shared.state);
+  auto finish = [&](detail::reference_state s) {
+    state.store(static_cast<std::uint32_t>(s), std::memory_order_release);
+  };
+  auto expected = static_cast<std::uint32_t>(detail::reference_state::posted);
+  if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
+                                     std::memory_order_acq_rel)) {
+    if (expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)) {
+      plait::detail::fail(errc::peer_lost,
+                          {"the sender withdrew its message (it failed before this rank could copy it)"},
+                          where("irecv", peer));
+    }
+    plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"}, where("irecv", peer));
+  }
+  // Where the bytes come from: the sender's piece list, copied out of the
+  // slot once (the sender could change it) and checked against the length,
+  // or its one buffer.
+  plait::detail::small_array<detail::vector_piece, 16> from(pieces == 0 ? 1 : pieces);
+  if (pieces == 0) {
+    from[0] = {address, m.bytes};
+  } else {
+    const detail::vector_piece* list = segment_->vector_pieces(peer, rank(), p.tail);
+    std::copy_n(list, pieces, from.data());
+    if (!detail::pieces_add_up({from.data(), pieces}, m.bytes)) {
+      finish(detail::reference_state::refused);
+      plait::detail::fail(errc::transport,
+                          {"corrupt single-copy slot (", pieces, " pieces that do not add up to ", m.bytes, " bytes)"},
+                          where("irecv", peer));
+    }
+  }
+  // Where they go: this receive's pieces, or its one buffer.
+  const std::span<std::byte> whole(m.in, m.bytes);
+  const std::span<const std::span<std::byte>> to =
+      m.in_pieces != nullptr ? std::span<const std::span<std::byte>>(m.in_pieces, m.piece_count)
+                             : std::span<const std::span<std::byte>>(&whole, 1);
+  bytes_copied_vectored_ += m.bytes;
+  if (pieces == 0 && window_id != 0) {
+    if (const auto w = find_window(window_id)) {
+      const detail::window::part& part = w->of(peer);
+      if (!detail::window_read_fits(offset, m.bytes, part.bytes)) {
+        finish(detail::reference_state::refused);
+        plait::detail::fail(errc::transport,
+                            {"corrupt single-copy slot (", m.bytes, " bytes at offset ", offset, " of a ", part.bytes,
+                             "-byte shared buffer)"},
+                            where("irecv", peer));
+      }
+      from[0].address = reinterpret_cast<std::uintptr_t>(part.base + offset);
+      detail::copy_pieces({from.data(), 1}, to);
+      bytes_read_in_place_ += m.bytes;
+      finish(detail::reference_state::done);  // copy_written stays 0: a sender's own copy is its own
+      return true;
+    }
+    // This rank has freed its handle on that buffer: read by address below.
+  }
+  if (segment_->is_local(peer)) {  // a thread of this process (see copy_reference)
+    detail::copy_pieces({from.data(), from.size()}, to);
+    finish(detail::reference_state::done);
+    return true;
+  }
+  if (pid <= 0) {
+    finish(detail::reference_state::refused);
+    plait::detail::fail(errc::transport, {"corrupt single-copy slot (pid ", pid, ")"}, where("irecv", peer));
+  }
+  std::size_t copied = 0;
+  const int reason = detail::read_process_pieces(pid, {from.data(), from.size()}, to, copied);
+  if (reason == 0) {
+    finish(detail::reference_state::done);
+    return true;
+  }
+  finish(detail::reference_state::refused);
+  bytes_copied_vectored_ -= m.bytes;
+  if (copied == 0 && (reason == EPERM || reason == ENOSYS || reason == EACCES)) return false;  // chunks from now on
+  plait::detail::fail(reason == ESRCH ? errc::peer_lost : errc::transport,
+                      {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
+                      where("irecv", peer));
+}
+
 [[gnu::noinline]] PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std::uint64_t address,
                                                                   std::uint64_t window_id,
                                                                   std::uint64_t offset) const noexcept {
@@ -155,6 +275,13 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   if (address != 0 && segment_->is_local(peer))
     return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(address));
   return nullptr;
+}
+
+PLAIT_DECL std::byte* communicator::pool_copy(int peer, std::int32_t pid, detail::pool_key pool, std::size_t bytes,
+                                              std::uint64_t segment_id, std::uint64_t offset) noexcept {
+  const std::span<std::byte> part = peer_pools_.find_or_map(peer, pid, pool, segment_id);
+  // Out of bounds only if the descriptor is corrupt: then the sender copies.
+  return !part.empty() && detail::window_read_fits(offset, bytes, part.size()) ? part.data() + offset : nullptr;
 }
 
 [[gnu::noinline]] PLAIT_DECL void communicator::copy_for_both(std::byte* dst, std::byte* also, const std::byte* src,

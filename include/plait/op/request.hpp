@@ -1,0 +1,196 @@
+// plait::collective_request and plait::persistent_collective: the handles a
+// nonblocking call (op/nonblocking.hpp) and a persistent one
+// (op/persistent.hpp) return. Neither depends on the transport, the
+// algorithm or the layout: requests of different collectives can share a
+// container. Both own a run the communicator's progress engine moves
+// (op/in_flight.hpp); test() and wait() give the engine turns, so every
+// collective in flight on that communicator moves, not only this one.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/call_stamp.hpp"
+#include "plait/core/config.hpp"
+#include "plait/core/progress_engine.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/op/in_flight.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// A run a request or persistent object owns: its schedule and plan are
+/// copies (the per-thread schedule cache and the caller's plan do not
+/// outlive the call), its views still refer to the user's memory.
+template <class Comm, class Plan>
+class owned_run : public engine_run<Comm, Plan, schedule, Plan> {
+ public:
+  owned_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp, int tag)
+      : engine_run<Comm, Plan, schedule, Plan>(comm, schedule(steps), Plan(plan), std::string(name), tag),
+        stamp_(stamp) {}
+
+  /// Takes the next call's tag and starts over (persistent start()).
+  static void restart_one(pending_collective& c) {
+    auto& self = static_cast<owned_run&>(c);
+    self.restart(take_tag(self.comm(), self.stamp_));
+  }
+  /// Runs it to completion at once, in the transport's own waits (a
+  /// stream-ordered device transport: that enqueues it on the stream).
+  static void run_now_one(pending_collective& c) {
+    auto& self = static_cast<owned_run&>(c);
+    self.restart(take_tag(self.comm(), self.stamp_));
+    self.run_blocking();
+  }
+  static void destroy_one(pending_collective* c) noexcept { delete static_cast<owned_run*>(c); }
+
+ private:
+  call_stamp stamp_;
+};
+
+/// What a request or persistent object holds, with no type but the engine's:
+/// the run, its engine (null: stream-ordered, never queued) and how to
+/// restart and destroy it.
+struct in_flight_handle {
+  using restart_fn = void (*)(pending_collective&);
+  using destroy_fn = void (*)(pending_collective*) noexcept;
+
+  pending_collective* run = nullptr;
+  progress_engine* engine = nullptr;
+  int rank = -1;  // errors name it
+  std::chrono::nanoseconds busy_poll{};
+  restart_fn restart = nullptr;
+  destroy_fn destroy = nullptr;
+};
+
+/// A handle over a new owned_run of `plan` on `comm`, not queued yet.
+/// `stream_ordered`: the transport completes collectives in stream order
+/// (a device transport without test_all): starting one runs it at once.
+template <class Comm, class Plan>
+in_flight_handle own_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp,
+                         int tag, bool stream_ordered) {
+  auto* run = new owned_run<Comm, Plan>(comm, steps, plan, name, stamp, tag);
+  in_flight_handle h;
+  h.run = run;
+  h.engine = stream_ordered ? nullptr : &engine_of(comm);
+  h.rank = comm.rank();
+  h.busy_poll = comm.busy_poll();
+  h.restart = stream_ordered ? &owned_run<Comm, Plan>::run_now_one : &owned_run<Comm, Plan>::restart_one;
+  h.destroy = &owned_run<Comm, Plan>::destroy_one;
+  return h;
+}
+
+/// Completes `h`'s run if it is still in flight (errors dropped: the owner
+/// is going away, and wait() is where they are reported), then frees it.
+PLAIT_DECL void release(in_flight_handle& h) noexcept;
+
+}  // namespace detail
+
+/// A nonblocking collective in flight (plait::iall_gather and the other
+/// i-forms). Movable, not copyable. Every rank must start the collectives of
+/// a communicator in the same order; they may be waited for in any order.
+/// The user's buffers must outlive the request. Destroying a pending request
+/// completes it first, so no transfer touches a buffer after the request is
+/// gone. A default-constructed request is complete.
+class collective_request {
+ public:
+  /// A request that is already complete.
+  collective_request() = default;
+  /// Takes over `h` (used by the i-forms).
+  explicit collective_request(detail::in_flight_handle h) noexcept : handle_(h) {}
+  collective_request(const collective_request&) = delete;
+  collective_request& operator=(const collective_request&) = delete;
+  /// Movable: the source becomes a complete, empty request.
+  collective_request(collective_request&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  /// Movable: a pending request here completes first.
+  collective_request& operator=(collective_request&& other) noexcept {
+    if (this != &other) {
+      detail::release(handle_);
+      handle_ = std::exchange(other.handle_, {});
+    }
+    return *this;
+  }
+  /// Completes a pending collective first (errors dropped: call wait() to see them).
+  ~collective_request() { detail::release(handle_); }
+
+  /// Moves every collective in flight on the communicator once; true when
+  /// this one is complete (then at once, every time). Throws its failure as
+  /// plait::error.
+  bool test() {
+    return handle_.run == nullptr || handle_.engine == nullptr || detail::test_in_engine(*handle_.engine, *handle_.run);
+  }
+  /// Whether the collective has finished (complete or failed), without
+  /// moving anything: only the progress thread, or another request's test()
+  /// or wait(), moves it meanwhile.
+  [[nodiscard]] PLAIT_DECL bool complete() const;
+  /// Moves the collectives in flight until this one is complete; throws its
+  /// failure as plait::error (a timeout poisons the communicator, as in a
+  /// blocking call).
+  void wait() {
+    if (handle_.run != nullptr && handle_.engine != nullptr)
+      detail::wait_in_engine(*handle_.engine, *handle_.run, handle_.busy_poll);
+  }
+
+ private:
+  detail::in_flight_handle handle_;
+};
+
+/// A persistent collective (plait::all_gather_init, plait::all_to_all_init):
+/// arguments validated, schedule and block plan built once; each start()
+/// then moves the bytes of one collective. Movable, not copyable; the bound
+/// buffers must outlive it and are read at every start().
+class persistent_collective {
+ public:
+  /// An empty object: start() is invalid_argument, test() and wait() return at once.
+  persistent_collective() = default;
+  /// Takes over `h` (used by the *_init forms).
+  explicit persistent_collective(detail::in_flight_handle h) noexcept : handle_(h) {}
+  persistent_collective(const persistent_collective&) = delete;
+  persistent_collective& operator=(const persistent_collective&) = delete;
+  /// Movable: the source becomes empty.
+  persistent_collective(persistent_collective&& other) noexcept
+      : handle_(std::exchange(other.handle_, {})), started_(std::exchange(other.started_, false)) {}
+  /// Movable: an active collective here completes first.
+  persistent_collective& operator=(persistent_collective&& other) noexcept {
+    if (this != &other) {
+      detail::release(handle_);
+      handle_ = std::exchange(other.handle_, {});
+      started_ = std::exchange(other.started_, false);
+    }
+    return *this;
+  }
+  /// Completes an active collective first (errors dropped).
+  ~persistent_collective() { detail::release(handle_); }
+
+  /// Starts one collective on the bound buffers: takes the call's tag (every
+  /// rank starts its persistent and other collectives in the same order) and
+  /// queues it. errc::invalid_argument while the previous start is active
+  /// (not yet complete through test() or wait()), or on an empty object.
+  PLAIT_DECL void start();
+  /// Moves every collective in flight on the communicator once; true when
+  /// this start is complete, and at once before the first start().
+  bool test() {
+    return !started_ || handle_.engine == nullptr || detail::test_in_engine(*handle_.engine, *handle_.run);
+  }
+  /// Moves the collectives in flight until this start is complete (at once
+  /// before the first start()); throws its failure as plait::error.
+  void wait() {
+    if (started_ && handle_.engine != nullptr) detail::wait_in_engine(*handle_.engine, *handle_.run, handle_.busy_poll);
+  }
+  /// Started and not yet complete.
+  [[nodiscard]] PLAIT_DECL bool active() const;
+
+ private:
+  detail::in_flight_handle handle_;
+  bool started_ = false;
+};
+
+}  // namespace v0
+}  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/request.ipp"
+#endif

@@ -1,0 +1,50 @@
+// Mistakes with nonblocking and persistent collectives stop the compiler at
+// the public entry with one message: a transport that cannot have
+// collectives in flight (no test_all, no progress engine), and a temporary
+// container that the request would keep referring to after it is gone.
+// The expect-error lines are regexes matched one line each, so clang-format
+// must not reflow them.
+// clang-format off
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include <plait/plait.hpp>
+
+#include "../support/loopback_transport.hpp"
+
+namespace {
+
+[[maybe_unused]] void use(plait::shm::communicator& comm, loopback::communicator& loop) {
+  std::vector<float> send(4);
+  std::vector<float> recv(4 * static_cast<std::size_t>(comm.size()));
+  // The valid neighbours of the cases below: lvalues and views may be kept.
+  auto a = plait::iall_gather<plait::ring>(comm, send, recv);
+  auto b = plait::iall_gather<plait::ring>(comm, std::span<const float>(send), std::span<float>(recv));
+  auto c = plait::all_to_all_init<plait::pairwise>(comm, recv, recv);
+  auto d = plait::iall_gather(comm, plait::in_place, recv);
+  plait::all_gather<plait::ring>(loop, send, recv);  // the blocking form works on the loopback transport
+  (void)loop;
+
+// expect-error(no_test_all): plait: nonblocking and persistent collectives need a transport derived from
+// max-lines(no_test_all): 20
+#if defined(PLAIT_CASE_no_test_all)
+  auto r = plait::iall_gather<plait::ring>(loop, send, recv);
+#endif
+
+// expect-error(temporary_recv): plait: a nonblocking or persistent collective refers to its buffers after the call returns
+// max-lines(temporary_recv): 20
+#if defined(PLAIT_CASE_temporary_recv)
+  auto r = plait::iall_gather<plait::ring>(comm, send, std::vector<float>(8));
+#endif
+
+// expect-error(temporary_send): plait: a nonblocking or persistent collective refers to its buffers after the call returns
+// max-lines(temporary_send): 20
+#if defined(PLAIT_CASE_temporary_send)
+  auto p = plait::all_gather_init<plait::ring>(comm, std::vector<float>(4), recv);
+#endif
+}
+
+}  // namespace
+
+int main() { return 0; }

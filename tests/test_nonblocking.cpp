@@ -1,0 +1,233 @@
+// plait-test-labels: quick shm sanitize
+// plait-test-timeout: 300
+// Nonblocking and persistent collectives on the shared-memory transport:
+// many in flight at once and waited for in any order, blocking calls among
+// them, a request destroyed before it was waited for, a timeout while several
+// are pending, persistent start/wait cycles and the progress thread; threads
+// and processes, P = 1..8.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/harness.hpp"
+#include "support/in_flight_workload.hpp"
+
+using plait_test::mode;
+
+TEST_CASE("many collectives in flight at once, waited for in any order, equal their references", "[nonblocking]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
+  const unsigned seed = GENERATE(1u, 2u);
+  CAPTURE(plait_test::to_string(m), ranks, seed);
+  const auto verdicts = plait_test::run_ranks(
+      m, ranks, [&](plait::shm::communicator& comm) { return plait_test::many_in_flight(comm, seed); });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a blocking collective made while requests are pending completes, and so do they", "[nonblocking]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const int p = comm.size();
+    plait_test::gathered first(comm.rank(), p, 6, 1);
+    plait_test::gathered blocking(comm.rank(), p, 5000, 2);
+    plait_test::exchanged last(comm.rank(), p, 4, 3);
+    auto r1 = plait::iall_gather<plait::ring>(comm, first.send, first.recv);
+    plait::all_gather<plait::pairwise>(comm, blocking.send, blocking.recv);
+    auto r2 = plait::iall_to_all<plait::direct>(comm, last.send, last.recv);
+    r2.wait();
+    r1.wait();
+    if (first.recv != first.want) return "the first nonblocking all-gather is wrong";
+    if (blocking.recv != blocking.want) return "the blocking all-gather among them is wrong";
+    if (last.recv != last.want) return "the last nonblocking all-to-all is wrong";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a request destroyed before it was waited for completes first", "[nonblocking]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3, 6);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    plait_test::gathered g(comm.rank(), comm.size(), 3000, 4);
+    {
+      auto r = plait::iall_gather<plait::ring>(comm, g.send, g.recv);
+      (void)r;  // never waited for
+    }
+    if (g.recv != g.want) return "the destroyed request had not completed";
+    plait::collective_request moved_into = plait::iall_gather<plait::bruck>(comm, g.send, g.recv);
+    moved_into = plait::iall_gather<plait::ring>(comm, g.send, g.recv);  // the first completes before it is replaced
+    moved_into.wait();
+    if (g.recv != g.want) return "a replaced request's result is wrong";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a timeout while several collectives are pending poisons the communicator and leaves the buffers alone",
+          "[nonblocking][timeout]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(std::chrono::milliseconds(300));
+    plait_test::gathered first(comm.rank(), 2, 8, 1);
+    if (comm.rank() == 1) {
+      // Takes part in the first collective only, then stays away until
+      // rank 0 has given up.
+      plait::all_gather<plait::ring>(comm, first.send, first.recv);
+      std::this_thread::sleep_for(std::chrono::milliseconds(900));
+      return {};
+    }
+    std::vector<std::uint32_t> second_recv(2 * 3000, 0xABCDu), third_recv(2 * 8, 0xABCDu);
+    std::vector<std::uint32_t> second_send(3000, 1u), third_send(8, 2u);
+    auto r1 = plait::iall_gather<plait::ring>(comm, first.send, first.recv);
+    auto r2 = plait::iall_gather<plait::ring>(comm, second_send, second_recv);
+    auto r3 = plait::iall_gather<plait::pairwise>(comm, third_send, third_recv);
+    r1.wait();
+    std::string verdict;
+    try {
+      r3.wait();
+      verdict = "waiting on a collective the peer never joined did not throw";
+    } catch (const plait::error& e) {
+      if (e.value() != plait::errc::timeout) verdict = std::string("expected a timeout, got: ") + e.what();
+    }
+    if (!verdict.empty()) return verdict;
+    try {
+      r2.wait();
+      return "the other pending collective did not fail too";
+    } catch (const plait::error&) {
+    }
+    if (comm.usable()) return "the communicator is still usable after the timeout";
+    const auto second_after = second_recv;
+    const auto third_after = third_recv;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (second_recv != second_after || third_recv != third_after) return "a buffer changed after the throw";
+    // The peer's shard of the second all-gather never arrived.
+    for (std::size_t i = 3000; i < 6000; ++i) {
+      if (second_recv[i] != 0xABCDu) return "the peer's part of a failed collective was written";
+    }
+    try {
+      auto again = plait::iall_gather<plait::ring>(comm, first.send, first.recv);
+      return "a new collective started on a poisoned communicator";
+    } catch (const plait::error&) {
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a persistent all_gather and all_to_all move fresh contents at every start", "[persistent]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 4, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const int p = comm.size();
+    std::vector<std::uint32_t> shard(700), full(700 * static_cast<std::size_t>(p));
+    std::vector<std::uint32_t> blocks(5 * static_cast<std::size_t>(p)), routed(5 * static_cast<std::size_t>(p));
+    auto gather = plait::all_gather_init<plait::ring>(comm, shard, full);
+    auto exchange = plait::all_to_all_init<plait::pairwise>(comm, blocks, routed);
+    if (!gather.test()) return "test() before the first start() did not return true";
+    gather.wait();  // before the first start: returns at once
+    for (int round = 0; round < 6; ++round) {
+      for (std::size_t i = 0; i < shard.size(); ++i) shard[i] = plait_test::in_flight_value(comm.rank(), i, round);
+      for (int d = 0; d < p; ++d) {
+        for (std::size_t i = 0; i < 5; ++i) {
+          blocks[static_cast<std::size_t>(d) * 5 + i] =
+              plait_test::in_flight_value(comm.rank(), i + 100 * static_cast<std::size_t>(d), round);
+        }
+      }
+      gather.start();
+      exchange.start();
+      // A one-shot collective between persistent starts.
+      plait_test::gathered between(comm.rank(), p, 2, round);
+      auto r = plait::iall_gather(comm, between.send, between.recv);
+      if (round % 2 == 0) {
+        exchange.wait();
+        while (!gather.test()) {
+        }
+      } else {
+        gather.wait();
+        exchange.wait();
+      }
+      r.wait();
+      if (between.recv != between.want) return "a one-shot collective among persistent ones is wrong";
+      for (int s = 0; s < p; ++s) {
+        for (std::size_t i = 0; i < shard.size(); ++i) {
+          if (full[static_cast<std::size_t>(s) * 700 + i] != plait_test::in_flight_value(s, i, round))
+            return "persistent all_gather: wrong element in round " + std::to_string(round);
+        }
+        for (std::size_t i = 0; i < 5; ++i) {
+          if (routed[static_cast<std::size_t>(s) * 5 + i] !=
+              plait_test::in_flight_value(s, i + 100 * static_cast<std::size_t>(comm.rank()), round))
+            return "persistent all_to_all: wrong element in round " + std::to_string(round);
+        }
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("start() on a persistent collective that is still active is invalid_argument", "[persistent]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+    std::vector<std::uint32_t> shard(4, static_cast<std::uint32_t>(comm.rank())), full(8);
+    auto gather = plait::all_gather_init<plait::ring>(comm, shard, full);
+    gather.start();
+    std::string verdict = "a second start() while active did not throw";
+    try {
+      gather.start();
+    } catch (const plait::error& e) {
+      verdict = e.value() == plait::errc::invalid_argument ? "" : "wrong error code";
+    }
+    gather.wait();
+    if (gather.active()) return "still active after wait()";
+    plait::persistent_collective empty;
+    try {
+      empty.start();
+      return "start() on an empty persistent collective did not throw";
+    } catch (const plait::error& e) {
+      if (e.value() != plait::errc::invalid_argument) return "empty start(): wrong error code";
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("the progress thread completes collectives while the caller does not test", "[nonblocking][progress]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    plait::progress_thread helper(comm);
+    plait_test::gathered g(comm.rank(), comm.size(), 20000, 9);
+    auto r = plait::iall_gather<plait::ring>(comm, g.send, g.recv);
+    // Without test() or wait(), the request completes (complete() moves nothing).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!r.complete() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!r.complete()) return "the progress thread did not complete the collective";
+    r.wait();
+    if (g.recv != g.want) return "the collective the progress thread completed is wrong";
+    // A persistent one too.
+    auto p = plait::all_gather_init<plait::bruck>(comm, g.send, g.recv);
+    p.start();
+    while (p.active() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (p.active()) return "the progress thread did not complete the persistent start";
+    p.wait();
+    // Blocking calls still work while the thread runs.
+    plait_test::exchanged e(comm.rank(), comm.size(), 3, 10);
+    plait::all_to_all<plait::pairwise>(comm, e.send, e.recv);
+    if (e.recv != e.want) return "a blocking call beside the progress thread is wrong";
+    return plait_test::many_in_flight(comm, 3u);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
