@@ -6,7 +6,10 @@
 // reported: preemptions only add time, so they are what a quiet machine
 // shows. Variants alternate call by call, after a barrier each.
 //
-//   mpiexec -n 2 [nice -n -15] latency-probe [--calls N]
+//   mpiexec -n 2 [nice -n -15] latency-probe [--calls N] [--persistent]
+//
+// --persistent: a one-shot all_gather against all_gather_init's start + wait,
+// iall_gather + wait and the MPI library's (persistent, where MPI 4) call.
 //
 // bundle: plait-bench --op bundle's call (an all_to_all of two members,
 // 15/16 and 1/16 of the size) as one plait::bundle against the two members
@@ -60,11 +63,73 @@ std::vector<timing> probe(MPI_Comm world, int calls, const std::vector<std::func
 
 }  // namespace
 
+/// --persistent: one all_gather on shm per call against the same bound once
+/// by all_gather_init (start + wait per call), iall_gather + wait, and the
+/// MPI library's MPI_Allgather (and MPI_Allgather_init + MPI_Start/MPI_Wait
+/// where it is MPI 4), 4 KiB to 256 KiB.
+void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator& shm, int calls) {
+  const auto p = static_cast<std::size_t>(world.size());
+  if (world.rank() == 0) {
+    std::printf("# all_gather, %zu ranks, %d calls per variant; us: min / 10th percentile\n", p, calls);
+  }
+  for (std::size_t bytes = 4096; bytes <= (std::size_t{256} << 10); bytes *= 4) {
+    std::vector<std::byte> shard(bytes / p, std::byte{1}), full(bytes);
+    auto bound = plait::all_gather_init<plait::ring>(shm, shard, full);
+    std::vector<std::function<void()>> variants{
+        [&] { plait::all_gather<plait::ring>(shm, shard, full); },
+        [&] {
+          bound.start();
+          bound.wait();
+        },
+        [&] { plait::iall_gather<plait::ring>(shm, shard, full).wait(); },
+        [&] {
+          MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, full.data(),
+                        static_cast<int>(shard.size()), MPI_BYTE, world.native_handle());
+        }};
+#if MPI_VERSION >= 4
+    MPI_Request native = MPI_REQUEST_NULL;
+    MPI_Allgather_init(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, full.data(),
+                       static_cast<int>(shard.size()), MPI_BYTE, world.native_handle(), MPI_INFO_NULL, &native);
+    variants.emplace_back([&] {
+      MPI_Start(&native);
+      MPI_Wait(&native, MPI_STATUS_IGNORE);
+    });
+#endif
+    auto t = probe(MPI_COMM_WORLD, calls, variants);
+    if (world.rank() == 0) {
+      std::printf("%8zu B  one-shot %7.2f / %7.2f  persistent %7.2f / %7.2f (%.2fx / %.2fx)  iall+wait %7.2f / %7.2f"
+                  "  MPI_Allgather %7.2f / %7.2f",
+                  bytes, t[0].min, t[0].p10(), t[1].min, t[1].p10(), t[1].min / t[0].min, t[1].p10() / t[0].p10(),
+                  t[2].min, t[2].p10(), t[3].min, t[3].p10());
+      if (t.size() > 4) std::printf("  MPI_Allgather_init %7.2f / %7.2f", t[4].min, t[4].p10());
+      std::printf("\n");
+    }
+#if MPI_VERSION >= 4
+    MPI_Request_free(&native);
+#endif
+  }
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int calls = 2000;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--calls") == 0) calls = std::atoi(argv[i + 1]);
+  bool persistent = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--calls") == 0 && i + 1 < argc) calls = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--persistent") == 0) persistent = true;
+  }
+  if (persistent) {
+    {
+      plait::mpi::communicator world(MPI_COMM_WORLD);
+      cpu_set_t core;
+      CPU_ZERO(&core);
+      CPU_SET(world.rank() % CPU_SETSIZE, &core);
+      sched_setaffinity(0, sizeof core, &core);
+      auto shm = plait::mpi::node_local_shm(world);
+      probe_persistent(world, shm, calls);
+    }
+    MPI_Finalize();
+    return 0;
   }
   {
     plait::mpi::communicator world(MPI_COMM_WORLD);
