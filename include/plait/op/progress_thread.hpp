@@ -30,6 +30,8 @@ inline namespace v0 {
 ///   r.wait();
 class progress_thread {
  public:
+  /// Starts `comm`'s progress thread; while no collective is queued it
+  /// sleeps `idle` between looks.
   template <class Comm>
   explicit progress_thread(Comm& comm, std::chrono::nanoseconds idle = std::chrono::microseconds(50))
       : engine_(&detail::engine_of(comm)) {
