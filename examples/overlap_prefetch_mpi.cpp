@@ -3,7 +3,7 @@
 // two hosts (scripts/bench-overlap runs it on the emulated two hosts, with a
 // rate-limited link) to see a transfer that a link, not a CPU, moves hidden
 // behind the computation. Options: --layers N --d N --batch N --repeats N
-// --look-every ROWS (how often the computation calls test()).
+// --look-every N (the computation calls test() every N x 64 rows of W).
 #include <plait/mpi.hpp>
 #include <plait/plait.hpp>
 
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--d") == 0) s.d = value;
     if (std::strcmp(argv[i], "--batch") == 0) s.batch = value;
     if (std::strcmp(argv[i], "--repeats") == 0) s.repeats = value;
-    if (std::strcmp(argv[i], "--look-every") == 0) s.look_every = value;
+    if (std::strcmp(argv[i], "--look-every") == 0) s.look_every = static_cast<unsigned>(value < 1 ? 1 : value);
   }
   int status = 0;
   {

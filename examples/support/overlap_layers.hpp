@@ -6,7 +6,7 @@
 // floats), as FSDP/ZeRO-3 does. Layer k needs all of W_k: y = tanh(x W_k) for
 // a batch x of b rows. Blocking: all-gather W_k, then compute. Overlapped:
 // the all-gather of W_{k+1} is started before layer k computes (prefetch)
-// and waited for before layer k+1; the computation calls test() between row
+// and waited for before layer k+1; the computation calls test() every 64 rows
 // blocks so the transfer moves (or a plait::progress_thread moves it).
 // Both modes end with the same activations, checked against a serial
 // computation from the full weights.
@@ -30,7 +30,7 @@ struct shape {
   std::size_t d = 192;         // weights are d x d floats: 144 KiB per layer
   std::size_t batch = 48;      // rows of the activation
   std::size_t repeats = 3;     // timed passes per mode (the median is printed)
-  std::size_t look_every = 2;  // rows of the matmul between looks at the transfer (test())
+  unsigned look_every = 1;  // looks at the transfer (test()) every look_every x 64 rows of W
 };
 
 inline float weight(std::size_t layer, std::size_t i, std::size_t j) {
@@ -39,9 +39,11 @@ inline float weight(std::size_t layer, std::size_t i, std::size_t j) {
 inline float input(std::size_t i, std::size_t j) { return static_cast<float>((i * 7 + j * 3) % 11) / 11.0f; }
 
 /// Rows [begin, end) of y = tanh(x W): the CPU kernel (a plain triple loop:
-/// the point is a known, real amount of work, not a fast matmul).
-inline void matmul_rows(const std::vector<float>& x, const std::vector<float>& w, std::vector<float>& y, std::size_t d,
-                        std::size_t begin, std::size_t end) {
+/// the point is a known, real amount of work, not a fast matmul). `look` is
+/// called after every 64 rows of W, so a transfer can move meanwhile.
+template <class Look>
+void matmul_rows(const std::vector<float>& x, const std::vector<float>& w, std::vector<float>& y, std::size_t d,
+                 std::size_t begin, std::size_t end, Look&& look) {
   for (std::size_t i = begin; i < end; ++i) {
     for (std::size_t j = 0; j < d; ++j) y[i * d + j] = 0.0f;
     for (std::size_t k = 0; k < d; ++k) {
@@ -49,9 +51,15 @@ inline void matmul_rows(const std::vector<float>& x, const std::vector<float>& w
       const float* row = &w[k * d];
       float* out = &y[i * d];
       for (std::size_t j = 0; j < d; ++j) out[j] += a * row[j];
+      if (k % 64 == 63) look();
     }
     for (std::size_t j = 0; j < d; ++j) y[i * d + j] = std::tanh(y[i * d + j]);
   }
+}
+
+inline void matmul_rows(const std::vector<float>& x, const std::vector<float>& w, std::vector<float>& y,
+                        std::size_t d, std::size_t begin, std::size_t end) {
+  matmul_rows(x, w, y, d, begin, end, [] {});
 }
 
 /// The activations after every layer, computed serially from the full weights.
@@ -96,13 +104,14 @@ std::pair<std::vector<float>, double> pass(Comm& comm, const shape& s, bool over
     } else {
       plait::all_gather<plait::ring>(comm, shards[l], w);
     }
-    // A transport that moves bytes only inside its calls (MPI over TCP)
-    // needs a look now and then; each look costs little.
-    const std::size_t block = std::max<std::size_t>(1, s.look_every);
-    for (std::size_t begin = 0; begin < s.batch; begin += block) {
-      matmul_rows(x, w, y, s.d, begin, std::min(s.batch, begin + block));
-      if (overlapped) (void)next.test();
-    }
+    // A transport that moves bytes only inside its calls (MPI over TCP:
+    // each look writes what the socket buffer takes) needs frequent looks;
+    // each costs well under a microsecond.
+    unsigned looks = 0;
+    const auto look = [&] {
+      if (overlapped && ++looks % s.look_every == 0) (void)next.test();
+    };
+    matmul_rows(x, w, y, s.d, 0, s.batch, look);
     std::swap(x, y);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
