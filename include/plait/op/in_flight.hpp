@@ -28,7 +28,7 @@ namespace detail {
 /// Whether collectives of Comm can be in flight: the engine is in its core
 /// and its transfers can be looked at without blocking.
 template <class Comm>
-inline constexpr bool can_be_in_flight = has_progress_engine<Comm>&& tests_requests<Comm>;
+inline constexpr bool can_be_in_flight = (has_progress_engine<Comm> && tests_requests<Comm>);
 
 /// Comm's progress engine, ordered as the transport matches messages.
 template <class Comm>
