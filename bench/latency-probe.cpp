@@ -75,17 +75,17 @@ void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator&
   for (std::size_t bytes = 4096; bytes <= (std::size_t{256} << 10); bytes *= 4) {
     std::vector<std::byte> shard(bytes / p, std::byte{1}), full(bytes);
     auto bound = plait::all_gather_init<plait::ring>(shm, shard, full);
-    std::vector<std::function<void()>> variants{
-        [&] { plait::all_gather<plait::ring>(shm, shard, full); },
-        [&] {
-          bound.start();
-          bound.wait();
-        },
-        [&] { plait::iall_gather<plait::ring>(shm, shard, full).wait(); },
-        [&] {
-          MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, full.data(),
-                        static_cast<int>(shard.size()), MPI_BYTE, world.native_handle());
-        }};
+    std::vector<std::function<void()>> variants{[&] { plait::all_gather<plait::ring>(shm, shard, full); },
+                                                [&] {
+                                                  bound.start();
+                                                  bound.wait();
+                                                },
+                                                [&] { plait::iall_gather<plait::ring>(shm, shard, full).wait(); },
+                                                [&] {
+                                                  MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_BYTE,
+                                                                full.data(), static_cast<int>(shard.size()), MPI_BYTE,
+                                                                world.native_handle());
+                                                }};
 #if MPI_VERSION >= 4
     MPI_Request native = MPI_REQUEST_NULL;
     MPI_Allgather_init(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, full.data(),
@@ -97,10 +97,11 @@ void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator&
 #endif
     auto t = probe(MPI_COMM_WORLD, calls, variants);
     if (world.rank() == 0) {
-      std::printf("%8zu B  one-shot %7.2f / %7.2f  persistent %7.2f / %7.2f (%.2fx / %.2fx)  iall+wait %7.2f / %7.2f"
-                  "  MPI_Allgather %7.2f / %7.2f",
-                  bytes, t[0].min, t[0].p10(), t[1].min, t[1].p10(), t[1].min / t[0].min, t[1].p10() / t[0].p10(),
-                  t[2].min, t[2].p10(), t[3].min, t[3].p10());
+      std::printf(
+          "%8zu B  one-shot %7.2f / %7.2f  persistent %7.2f / %7.2f (%.2fx / %.2fx)  iall+wait %7.2f / %7.2f"
+          "  MPI_Allgather %7.2f / %7.2f",
+          bytes, t[0].min, t[0].p10(), t[1].min, t[1].p10(), t[1].min / t[0].min, t[1].p10() / t[0].p10(), t[2].min,
+          t[2].p10(), t[3].min, t[3].p10());
       if (t.size() > 4) std::printf("  MPI_Allgather_init %7.2f / %7.2f", t[4].min, t[4].p10());
       std::printf("\n");
     }

@@ -27,9 +27,9 @@ namespace overlap {
 
 struct shape {
   std::size_t layers = 6;
-  std::size_t d = 192;         // weights are d x d floats: 144 KiB per layer
-  std::size_t batch = 48;      // rows of the activation
-  std::size_t repeats = 3;     // timed passes per mode (the median is printed)
+  std::size_t d = 192;      // weights are d x d floats: 144 KiB per layer
+  std::size_t batch = 48;   // rows of the activation
+  std::size_t repeats = 3;  // timed passes per mode (the median is printed)
   unsigned look_every = 1;  // looks at the transfer (test()) every look_every x 64 rows of W
 };
 
@@ -57,8 +57,8 @@ void matmul_rows(const std::vector<float>& x, const std::vector<float>& w, std::
   }
 }
 
-inline void matmul_rows(const std::vector<float>& x, const std::vector<float>& w, std::vector<float>& y,
-                        std::size_t d, std::size_t begin, std::size_t end) {
+inline void matmul_rows(const std::vector<float>& x, const std::vector<float>& w, std::vector<float>& y, std::size_t d,
+                        std::size_t begin, std::size_t end) {
   matmul_rows(x, w, y, d, begin, end, [] {});
 }
 

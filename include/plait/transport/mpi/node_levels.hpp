@@ -42,7 +42,9 @@ inline int shared_node_id(const communicator& world) {
 class node_levels_parts {
  protected:
   node_levels_parts(communicator& world, int node_id)
-      : node_world_(&world), node_intra_(join_node(world, node_id)), node_inter_(world.split(node_intra_.rank(), node_id)) {
+      : node_world_(&world),
+        node_intra_(join_node(world, node_id)),
+        node_inter_(world.split(node_intra_.rank(), node_id)) {
     // Every rank learns every rank's position (node index x L + local rank).
     const plait::error_context at{world.rank(), "node_levels", -1, -1};
     const int position = node_inter_.rank() * node_intra_.size() + node_intra_.rank();
