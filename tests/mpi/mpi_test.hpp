@@ -59,6 +59,24 @@ inline long long first_mismatch(std::span<const std::byte> got, int source, int 
   return -1;
 }
 
+/// MPI_Allgatherv / MPI_Alltoallv displacements of blocks packed in rank order.
+inline std::vector<int> packed_displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size());
+  int at = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    d[i] = at;
+    at += counts[i];
+  }
+  return d;
+}
+
+/// The sum of `counts`.
+inline int total(const std::vector<int>& counts) {
+  int t = 0;
+  for (int c : counts) t += c;
+  return t;
+}
+
 }  // namespace plait_test
 
 /// REQUIRE that holds only if `condition` holds on every rank, so every rank

@@ -18,25 +18,8 @@
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
-namespace {
-
-std::vector<int> displacements(const std::vector<int>& counts) {
-  std::vector<int> d(counts.size());
-  int at = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    d[i] = at;
-    at += counts[i];
-  }
-  return d;
-}
-
-int sum(const std::vector<int>& c) {
-  int t = 0;
-  for (int x : c) t += x;
-  return t;
-}
-
-}  // namespace
+using plait_test::packed_displacements;
+using plait_test::total;
 
 TEST_CASE("mpi many collectives in flight at once, waited for in any order, equal their references",
           "[mpi][nonblocking]") {
@@ -56,14 +39,14 @@ TEST_CASE("mpi iall_gather_v and iall_to_all_v in flight together equal MPI_Allg
   for (unsigned seed = 1; seed <= 3; ++seed) {
     const auto counts = plait_test::in_flight_counts(p, seed, 900);
     const auto mine = plait_test::pattern_bytes(me, static_cast<std::size_t>(counts[static_cast<std::size_t>(me)]), 5);
-    std::vector<std::byte> gathered(static_cast<std::size_t>(sum(counts))), gathered_want(gathered.size());
+    std::vector<std::byte> gathered(static_cast<std::size_t>(total(counts))), gathered_want(gathered.size());
 
     const auto row = [&](int s) { return plait_test::in_flight_counts(p, seed * 17u + static_cast<unsigned>(s), 700); };
     const auto send_counts = row(me);
     std::vector<int> recv_counts;
     for (int s = 0; s < p; ++s) recv_counts.push_back(row(s)[static_cast<std::size_t>(me)]);
-    const auto send = plait_test::pattern_bytes(me, static_cast<std::size_t>(sum(send_counts)), 6);
-    std::vector<std::byte> routed(static_cast<std::size_t>(sum(recv_counts))), routed_want(routed.size());
+    const auto send = plait_test::pattern_bytes(me, static_cast<std::size_t>(total(send_counts)), 6);
+    std::vector<std::byte> routed(static_cast<std::size_t>(total(recv_counts))), routed_want(routed.size());
 
     auto exchange = plait::iall_to_all_v<plait::pairwise>(comm, send, send_counts, routed, recv_counts);
     auto gather = plait::iall_gather_v<plait::ring>(comm, mine, gathered, counts);
@@ -75,11 +58,11 @@ TEST_CASE("mpi iall_gather_v and iall_to_all_v in flight together equal MPI_Allg
       }
       gather.wait();
     }
-    const auto d = displacements(counts);
+    const auto d = packed_displacements(counts);
     MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, gathered_want.data(), counts.data(), d.data(),
                    MPI_BYTE, MPI_COMM_WORLD);
-    const auto sd = displacements(send_counts);
-    const auto rd = displacements(recv_counts);
+    const auto sd = packed_displacements(send_counts);
+    const auto rd = packed_displacements(recv_counts);
     MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), MPI_BYTE, routed_want.data(), recv_counts.data(),
                   rd.data(), MPI_BYTE, MPI_COMM_WORLD);
     CAPTURE(seed);

@@ -33,21 +33,8 @@ std::vector<int> shared_counts(int ranks, unsigned seed, int pattern, int most) 
   return c;
 }
 
-std::vector<int> packed_displacements(const std::vector<int>& counts) {
-  std::vector<int> d(counts.size());
-  int at = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    d[i] = at;
-    at += counts[i];
-  }
-  return d;
-}
-
-int total(const std::vector<int>& c) {
-  int t = 0;
-  for (int x : c) t += x;
-  return t;
-}
+using plait_test::packed_displacements;
+using plait_test::total;
 
 template <class Algorithm>
 bool gather_v_matches(plait::mpi::communicator& comm, unsigned seed, int pattern) {

@@ -77,16 +77,9 @@ class boundary_transfer : public pending_collective {
   /// unless collectives started earlier must move first: in-order
   /// transports); the handle a collective_request takes over.
   static in_flight_handle start(std::unique_ptr<boundary_transfer> transfer) {
-    in_flight_handle h;
     Inter& inter = transfer->inter_;
-    h.engine = &engine_of(inter);
-    h.rank = inter.rank();
-    h.busy_poll = inter.busy_poll();
-    h.destroy = &destroy_one;
-    h.run = transfer.release();
-    auto held = h.engine->lock();
-    h.engine->enqueue(*h.run);
-    h.engine->turn();
+    const in_flight_handle h = handle_for(inter, transfer.release(), &destroy_one);
+    queue(h, true);
     return h;
   }
 
@@ -169,14 +162,8 @@ class boundary_gathers : public pending_collective {
 
   /// Queues `gathers` in intra's engine; the handle a collective_request takes over.
   static in_flight_handle start(Intra& intra, std::unique_ptr<boundary_gathers> gathers) {
-    in_flight_handle h;
-    h.engine = &engine_of(intra);
-    h.rank = intra.rank();
-    h.busy_poll = intra.busy_poll();
-    h.destroy = &destroy_one;
-    h.run = gathers.release();
-    auto held = h.engine->lock();
-    h.engine->enqueue(*h.run);
+    const in_flight_handle h = handle_for(intra, gathers.release(), &destroy_one);
+    queue(h, false);
     return h;
   }
 

@@ -86,14 +86,27 @@ struct start_in_flight {
       run_now{}(comm, steps, plan, name, stamp);
     } else {
       const int tag = take_tag(comm, stamp);
-      in_flight_handle h = own_run(comm, steps, plan, name, stamp, tag, false);
-      auto held = h.engine->lock();
-      h.engine->enqueue(*h.run);
-      h.engine->turn();  // posts its first step now, unless collectives started earlier must move first
-      *out = h;
+      *out = own_run(comm, steps, plan, name, stamp, tag, false);
+      queue(*out, true);
     }
   }
 };
+
+/// The even forms' dispatch for a call that keeps its buffers (i-forms and
+/// *_init): the checks every such call makes, then the bundle or the plain
+/// collective of Op with `launch`. Returns what `launch` recorded.
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Launch>
+in_flight_handle launch_kept(Comm& comm, Send&& send, Recv&& recv) {
+  constexpr bool comm_ok =
+      check_transport<Comm>() && check_in_flight_transport<Comm>() && check_kept_arguments<Send, Recv>();
+  in_flight_handle h;
+  if constexpr (is_bundle<std::remove_cvref_t<Send>> || is_bundle<std::remove_cvref_t<Recv>>) {
+    if constexpr (comm_ok) bundled_collective<Op, Comm, Algorithm, Layout>::even(comm, send, recv, Launch{&h});
+  } else if constexpr (comm_ok && check_data_arguments<Send, Recv, std::is_same_v<Op, op::all_gather>>()) {
+    collective<Op, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv), Launch{&h});
+  }
+  return h;
+}
 
 }  // namespace detail
 
@@ -104,37 +117,17 @@ struct start_in_flight {
 ///   r.wait();
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_gather(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
-                           detail::check_kept_arguments<Send, Recv>();
-  detail::in_flight_handle h;
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    if constexpr (comm_ok) {
-      detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::even(comm, send, recv,
-                                                                                detail::start_in_flight{&h});
-    }
-  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, true>()) {
-    collective<op::all_gather, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::start_in_flight{&h});
-  }
-  return collective_request(h);
+  return collective_request(
+      detail::launch_kept<op::all_gather, Algorithm, Layout, Comm, Send, Recv, detail::start_in_flight>(
+          comm, std::forward<Send>(send), std::forward<Recv>(recv)));
 }
 
 /// Nonblocking all_to_all: the same arguments and checks as plait::all_to_all; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_to_all(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
-                           detail::check_kept_arguments<Send, Recv>();
-  detail::in_flight_handle h;
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    if constexpr (comm_ok) {
-      detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv,
-                                                                                detail::start_in_flight{&h});
-    }
-  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, false>()) {
-    collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::start_in_flight{&h});
-  }
-  return collective_request(h);
+  return collective_request(
+      detail::launch_kept<op::all_to_all, Algorithm, Layout, Comm, Send, Recv, detail::start_in_flight>(
+          comm, std::forward<Send>(send), std::forward<Recv>(recv)));
 }
 
 /// Nonblocking all_gather_v: the same arguments and checks as plait::all_gather_v; returns at once.

@@ -47,37 +47,17 @@ struct bind_persistent {
 ///   for (int step = 0; step < steps; ++step) { fill(shard); p.start(); p.wait(); use(full); }
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_gather_init(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
-                           detail::check_kept_arguments<Send, Recv>();
-  detail::in_flight_handle h;
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    if constexpr (comm_ok) {
-      detail::bundled_collective<op::all_gather, Comm, Algorithm, Layout>::even(comm, send, recv,
-                                                                                detail::bind_persistent{&h});
-    }
-  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, true>()) {
-    collective<op::all_gather, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::bind_persistent{&h});
-  }
-  return persistent_collective(h);
+  return persistent_collective(
+      detail::launch_kept<op::all_gather, Algorithm, Layout, Comm, Send, Recv, detail::bind_persistent>(
+          comm, std::forward<Send>(send), std::forward<Recv>(recv)));
 }
 
 /// A persistent all_to_all of `send` into `recv` (arguments as plait::all_to_all).
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_to_all_init(Comm& comm, Send&& send, Recv&& recv) {
-  constexpr bool comm_ok = detail::check_transport<Comm>() && detail::check_in_flight_transport<Comm>() &&
-                           detail::check_kept_arguments<Send, Recv>();
-  detail::in_flight_handle h;
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    if constexpr (comm_ok) {
-      detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv,
-                                                                                detail::bind_persistent{&h});
-    }
-  } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, false>()) {
-    collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::bind_persistent{&h});
-  }
-  return persistent_collective(h);
+  return persistent_collective(
+      detail::launch_kept<op::all_to_all, Algorithm, Layout, Comm, Send, Recv, detail::bind_persistent>(
+          comm, std::forward<Send>(send), std::forward<Recv>(recv)));
 }
 
 }  // namespace v0

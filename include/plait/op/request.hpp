@@ -66,20 +66,39 @@ struct in_flight_handle {
   destroy_fn destroy = nullptr;
 };
 
+/// A handle over `run` on `comm` (freed by `destroy`), in comm's engine
+/// unless `stream_ordered` (never queued: starting it runs it at once).
+template <class Comm>
+in_flight_handle handle_for(Comm& comm, pending_collective* run, in_flight_handle::destroy_fn destroy,
+                            bool stream_ordered = false) {
+  in_flight_handle h;
+  h.run = run;
+  h.engine = stream_ordered ? nullptr : &engine_of(comm);
+  h.rank = comm.rank();
+  h.busy_poll = comm.busy_poll();
+  h.destroy = destroy;
+  return h;
+}
+
+/// Queues `h`'s run in its engine. `post_now`: and takes a turn, so its first
+/// transfers are posted at once unless collectives started earlier must move
+/// first (in-order transports).
+inline void queue(const in_flight_handle& h, bool post_now) {
+  auto held = h.engine->lock();
+  h.engine->enqueue(*h.run);
+  if (post_now) h.engine->turn();
+}
+
 /// A handle over a new owned_run of `plan` on `comm`, not queued yet.
 /// `stream_ordered`: the transport completes collectives in stream order
 /// (a device transport without test_all): starting one runs it at once.
 template <class Comm, class Plan>
 in_flight_handle own_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp,
                          int tag, bool stream_ordered) {
-  auto* run = new owned_run<Comm, Plan>(comm, steps, plan, name, stamp, tag);
-  in_flight_handle h;
-  h.run = run;
-  h.engine = stream_ordered ? nullptr : &engine_of(comm);
-  h.rank = comm.rank();
-  h.busy_poll = comm.busy_poll();
-  h.restart = stream_ordered ? &owned_run<Comm, Plan>::run_now_one : &owned_run<Comm, Plan>::restart_one;
-  h.destroy = &owned_run<Comm, Plan>::destroy_one;
+  using run_type = owned_run<Comm, Plan>;
+  in_flight_handle h =
+      handle_for(comm, new run_type(comm, steps, plan, name, stamp, tag), &run_type::destroy_one, stream_ordered);
+  h.restart = stream_ordered ? &run_type::run_now_one : &run_type::restart_one;
   return h;
 }
 

@@ -161,13 +161,7 @@ class communicator : public communicator_core {
   /// errc::transport for MPI errors.
   void wait_all(std::span<request> requests, deadline until) {
     require_usable("wait_all");
-    handles_.clear();
-    for (const request& r : requests) {
-      const auto mine = r.handles();
-      handles_.insert(handles_.end(), mine.begin(), mine.end());
-    }
-    if (handles_.empty()) return;
-    if (statuses_.size() < handles_.size()) statuses_.resize(handles_.size());
+    if (!collect_handles(requests)) return;
 
     // The clock is read only once a poll finds transfers pending, and during
     // the busy phase only every clock_polls polls: a small message often
@@ -208,13 +202,7 @@ class communicator : public communicator_core {
   /// wait_all does, and with errc::timeout once `until` has passed.
   bool test_all(std::span<request> requests, deadline until) {
     require_usable("test_all");
-    handles_.clear();
-    for (const request& r : requests) {
-      const auto mine = r.handles();
-      handles_.insert(handles_.end(), mine.begin(), mine.end());
-    }
-    if (handles_.empty()) return true;
-    if (statuses_.size() < handles_.size()) statuses_.resize(handles_.size());
+    if (!collect_handles(requests)) return true;
     int done = 0;
     const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
     if (code != MPI_SUCCESS) {
@@ -448,6 +436,18 @@ class communicator : public communicator_core {
   }
 
   /// Copies the handles MPI_Testall updated back into their requests.
+  /// Every MPI handle of `requests` into handles_ (statuses_ as large);
+  /// false when there are none.
+  bool collect_handles(std::span<request> requests) {
+    handles_.clear();
+    for (const request& r : requests) {
+      const auto mine = r.handles();
+      handles_.insert(handles_.end(), mine.begin(), mine.end());
+    }
+    if (statuses_.size() < handles_.size()) statuses_.resize(handles_.size());
+    return !handles_.empty();
+  }
+
   void store_handles(std::span<request> requests) noexcept {
     std::size_t next = 0;
     for (request& r : requests) {
