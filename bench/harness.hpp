@@ -205,6 +205,18 @@ std::vector<double> measure(Comm& comm, const timing& how, std::span<const std::
   return out;
 }
 
+/// "a,b,c" as {"a", "b", "c"} (command-line lists).
+inline std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 /// "4 KiB", "16 MiB", "1000 B": sizes as people read them.
 inline std::string size_text(std::size_t bytes) {
   static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB"};

@@ -135,17 +135,6 @@ std::string loadavg();
   std::exit(code);
 }
 
-std::vector<std::string> split_list(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const auto comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 options parse(int argc, char** argv) {
   options o;
   o.loadavg = loadavg();
@@ -182,9 +171,9 @@ options parse(int argc, char** argv) {
       else if (arg == "-f" || arg == "--stepfactor")
         o.sweep.factor = std::strtod(std::string(value(i)).c_str(), nullptr);
       else if (arg == "--op")
-        o.ops = split_list(value(i));
+        o.ops = bench::split_list(value(i));
       else if (arg == "--transport")
-        o.transports = split_list(value(i));
+        o.transports = bench::split_list(value(i));
       else if (arg == "--algorithm") {
         const std::string_view name = value(i);
         if (name != "automatic") {

@@ -76,17 +76,6 @@ struct options {
   std::exit(code);
 }
 
-std::vector<std::string> split_list(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const auto comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 options parse(int argc, char** argv) {
   options o;
   o.sweep.factor = 2;
@@ -112,9 +101,9 @@ options parse(int argc, char** argv) {
     else if (arg == "--sample-bytes")
       o.sample_bytes = bench::parse_size(value());
     else if (arg == "--op")
-      o.ops = split_list(value());
+      o.ops = bench::split_list(value());
     else if (arg == "--variants")
-      o.variants = split_list(value());
+      o.variants = bench::split_list(value());
     else if (arg == "--native-name")
       o.native_name = value();
     else if (arg == "--link")
