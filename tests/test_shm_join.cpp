@@ -313,3 +313,36 @@ TEST_CASE("the sweep of shared-buffer names removes only plait's exact pattern o
   CHECK(named_in_dev_shm(upper));
   for (const std::string& name : {dead, live, longer, upper}) shm_unlink(("/" + name).c_str());
 }
+
+TEST_CASE("the leak check counts names left by this test's own rank processes, not by other tests' ended ones",
+          "[shm][allocate][harness]") {
+  // Other tests running alongside leave names of processes they killed on
+  // purpose (as the allocate case above does); those are not this test's.
+  const pid_t ended = fork();
+  if (ended == 0) _exit(0);
+  REQUIRE(ended > 0);
+  waitpid(ended, nullptr, 0);
+  // Not plait's exact pattern, so no concurrent allocate sweeps these away.
+  auto leave = [](long pid) {
+    const std::string name = "plait-w" + std::to_string(pid) + "-leak-check";
+    const int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) close(fd);
+    return fd >= 0 ? name : std::string();
+  };
+  const std::string foreign = leave(ended);
+  REQUIRE_FALSE(foreign.empty());
+  const auto verdicts =
+      plait_test::run_ranks(plait_test::mode::processes, 2, [&](plait::shm::communicator&) -> std::string {
+        return leave(getpid()).empty() ? "could not leave a name" : "";
+      });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  const auto leaked = plait_test::leaked_objects("plait-w");
+  const auto ours = std::count_if(leaked.begin(), leaked.end(),
+                                  [](const std::string& name) { return name.ends_with("-leak-check"); });
+  CHECK(std::find(leaked.begin(), leaked.end(), foreign) == leaked.end());
+  CHECK(ours == 2);  // the two ranks' names
+  shm_unlink(("/" + foreign).c_str());
+  for (const std::string& name : leaked) {
+    if (name.ends_with("-leak-check")) shm_unlink(("/" + name).c_str());
+  }
+}
