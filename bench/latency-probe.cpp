@@ -9,7 +9,8 @@
 //   mpiexec -n 2 [nice -n -15] latency-probe [--calls N] [--persistent]
 //
 // --persistent: a one-shot all_gather against all_gather_init's start + wait,
-// iall_gather + wait and the MPI library's (persistent, where MPI 4) call.
+// iall_gather + wait and the MPI library's (persistent, where MPI 4) call,
+// with the median too.
 //
 // bundle: plait-bench --op bundle's call (an all_to_all of two members,
 // 15/16 and 1/16 of the size) as one plait::bundle against the two members
@@ -20,6 +21,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -41,6 +43,10 @@ struct timing {
   [[nodiscard]] double p10() {
     std::sort(all.begin(), all.end());
     return all[all.size() / 10];
+  }
+  [[nodiscard]] double median() {
+    std::sort(all.begin(), all.end());
+    return all[all.size() / 2];
   }
 };
 
@@ -66,11 +72,12 @@ std::vector<timing> probe(MPI_Comm world, int calls, const std::vector<std::func
 /// --persistent: one all_gather on shm per call against the same bound once
 /// by all_gather_init (start + wait per call), iall_gather + wait, and the
 /// MPI library's MPI_Allgather (and MPI_Allgather_init + MPI_Start/MPI_Wait
-/// where it is MPI 4), 4 KiB to 256 KiB.
+/// where it is MPI 4), 4 KiB to 256 KiB; on two ranks also the one message
+/// each way that such an all-gather needs, alone (shm and MPI point to point).
 void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator& shm, int calls) {
   const auto p = static_cast<std::size_t>(world.size());
   if (world.rank() == 0) {
-    std::printf("# all_gather, %zu ranks, %d calls per variant; us: min / 10th percentile\n", p, calls);
+    std::printf("# all_gather, %zu ranks, %d calls per variant; us: min / 10th percentile / median\n", p, calls);
   }
   for (std::size_t bytes = 4096; bytes <= (std::size_t{256} << 10); bytes *= 4) {
     std::vector<std::byte> shard(bytes / p, std::byte{1}), full(bytes);
@@ -86,6 +93,21 @@ void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator&
                                                                 full.data(), static_cast<int>(shard.size()), MPI_BYTE,
                                                                 world.native_handle());
                                                 }};
+    // On two ranks, the all-gather's one message each way without any
+    // collective around it: the transports' own floor for this size.
+    const int peer = 1 - world.rank();
+    std::vector<std::byte> arrived(shard.size());
+    if (p == 2) {
+      variants.emplace_back([&] {
+        std::array<plait::shm::communicator::request, 2> exchange{shm.irecv(peer, arrived), shm.isend(peer, shard)};
+        shm.wait_all(exchange, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+      });
+      variants.emplace_back([&] {
+        MPI_Sendrecv(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, peer, 0, arrived.data(),
+                     static_cast<int>(arrived.size()), MPI_BYTE, peer, 0, world.native_handle(), MPI_STATUS_IGNORE);
+      });
+    }
+    const std::size_t native_at = variants.size();
 #if MPI_VERSION >= 4
     MPI_Request native = MPI_REQUEST_NULL;
     MPI_Allgather_init(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, full.data(),
@@ -98,11 +120,19 @@ void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator&
     auto t = probe(MPI_COMM_WORLD, calls, variants);
     if (world.rank() == 0) {
       std::printf(
-          "%8zu B  one-shot %7.2f / %7.2f  persistent %7.2f / %7.2f (%.2fx / %.2fx)  iall+wait %7.2f / %7.2f"
-          "  MPI_Allgather %7.2f / %7.2f",
-          bytes, t[0].min, t[0].p10(), t[1].min, t[1].p10(), t[1].min / t[0].min, t[1].p10() / t[0].p10(), t[2].min,
-          t[2].p10(), t[3].min, t[3].p10());
-      if (t.size() > 4) std::printf("  MPI_Allgather_init %7.2f / %7.2f", t[4].min, t[4].p10());
+          "%8zu B  one-shot %5.2f / %5.2f / %5.2f  persistent %5.2f / %5.2f / %5.2f (%.2fx / %.2fx / %.2fx)"
+          "  iall+wait %5.2f / %5.2f / %5.2f  MPI_Allgather %5.2f / %5.2f / %5.2f",
+          bytes, t[0].min, t[0].p10(), t[0].median(), t[1].min, t[1].p10(), t[1].median(), t[1].min / t[0].min,
+          t[1].p10() / t[0].p10(), t[1].median() / t[0].median(), t[2].min, t[2].p10(), t[2].median(), t[3].min,
+          t[3].p10(), t[3].median());
+      if (t.size() > native_at) {
+        std::printf("  MPI_Allgather_init %5.2f / %5.2f / %5.2f", t[native_at].min, t[native_at].p10(),
+                    t[native_at].median());
+      }
+      if (p == 2) {
+        std::printf("  shm isend+irecv %5.2f / %5.2f / %5.2f  MPI_Sendrecv %5.2f / %5.2f / %5.2f", t[4].min, t[4].p10(),
+                    t[4].median(), t[5].min, t[5].p10(), t[5].median());
+      }
       std::printf("\n");
     }
 #if MPI_VERSION >= 4

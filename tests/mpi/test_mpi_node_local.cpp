@@ -5,9 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include <sched.h>
 
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
@@ -45,4 +48,30 @@ TEST_CASE("mpi node_local_shm gives the node's ranks a working shm communicator"
   std::vector<std::byte> again(all.size());
   plait::all_gather<plait::automatic>(second, mine, again);
   PLAIT_REQUIRE_ALL(all == expected && again == expected);
+}
+
+TEST_CASE("mpi node_local_shm waits as the MPI communicator does, even when each rank is bound to one core",
+          "[mpi][shm][node]") {
+  // Launchers bind each rank to a core of its own, so the affinity mask says
+  // one CPU while the node has one per rank: the MPI communicator's choice,
+  // made from the node, holds for its node group too.
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &before)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const plait::shm::communicator bound = plait::mpi::node_local_shm(world);
+  world.set_busy_poll(std::chrono::milliseconds(7));
+  const plait::shm::communicator chosen = plait::mpi::node_local_shm(world);
+  sched_setaffinity(0, sizeof before, &before);
+  PLAIT_REQUIRE_ALL(bound.busy_poll() == plait::mpi::communicator{MPI_COMM_WORLD}.busy_poll() &&
+                    chosen.busy_poll() == std::chrono::milliseconds(7));
 }

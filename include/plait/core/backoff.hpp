@@ -64,13 +64,19 @@ class backoff {
     polls_ = 0;
     sleep_ = min_sleep;
     busy_since_ = {};
+    busy_polls_ = 0;
   }
+  /// True while the waiter spins (busy phase included): a poll then takes
+  /// nanoseconds, so per-poll checks such as a clock read are done only now
+  /// and then.
+  [[nodiscard]] bool spinning() const noexcept { return polls_ < spin_polls; }
   /// True once the waiter has fallen back to sleeping: the slow checks
   /// (is a peer process still alive?) are cheap enough then.
   [[nodiscard]] bool sleeping() const noexcept { return polls_ >= spin_polls + yield_polls_; }
 
  private:
   static constexpr unsigned spin_polls = 64;
+  static constexpr unsigned busy_clock_polls = 16;  // busy polls per clock read
   static constexpr std::chrono::microseconds busy_yield_interval{20};
   static constexpr std::chrono::microseconds min_sleep{20};
   static constexpr std::chrono::microseconds max_sleep{1000};
@@ -80,6 +86,7 @@ class backoff {
   std::chrono::steady_clock::time_point busy_since_{};
   std::chrono::steady_clock::time_point last_yield_{};
   unsigned polls_ = 0;
+  unsigned busy_polls_ = 0;
   std::chrono::microseconds sleep_ = min_sleep;
 };
 

@@ -91,8 +91,14 @@ class progress_engine {
   /// One collective at a time (see the constructor).
   [[nodiscard]] bool in_order() const noexcept { return in_order_; }
 
-  /// The lock every other member needs.
-  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+  /// The lock every other member needs while a progress thread runs. Without
+  /// one, only the communicator's own user moves its collectives (one thread
+  /// at a time, as for any call on it; the thread is started and stopped by
+  /// that user too), so the lock is an empty one and a start or a wait pays
+  /// no mutex.
+  [[nodiscard]] std::unique_lock<std::mutex> lock() {
+    return thread_on_ ? std::unique_lock<std::mutex>(mutex_) : std::unique_lock<std::mutex>();
+  }
 
   /// Appends `c` (not queued) to the queue: it starts moving at the next turn
   /// it gets.
@@ -129,7 +135,8 @@ class progress_engine {
   bool in_order_;
   std::atomic<bool> active_{false};
   std::atomic<bool> stop_{false};
-  bool thread_on_ = false;  // under the lock; thread_ itself is touched only by start/stop_thread
+  bool thread_on_ =
+      false;  // written by the user's thread, under the mutex; thread_ is touched only by start/stop_thread
   std::thread thread_;
 };
 

@@ -235,7 +235,12 @@ class schedule_run {
       const int step_number = static_cast<int>(next_step_);
       try {
         if (!posted_) {
-          locate(current);
+          if (replays_locations_) {
+            replay_located(next_step_);
+          } else {
+            locate(current);
+            if (keeps_locations_) keep_located();
+          }
           post(current, step_number);
           posted_ = true;
           step_deadline_ = after(comm_.timeout());
@@ -256,18 +261,29 @@ class schedule_run {
       posted_ = false;
       unpack();
     }
+    if (keeps_locations_) replays_locations_ = true;  // every step is kept now
     return true;
   }
 
   /// Ready to run again from the first step under `tag`, on the same plan
   /// and buffers (a persistent collective's next start; staging and transit
-  /// stay).
+  /// stay). From the first restart on, the run keeps every step's located
+  /// messages, and once one run has completed, later ones post them as they
+  /// are: nothing a location depends on (plan, buffers, transit blocks,
+  /// staging offsets) changes between starts.
   void restart(int tag) {
     tag_ = tag;
     next_step_ = 0;
     prepared_ = false;
     posted_ = false;
     own_copy_ = own_copy_at_start_;
+    if (!replays_locations_ && !keeps_locations_) {
+      keeps_locations_ = true;
+    } else if (!replays_locations_) {  // the run that kept them did not complete
+      kept_steps_.clear();
+      kept_regions_.clear();
+      kept_messages_.clear();
+    }
   }
 
  private:
@@ -321,6 +337,25 @@ class schedule_run {
       place_message(messages_[i], std::span<const region>(regions_.data(), located_blocks_), staged, vectored_from);
     }
     if (staging_.size() < staged) staging_ = engine_.allocate(staged);  // contents need not survive a step
+    step_regions_ = regions_.data();
+    step_messages_ = messages_.data();
+  }
+
+  /// Appends the step just located to the kept ones.
+  void keep_located() {
+    kept_steps_.push_back({kept_regions_.size(), located_blocks_, kept_messages_.size(), located_messages_, receives_});
+    kept_regions_.insert(kept_regions_.end(), regions_.data(), regions_.data() + located_blocks_);
+    kept_messages_.insert(kept_messages_.end(), messages_.data(), messages_.data() + located_messages_);
+  }
+
+  /// Step `index` as it was located in the run that kept it.
+  void replay_located(std::size_t index) {
+    const kept_step& kept = kept_steps_[index];
+    step_regions_ = kept_regions_.data() + kept.first_region;
+    step_messages_ = kept_messages_.data() + kept.first_message;
+    located_blocks_ = kept.regions;
+    located_messages_ = kept.messages;
+    receives_ = kept.receives;
   }
 
   void locate_transfer(const transfer& t, bool sending) {
@@ -347,7 +382,7 @@ class schedule_run {
   /// Every receive, then every send (packed first if staged), of the step.
   void post(const step& current, int step_number) {
     for (std::size_t i = 0; i < located_messages_; ++i) {
-      const located_message& m = messages_[i];
+      const located_message& m = step_messages_[i];
       if constexpr (vectored) {
         if (m.vectored) {
           requests_[i] = post_vectored(m, i < receives_);
@@ -364,8 +399,8 @@ class schedule_run {
       if (m.staged()) {
         std::byte* out = staging_.data() + m.staging_offset;
         for (std::size_t b = m.first; b < m.first + m.count; ++b) {
-          engine_.pack(regions_[b], out);
-          out += regions_[b].bytes();
+          engine_.pack(step_regions_[b], out);
+          out += step_regions_[b].bytes();
         }
         from = {staging_.data() + m.staging_offset, m.bytes};
       }
@@ -384,11 +419,13 @@ class schedule_run {
   typename Comm::request post_vectored(const located_message& m, bool receive) {
     if (receive) {
       std::span<std::byte>* pieces = recv_pieces_.data() + m.first;
-      for (std::size_t b = 0; b < m.count; ++b) pieces[b] = {regions_[m.first + b].data, regions_[m.first + b].bytes()};
+      for (std::size_t b = 0; b < m.count; ++b)
+        pieces[b] = {step_regions_[m.first + b].data, step_regions_[m.first + b].bytes()};
       return comm_.irecvv(m.peer, std::span<const std::span<std::byte>>(pieces, m.count), tag_);
     }
     std::span<const std::byte>* pieces = send_pieces_.data() + m.first;
-    for (std::size_t b = 0; b < m.count; ++b) pieces[b] = {regions_[m.first + b].data, regions_[m.first + b].bytes()};
+    for (std::size_t b = 0; b < m.count; ++b)
+      pieces[b] = {step_regions_[m.first + b].data, step_regions_[m.first + b].bytes()};
     return comm_.isendv(m.peer, std::span<const std::span<const std::byte>>(pieces, m.count), tag_);
   }
 
@@ -407,12 +444,12 @@ class schedule_run {
 
   void unpack() {
     for (std::size_t i = 0; i < receives_; ++i) {
-      const located_message& m = messages_[i];
+      const located_message& m = step_messages_[i];
       if (!m.staged()) continue;
       const std::byte* in = staging_.data() + m.staging_offset;
       for (std::size_t b = m.first; b < m.first + m.count; ++b) {
-        engine_.unpack(in, regions_[b]);
-        in += regions_[b].bytes();
+        engine_.unpack(in, step_regions_[b]);
+        in += step_regions_[b].bytes();
       }
     }
   }
@@ -437,6 +474,24 @@ class schedule_run {
   std::size_t located_blocks_ = 0;
   std::size_t located_messages_ = 0;
   std::size_t receives_ = 0;
+  // The current step's located blocks and messages: regions_ and messages_,
+  // or a kept step's.
+  region* step_regions_ = nullptr;
+  located_message* step_messages_ = nullptr;
+  // A repeating run's steps as its first complete run located them
+  // (restart()): where each step's blocks and messages start, and how many.
+  struct kept_step {
+    std::size_t first_region;
+    std::size_t regions;
+    std::size_t first_message;
+    std::size_t messages;
+    std::size_t receives;
+  };
+  std::vector<kept_step> kept_steps_;
+  std::vector<region> kept_regions_;
+  std::vector<located_message> kept_messages_;
+  bool keeps_locations_ = false;    // restarted: steps are kept as they are located
+  bool replays_locations_ = false;  // one run completed keeping them: later runs replay them
   typename engine_type::buffer staging_;
   std::size_t next_step_ = 0;  // the step advance() works on
   bool prepared_ = false;      // the plan's local copies are done

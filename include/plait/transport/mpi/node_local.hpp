@@ -24,7 +24,8 @@ namespace mpi {
 /// plait::shm::communicator (collective over `comm`). Node ranks follow the
 /// order of `comm`'s ranks. The node's first rank picks an unguessable segment
 /// name (128 random bits) and broadcasts it, so no other user can predict and
-/// pre-create the segment; the shm group inherits comm.timeout().
+/// pre-create the segment; the shm group inherits comm.timeout() and
+/// comm.busy_poll() (whether its waits may spin first).
 ///   plait::mpi::communicator world{MPI_COMM_WORLD};
 ///   auto node = plait::mpi::node_local_shm(world);
 ///   plait::all_gather<plait::ring>(node, mine, node_all);
@@ -64,8 +65,13 @@ inline shm::communicator node_local_shm(const communicator& comm) {
   }
   detail::check(MPI_Bcast(name.data(), hex_digits, MPI_CHAR, 0, node), "MPI_Bcast", at);
 
-  return shm::communicator::join("mpi-" + name, node_rank, node_size,
-                                 std::chrono::duration_cast<std::chrono::nanoseconds>(comm.timeout()));
+  shm::communicator group = shm::communicator::join(
+      "mpi-" + name, node_rank, node_size, std::chrono::duration_cast<std::chrono::nanoseconds>(comm.timeout()));
+  // comm decided from the whole node whether a waiter may spin; the shm
+  // group would decide from this process's affinity mask, which a launcher
+  // that binds each rank to one core leaves at one CPU.
+  group.set_busy_poll(comm.busy_poll());
+  return group;
 }
 
 }  // namespace mpi

@@ -192,7 +192,8 @@ class communicator : public communicator_core {
   /// the shard is read from memory once instead of twice (about 1.35x faster
   /// for a 2-process all-gather of allocate buffers at 16-64 MiB,
   /// docs/performance.md); from detail::copy_for_sender_bytes (256 KiB) on.
-  /// Otherwise this rank copies at once, as the executor would have.
+  /// Otherwise this rank copies within the call, after its first chunks have
+  /// left (the peer waits for those, nobody for the copy).
   request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag = user_tag);
 
   /// Posts a send of the concatenation of `pieces`: the receiver sees one

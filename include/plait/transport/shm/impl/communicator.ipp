@@ -100,12 +100,15 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
         m.copy_offset = copy_offset;
       }
     }
-    if (m.copy == nullptr) plait::detail::copy_bytes(copy.data(), bytes.data(), bytes.size());
   }
+  const bool copy_here = copy.data() != nullptr && m.copy == nullptr;
   state.sends.push_back(m);
   count_sent(bytes.size());
   request r{peer, true, state.sends_posted++};
   progress_sends(peer);  // small messages leave at once
+  // The copy that no receiver takes over, once the message has left: the
+  // peer waits for the message, nobody waits for this copy.
+  if (copy_here) plait::detail::copy_bytes(copy.data(), bytes.data(), bytes.size());
   return r;
 }
 
@@ -189,6 +192,7 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
   try {
     plait::detail::backoff wait(plait::detail::backoff::default_yield_polls, busy_poll());
     unsigned slow_checks = 0;
+    unsigned idle_polls = 0;
     for (;;) {
       const bool moved = progress();
       if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
@@ -197,7 +201,9 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
         continue;
       }
       check_group(first_waiting(requests));
-      if (clock::now() > until) throw timed_out(requests);
+      // The clock every 16th spinning poll (a read costs about a poll; the
+      // deadline is seconds away), and at every yielding or sleeping one.
+      if ((!wait.spinning() || ++idle_polls % 16 == 0) && clock::now() > until) throw timed_out(requests);
       if (wait.sleeping() && ++slow_checks % 64 == 0 && !peers_alive(requests)) {
         // A process that ended cannot write any more: whatever it sent is in
         // the channel now, so one more pass decides whether we can finish.
