@@ -3,7 +3,8 @@
 // two hosts (scripts/bench-overlap runs it on the emulated two hosts, with a
 // rate-limited link) to see a transfer that a link, not a CPU, moves hidden
 // behind the computation. Options: --layers N --d N --batch N --repeats N
-// --look-every N (the computation calls test() every N x 64 rows of W).
+// --look-every N (the computation calls test() every N x 64 rows of W)
+// --idle-us N (each layer waits N us using no core instead of computing).
 #include <plait/mpi.hpp>
 #include <plait/plait.hpp>
 
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--batch") == 0) s.batch = value;
     if (std::strcmp(argv[i], "--repeats") == 0) s.repeats = value;
     if (std::strcmp(argv[i], "--look-every") == 0) s.look_every = static_cast<unsigned>(value < 1 ? 1 : value);
+    if (std::strcmp(argv[i], "--idle-us") == 0) s.idle_us = value;
   }
   int status = 0;
   {
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
       if (comm.rank() == 0) {
         std::printf("overlap_prefetch_mpi: %zu layers of %zux%zu float weights (%zu KiB), batch %zu, P=%d\n", s.layers,
                     s.d, s.d, s.d * s.d * sizeof(float) / 1024, s.batch, comm.size());
+        if (s.idle_us > 0) std::printf("  each layer idles %zu us instead of computing\n", s.idle_us);
         std::printf("  step time blocking   %9.3f ms\n", blocking * 1e3);
         std::printf("  step time overlapped %9.3f ms  (%.2fx)\n", overlapped * 1e3, overlapped / blocking);
         std::printf("  results equal the serial reference in both modes\n");
