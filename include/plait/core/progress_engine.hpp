@@ -135,8 +135,8 @@ class progress_engine {
   bool in_order_;
   std::atomic<bool> active_{false};
   std::atomic<bool> stop_{false};
-  bool thread_on_ =
-      false;  // written by the user's thread, under the mutex; thread_ is touched only by start/stop_thread
+  // Written by the user's thread, under the mutex; thread_ is touched only by start/stop_thread.
+  bool thread_on_ = false;
   std::thread thread_;
 };
 
