@@ -179,6 +179,29 @@ TEST_CASE("each level sends exactly the documented bytes", "[two_level][bytes]")
   }));
 }
 
+TEST_CASE("hierarchical all-to-alls that grow, shrink and reach zero-size blocks stay exact",
+          "[two_level][all_to_all]") {
+  // The bundle buffer is the two_level's, kept between calls: a later call
+  // must never read bytes an earlier, larger one left there.
+  for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
+    for (const shape s : {shape{6, 2}, shape{6, 3}, shape{8, 4}}) {
+      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << name(how));
+      require_all_empty(on_levels(s.ranks, s.nodes, how, [](auto& levels, auto&) -> std::string {
+        using pairwise = plait::hierarchical<plait::pairwise, plait::pairwise>;
+        using direct_bruck = plait::hierarchical<plait::direct, plait::bruck>;
+        // 20000 elements: 160 KB blocks, which shm sends by single copy.
+        for (const std::size_t n :
+             {std::size_t{4}, std::size_t{1}, std::size_t{9}, std::size_t{0}, std::size_t{20000}, std::size_t{4}}) {
+          std::string verdict = exchange_and_check<pairwise>(levels, n);
+          if (verdict.empty()) verdict = exchange_and_check<direct_bruck>(levels, n + 1);
+          if (!verdict.empty()) return verdict + " with " + std::to_string(n) + "-element blocks";
+        }
+        return std::string();
+      }));
+    }
+  }
+}
+
 TEST_CASE("nodes of different sizes are refused on every rank, naming the sizes", "[two_level][bad_input]") {
   // 5 ranks: a node of 3 and a node of 2.
   const auto verdicts = plait_test::run_ranks(mode::threads, 5, [](plait::shm::communicator& world) -> std::string {

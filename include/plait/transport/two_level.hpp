@@ -16,6 +16,7 @@
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/op/collective.hpp"
@@ -164,6 +165,17 @@ class two_level {
   /// Called by plait::automatic on a two_level: remembers its choice for last_choice().
   void note_choice(const level_choice& choice) noexcept { last_choice_ = choice; }
 
+  /// The hierarchical all-to-all's bundle buffer: `bytes` uninitialised
+  /// bytes, valid until the next call. It is kept until this object goes and
+  /// only grows (to the largest all-to-all's send size): a fresh buffer of
+  /// tens of MiB costs a page fault per page at its first touch (about 90 ms
+  /// per 64 MiB per rank on the two-host bench's VM), more than the node
+  /// level's copy itself.
+  [[nodiscard]] std::span<std::byte> bundle_staging(std::size_t bytes) const {
+    if (bundle_staging_.size() < bytes) bundle_staging_ = detail::byte_buffer(bytes);
+    return {bundle_staging_.data(), bytes};
+  }
+
  private:
   [[nodiscard]] int position() const noexcept { return inter_->rank() * intra_->size() + intra_->rank(); }
 
@@ -216,6 +228,7 @@ class two_level {
   std::vector<int> position_of_rank_;
   bool local_major_ = false;
   level_choice last_choice_{};
+  mutable detail::byte_buffer bundle_staging_;  // scratch: one collective at a time, as on every communicator
 };
 
 /// `plait::two_level levels{intra, inter};` deduces both communicator types.
