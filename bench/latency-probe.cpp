@@ -80,7 +80,7 @@ void probe_persistent(plait::mpi::communicator& world, plait::shm::communicator&
     std::printf("# all_gather, %zu ranks, %d calls per variant; us: min / 10th percentile / median\n", p, calls);
   }
   for (std::size_t bytes = 4096; bytes <= (std::size_t{256} << 10); bytes *= 4) {
-    std::vector<std::byte> shard(bytes / p, std::byte{1}), full(bytes);
+    std::vector<std::byte> shard(bytes / p, std::byte{1}), full(shard.size() * p);  // P shards: about `bytes`
     auto bound = plait::all_gather_init<plait::ring>(shm, shard, full);
     std::vector<std::function<void()>> variants{[&] { plait::all_gather<plait::ring>(shm, shard, full); },
                                                 [&] {
