@@ -107,7 +107,14 @@ std::string gather_checked(plait::shm::communicator& comm, bool threads, int alg
 TEST_CASE("all-gathers whose receivers copy the senders' own shards match the reference", "[shm][send_with_copy]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   const buffers kind = GENERATE(buffers::plain, buffers::shared);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer slows every access about tenfold: it looks for races,
+  // which 2 and 3 ranks run through the same code as 5 and 8 (those run in
+  // the default and asan builds).
+  const int ranks = GENERATE(1, 2, 3);
+#else
   const int ranks = GENERATE(1, 2, 3, 5, 8);
+#endif
   const int algorithm = GENERATE(0, 1, 2, 3, 4);
   // 0 and 1 element, 4 KiB (by reference, copied by the sender), just under
   // and at the 256 KiB from which the receiver copies, and 1 MiB.
