@@ -9,6 +9,7 @@
 // allocation fails every rank naming the culprit, and nothing is left in /dev/shm.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -176,6 +177,44 @@ TEST_CASE("an allocation one rank cannot make fails on every rank, naming it", "
     auto again = comm.allocate<int>(10);
     comm.barrier();
     return again.size() == 10 ? "" : "the next allocation failed";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-w").empty());
+}
+
+TEST_CASE("a persistent all-gather of allocate buffers looks its buffers up at its first start only",
+          "[shm][allocate][persistent]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3);
+  // Sent by reference and read in place, with the receiver writing the own copy
+  // (from detail::copy_for_sender_bytes), and in chunks.
+  const std::size_t n = GENERATE(std::size_t{1} << 17, std::size_t{100});
+  CAPTURE(plait_test::to_string(m), ranks, n);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [n](plait::shm::communicator& comm) -> std::string {
+    const auto p = static_cast<std::size_t>(comm.size());
+    auto send = comm.allocate<float>(n);
+    auto recv = comm.allocate<float>(n * p);
+    auto bound = plait::all_gather_init<plait::ring>(comm, send, recv);
+    std::uint64_t after_first = 0;
+    for (int round = 0; round < 5; ++round) {
+      for (std::size_t i = 0; i < n; ++i) send[i] = make_value<float>(comm.rank() * 7 + round, i);
+      std::fill(recv.begin(), recv.end(), -1.0F);
+      bound.start();
+      bound.wait();
+      for (int r = 0; r < comm.size(); ++r) {
+        for (std::size_t i = 0; i < n; ++i) {
+          if (recv[static_cast<std::size_t>(r) * n + i] != make_value<float>(r * 7 + round, i))
+            return "round " + std::to_string(round) + ": wrong result";
+        }
+      }
+      if (round == 0) after_first = comm.send_lookups();
+    }
+    if (after_first == 0) return "the first start looked nothing up";
+    if (comm.send_lookups() != after_first) return "later starts looked their buffers up again";
+    // A one-shot call on the same buffers does look them up (the count can move).
+    plait::all_gather<plait::ring>(comm, send, recv);
+    if (comm.send_lookups() == after_first) return "a one-shot call was not counted";
+    return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
   REQUIRE(plait_test::leaked_objects("plait-w").empty());

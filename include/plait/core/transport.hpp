@@ -53,6 +53,11 @@ inline constexpr int user_tag = 0;
 ///        isend, and `copy` holds the same bytes once the send completes (the
 ///        receiver may write it while it reads): an all-gather's own shard is
 ///        then read once (docs/architecture.md, "Data flow", step 6)
+///   locate_send(bytes, copy) -> send_place                        locates_sends
+///   isend_with_copy(peer, bytes, copy, tag, const send_place&) -> request
+///        the lookups a send makes (where its bytes lie in memory the peers
+///        map), taken once and passed back by a send that repeats on the same
+///        buffers: a persistent collective's later starts skip them
 ///   isendv(peer, span<const span<const byte>>, tag) -> request   sends_vectored
 ///   irecvv(peer, span<const span<byte>>, tag) -> request
 ///        a message made of several contiguous pieces, gathered on send and
@@ -170,6 +175,12 @@ consteval bool check_transport() {
 template <class Comm>
 concept sends_with_copy = requires(Comm& comm, std::span<const std::byte> out, std::span<std::byte> copy) {
   { comm.isend_with_copy(0, out, copy, 0) } -> std::same_as<typename Comm::request>;
+};
+template <class Comm>
+concept locates_sends = sends_with_copy<Comm> && requires(Comm& comm, std::span<const std::byte> out,
+                                                          std::span<std::byte> copy) {
+  { comm.locate_send(out, copy) } -> std::same_as<typename Comm::send_place>;
+  { comm.isend_with_copy(0, out, copy, 0, comm.locate_send(out, copy)) } -> std::same_as<typename Comm::request>;
 };
 template <class Comm>
 concept sends_vectored = requires(Comm& comm, std::span<const std::span<const std::byte>> out,

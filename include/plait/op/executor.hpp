@@ -178,6 +178,16 @@ class own_copy_deferral {
   int step_ = -1;  // -1: nothing deferred, or already handed to its send
 };
 
+/// Comm::send_place for a transport that locates_sends, else an empty stand-in.
+template <class Comm>
+struct send_place_of {
+  struct type {};
+};
+template <locates_sends Comm>
+struct send_place_of<Comm> {
+  using type = typename Comm::send_place;
+};
+
 /// One message of a step with its blocks located: blocks [first, first +
 /// count) of the step's region list. The same type for every transport and
 /// plan.
@@ -283,6 +293,7 @@ class schedule_run {
       kept_steps_.clear();
       kept_regions_.clear();
       kept_messages_.clear();
+      kept_places_.clear();
     }
   }
 
@@ -292,6 +303,7 @@ class schedule_run {
   // Host memory only: a transport with a copy engine packs on its device.
   static constexpr bool vectored = sends_vectored<Comm> && !has_copy_engine<Comm>;
   static constexpr std::size_t vectored_from = vectored ? vectored_min_bytes<Comm>() : SIZE_MAX;
+  using send_place_type = typename send_place_of<Comm>::type;
 
   // In place for up to 8 messages a step (every built-in schedule at P <= 5,
   // ring and pairwise at any P): small calls allocate nothing here.
@@ -346,6 +358,16 @@ class schedule_run {
     kept_steps_.push_back({kept_regions_.size(), located_blocks_, kept_messages_.size(), located_messages_, receives_});
     kept_regions_.insert(kept_regions_.end(), regions_.data(), regions_.data() + located_blocks_);
     kept_messages_.insert(kept_messages_.end(), messages_.data(), messages_.data() + located_messages_);
+    if constexpr (locates_sends<Comm>) kept_places_.resize(kept_messages_.size());
+  }
+
+  /// Where message `i` of this step lies for the transport (locate_send):
+  /// looked up while the run keeps its steps, the kept one once it replays
+  /// them.
+  const send_place_type& kept_place(std::size_t i, std::span<const std::byte> from, std::span<std::byte> copy) {
+    send_place_type& place = kept_places_[kept_steps_[next_step_].first_message + i];
+    if (!replays_locations_) place = comm_.locate_send(from, copy);
+    return place;
   }
 
   /// Step `index` as it was located in the run that kept it.
@@ -407,6 +429,12 @@ class schedule_run {
       if constexpr (sends_with_copy<Comm>) {
         // One call site for plain sends and the one that carries the own copy (compile cost).
         const std::span<std::byte> copy = own_copy_.take_copy(step_number, current.sends[i - receives_].blocks, plan_);
+        if constexpr (locates_sends<Comm>) {
+          if (keeps_locations_) {
+            requests_[i] = comm_.isend_with_copy(m.peer, from, copy, tag_, kept_place(i, from, copy));
+            continue;
+          }
+        }
         requests_[i] = comm_.isend_with_copy(m.peer, from, copy, tag_);
       } else {
         requests_[i] = comm_.isend(m.peer, from, tag_);
@@ -490,8 +518,9 @@ class schedule_run {
   std::vector<kept_step> kept_steps_;
   std::vector<region> kept_regions_;
   std::vector<located_message> kept_messages_;
-  bool keeps_locations_ = false;    // restarted: steps are kept as they are located
-  bool replays_locations_ = false;  // one run completed keeping them: later runs replay them
+  std::vector<send_place_type> kept_places_;  // per kept message: its send's lookups (locates_sends)
+  bool keeps_locations_ = false;              // restarted: steps are kept as they are located
+  bool replays_locations_ = false;            // one run completed keeping them: later runs replay them
   typename engine_type::buffer staging_;
   std::size_t next_step_ = 0;  // the step advance() works on
   bool prepared_ = false;      // the plan's local copies are done

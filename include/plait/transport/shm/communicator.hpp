@@ -196,6 +196,31 @@ class communicator : public communicator_core {
   /// left (the peer waits for those, nobody for the copy).
   request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag = user_tag);
 
+  /// Where a send's bytes, and a copy of at least
+  /// detail::copy_for_sender_bytes that isend_with_copy may leave to its
+  /// receiver, lie in memory the peers map: an `allocate` window or a pool
+  /// segment, and the offset in it (zero where they lie in neither). These
+  /// are the lookups every isend makes; a send that repeats on the same
+  /// buffers (a persistent collective's, from its second start) keeps them
+  /// and passes them back instead.
+  struct send_place {
+    std::uint64_t window = 0;         ///< the bytes' window or pool segment, 0 if none
+    std::uint64_t window_offset = 0;  ///< where in it they start
+    bool window_in_pool = false;      ///< a pool segment, not an `allocate` window
+    std::uint64_t copy_window = 0;    ///< the same for the copy
+    std::uint64_t copy_offset = 0;    ///< where in it the copy starts
+    bool copy_in_pool = false;        ///< the copy's is a pool segment
+  };
+  /// The lookups of a send of `bytes` with `copy` (empty: none).
+  [[nodiscard]] send_place locate_send(std::span<const std::byte> bytes, std::span<const std::byte> copy) const;
+  /// isend_with_copy with its lookups given: `at` is locate_send(bytes,
+  /// copy) of these spans, taken while the same buffers were allocated.
+  request isend_with_copy(int peer, std::span<const std::byte> bytes, std::span<std::byte> copy, int tag,
+                          const send_place& at);
+  /// How many sends looked up where their bytes lie (locate_send): a
+  /// persistent collective's starts after its first add none.
+  [[nodiscard]] std::uint64_t send_lookups() const noexcept { return send_lookups_; }
+
   /// Posts a send of the concatenation of `pieces`: the receiver sees one
   /// message of their total length (it may post a plain irecv or an irecvv
   /// with other piece boundaries). The list and the bytes stay untouched
@@ -288,8 +313,6 @@ class communicator : public communicator_core {
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> find_window(std::span<const std::byte> bytes) const;
   /// The live window `id` of this communicator, or null (never allocated here, or freed).
   [[nodiscard]] std::shared_ptr<detail::window> find_window(std::uint64_t id) const;
-  /// Sets send `m`'s window to the segment of this rank's pool that holds its bytes, if one does.
-  void locate_in_pool(pending& m) const noexcept;
 
   void await_attached(deadline until, std::string_view operation);
 
@@ -412,7 +435,8 @@ class communicator : public communicator_core {
   std::uint64_t bytes_copied_for_senders_ = 0;
   std::uint64_t bytes_sent_vectored_ = 0;
   std::uint64_t bytes_copied_vectored_ = 0;
-  unsigned test_looks_ = 0;  // test_all calls, to look for lost peer processes now and then
+  mutable std::uint64_t send_lookups_ = 0;  // counted by the const locate_send
+  unsigned test_looks_ = 0;                 // test_all calls, to look for lost peer processes now and then
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =

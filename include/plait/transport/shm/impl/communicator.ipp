@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include <unistd.h>
@@ -57,13 +58,42 @@ PLAIT_DECL communicator::request communicator::isend(int peer, std::span<const s
   return isend_with_copy(peer, bytes, {}, tag);
 }
 
+PLAIT_DECL communicator::send_place communicator::locate_send(std::span<const std::byte> bytes,
+                                                              std::span<const std::byte> copy) const {
+  ++send_lookups_;
+  send_place at;
+  std::tie(at.window, at.window_offset) = find_window(bytes);
+  if (at.window == 0 && pool_) {
+    const detail::pool_location found = pool_->find(bytes.data(), bytes.size());
+    at.window = found.segment;
+    at.window_offset = found.offset;
+    at.window_in_pool = found.segment != 0;
+  }
+  // Only copies this long may go to the receiver (isend_with_copy).
+  if (copy.data() != nullptr && copy.size() >= detail::copy_for_sender_bytes) {
+    std::tie(at.copy_window, at.copy_offset) = find_window(copy);
+    if (at.copy_window == 0 && pool_) {
+      const detail::pool_location found = pool_->find(copy.data(), copy.size());
+      at.copy_window = found.segment;
+      at.copy_offset = found.offset;
+      at.copy_in_pool = found.segment != 0;
+    }
+  }
+  return at;
+}
+
 PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::span<const std::byte> bytes,
                                                                std::span<std::byte> copy, int tag) {
+  return isend_with_copy(peer, bytes, copy, tag, locate_send(bytes, copy));
+}
+
+PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::span<const std::byte> bytes,
+                                                               std::span<std::byte> copy, int tag,
+                                                               const send_place& at) {
   check_usable("isend");
   check_peer(peer, "isend");
   check_tag(tag, peer, "isend");
   auto& state = peers_[static_cast<std::size_t>(peer)];
-  const auto [window, offset] = find_window(bytes);
   pending m{.out = bytes.data(),
             .in = nullptr,
             .bytes = bytes.size(),
@@ -73,9 +103,9 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
             .started = false,
             .by_reference = false,
             .reference_slot = 0,
-            .window = window,
-            .window_offset = offset};
-  if (window == 0 && pool_) locate_in_pool(m);
+            .window = at.window,
+            .window_offset = at.window_offset};
+  m.window_in_pool = at.window_in_pool;
   if (copy.data() != nullptr) {
     if (copy.size() != bytes.size()) [[unlikely]] {
       plait::detail::fail(errc::invalid_argument,
@@ -86,19 +116,11 @@ PLAIT_DECL communicator::request communicator::isend_with_copy(int peer, std::sp
     // and writes the copy with plain stores: not through process_vm_readv.
     const bool local = segment_->is_local(peer);
     if ((local || m.window != 0) && bytes.size() >= detail::copy_for_sender_bytes &&
-        goes_by_reference(m, state, peer)) {
-      auto [copy_window, copy_offset] = find_window(copy);
-      if (copy_window == 0 && pool_) {
-        const detail::pool_location at = pool_->find(copy.data(), copy.size());
-        copy_window = at.segment;
-        copy_offset = at.offset;
-        m.copy_in_pool = at.segment != 0;
-      }
-      if (local || copy_window != 0) {
-        m.copy = copy.data();
-        m.copy_window = copy_window;
-        m.copy_offset = copy_offset;
-      }
+        goes_by_reference(m, state, peer) && (local || at.copy_window != 0)) {
+      m.copy = copy.data();
+      m.copy_window = at.copy_window;
+      m.copy_offset = at.copy_offset;
+      m.copy_in_pool = at.copy_in_pool;
     }
   }
   const bool copy_here = copy.data() != nullptr && m.copy == nullptr;

@@ -202,13 +202,6 @@ PLAIT_DECL std::shared_ptr<detail::window> communicator::find_window(std::uint64
   return nullptr;
 }
 
-PLAIT_DECL void communicator::locate_in_pool(pending& m) const noexcept {
-  const detail::pool_location at = pool_->find(m.out, m.bytes);
-  m.window = at.segment;
-  m.window_offset = at.offset;
-  m.window_in_pool = at.segment != 0;
-}
-
 PLAIT_DECL std::shared_ptr<shm::memory_resource> communicator::shared_memory_resource() {
   // Only a null communicator has no pool: a poisoned one still owns its memory.
   if (!segment_) [[unlikely]]
