@@ -5,12 +5,14 @@
 // nodes (intra) and same-local-rank groups (inter), composed as
 // plait::two_level. hierarchical<Inner, Outer> all-gathers and all-to-alls
 // land in the whole group's rank order for block and round-robin placements,
-// each level carries exactly the documented bytes, unequal nodes are refused
-// on every rank, and automatic reports its choice. (tests/mpi runs the same
+// each level carries exactly the documented bytes, nodes of different sizes
+// are served (equal nodes and unequal ones, the smallest first, last or in
+// the middle), and automatic reports its choice. (tests/mpi runs the same
 // over MPI with node_levels.)
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,41 +43,100 @@ struct arrangement {
   int local;
 };
 
-arrangement place(placement how, int world_rank, int nodes, int locals) {
-  if (how == placement::block) return {world_rank / locals, world_rank % locals};
-  if (how == placement::round_robin) return {world_rank % nodes, world_rank / nodes};
-  const int position = nodes * locals - 1 - world_rank;
-  return {position / locals, position % locals};
+/// Nodes of the given sizes; position of (node, local) is the node's offset + local.
+struct node_sizes {
+  std::vector<int> sizes;
+
+  [[nodiscard]] int ranks() const {
+    int total = 0;
+    for (int s : sizes) total += s;
+    return total;
+  }
+  [[nodiscard]] int count() const { return static_cast<int>(sizes.size()); }
+  [[nodiscard]] bool even() const {
+    for (int s : sizes) {
+      if (s != sizes.front()) return false;
+    }
+    return true;
+  }
+  [[nodiscard]] int offset(int node) const {
+    int at = 0;
+    for (int n = 0; n < node; ++n) at += sizes[static_cast<std::size_t>(n)];
+    return at;
+  }
+  [[nodiscard]] arrangement at_position(int position) const {
+    int node = 0;
+    while (position >= sizes[static_cast<std::size_t>(node)]) position -= sizes[static_cast<std::size_t>(node++)];
+    return {node, position};
+  }
+};
+
+/// P ranks on N nodes as evenly as possible, the larger nodes first.
+node_sizes spread(int ranks, int nodes) {
+  node_sizes out;
+  for (int n = 0; n < nodes; ++n) out.sizes.push_back(ranks / nodes + (n < ranks % nodes ? 1 : 0));
+  return out;
+}
+
+/// Where world rank w sits: blocks of consecutive ranks, dealt to the nodes
+/// in turn (skipping full ones; rank l x N + n with equal nodes), or every
+/// rank at the position P-1-w.
+arrangement place(placement how, int world_rank, const node_sizes& nodes) {
+  if (how == placement::block) return nodes.at_position(world_rank);
+  if (how == placement::reversed) return nodes.at_position(nodes.ranks() - 1 - world_rank);
+  std::vector<int> dealt(nodes.sizes.size(), 0);
+  int node = 0;
+  for (int w = 0;; ++w) {
+    while (dealt[static_cast<std::size_t>(node)] == nodes.sizes[static_cast<std::size_t>(node)]) {
+      node = (node + 1) % nodes.count();
+    }
+    if (w == world_rank) return {node, dealt[static_cast<std::size_t>(node)]};
+    ++dealt[static_cast<std::size_t>(node)];
+    node = (node + 1) % nodes.count();
+  }
 }
 
 /// The whole group's rank of each position: the world ranks, so results are in world order.
-std::vector<int> world_table(placement how, int nodes, int locals) {
-  std::vector<int> table(static_cast<std::size_t>(nodes * locals));
-  for (int w = 0; w < nodes * locals; ++w) {
-    const arrangement a = place(how, w, nodes, locals);
-    table[static_cast<std::size_t>(a.node * locals + a.local)] = w;
+std::vector<int> world_table(placement how, const node_sizes& nodes) {
+  std::vector<int> table(static_cast<std::size_t>(nodes.ranks()));
+  for (int w = 0; w < nodes.ranks(); ++w) {
+    const arrangement a = place(how, w, nodes);
+    table[static_cast<std::size_t>(nodes.offset(a.node) + a.local)] = w;
   }
   return table;
 }
 
-/// Runs fn(levels, world) on P threads arranged as `nodes` nodes; every rank's verdict.
+/// Runs fn(levels, world) on threads arranged as `nodes`; every rank's verdict.
+/// Equal nodes take the rank-table constructor, others the one with node sizes too.
 template <class Fn>
-std::vector<std::string> on_levels(int ranks, int nodes, placement how, Fn&& fn) {
-  const int locals = ranks / nodes;
-  return plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& world) {
-    const arrangement a = place(how, world.rank(), nodes, locals);
+std::vector<std::string> on_levels(const node_sizes& nodes, placement how, Fn&& fn) {
+  return plait_test::run_ranks(mode::threads, nodes.ranks(), [&](plait::shm::communicator& world) {
+    const arrangement a = place(how, world.rank(), nodes);
     auto intra = world.split(a.node, a.local);
     auto inter = world.split(a.local, a.node);
-    plait::two_level levels(intra, inter, world_table(how, nodes, locals));
-    if (levels.rank() != world.rank()) return std::string("two_level rank differs from the world rank");
+    auto levels = nodes.even() ? std::make_unique<plait::two_level<plait::shm::communicator, plait::shm::communicator>>(
+                                     intra, inter, world_table(how, nodes))
+                               : std::make_unique<plait::two_level<plait::shm::communicator, plait::shm::communicator>>(
+                                     intra, inter, world_table(how, nodes), nodes.sizes);
+    if (levels->rank() != world.rank()) return std::string("two_level rank differs from the world rank");
+    if (levels->node_count() != nodes.count() || levels->node_index() != a.node) return std::string("wrong node");
     // Each placement takes its own path: straight by position, straight by local rank, or staging.
-    const bool spread = nodes > 1 && locals > 1;
-    if (levels.node_major() != (how == placement::block || (how == placement::round_robin && !spread))) {
-      return std::string("node_major() is wrong");
+    const bool spread_out = nodes.count() > 1 && nodes.ranks() > nodes.count();
+    const std::vector<int> table = world_table(how, nodes);
+    bool identity = true;
+    for (std::size_t p = 0; p < table.size(); ++p) identity = identity && table[p] == static_cast<int>(p);
+    if (levels->node_major() != identity) return std::string("node_major() is wrong");
+    if (levels->local_major() != (how == placement::round_robin && spread_out && nodes.even())) {
+      return std::string("local_major() is wrong");
     }
-    if (levels.local_major() != (how == placement::round_robin && spread)) return std::string("local_major() is wrong");
-    return fn(levels, world);
+    return fn(*levels, world);
   });
+}
+
+/// The same for P ranks spread over N nodes as evenly as possible (larger nodes first).
+template <class Fn>
+std::vector<std::string> on_levels(int ranks, int nodes, placement how, Fn&& fn) {
+  return on_levels(spread(ranks, nodes), how, std::forward<Fn>(fn));
 }
 
 template <class Algorithm, class Levels>
@@ -113,11 +174,20 @@ void require_all_empty(const std::vector<std::string>& verdicts) {
   }
 }
 
-struct shape {
-  int ranks;
-  int nodes;
-};
-constexpr shape shapes[] = {{2, 1}, {2, 2}, {4, 2}, {4, 4}, {6, 2}, {8, 4}};
+/// Equal nodes, then nodes of different sizes (the smallest last, first, in the middle).
+const std::vector<node_sizes>& shapes() {
+  static const std::vector<node_sizes> all{
+      {{2}},    {{1, 1}},    {{2, 2}}, {{1, 1, 1, 1}}, {{3, 3}},       {{2, 2, 2, 2}}, {{2, 1}},
+      {{3, 2}}, {{1, 2, 2}}, {{4, 3}}, {{2, 1, 1, 1}}, {{2, 2, 2, 1}}, {{3, 1, 3}},    {{1, 4}},
+  };
+  return all;
+}
+
+std::string describe(const node_sizes& nodes) {
+  std::string out;
+  for (int s : nodes.sizes) out += (out.empty() ? "" : "+") + std::to_string(s);
+  return out;
+}
 
 }  // namespace
 
@@ -126,9 +196,9 @@ TEMPLATE_TEST_CASE("a hierarchical all-gather on two shm levels lands in the who
                    (plait::hierarchical<plait::direct, plait::ring>), (plait::hierarchical<plait::bruck, plait::tree>),
                    (plait::hierarchical<plait::automatic, plait::automatic>)) {
   for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
-    for (const shape s : shapes) {
-      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << name(how));
-      require_all_empty(on_levels(s.ranks, s.nodes, how, [](auto& levels, auto&) {
+    for (const node_sizes& nodes : shapes()) {
+      INFO("nodes of " << describe(nodes) << " ranks, " << name(how));
+      require_all_empty(on_levels(nodes, how, [](auto& levels, auto&) {
         std::string verdict = gather_and_check<TestType>(levels, 5);
         return verdict.empty() ? gather_and_check<TestType>(levels, 1) : verdict;
       }));
@@ -142,9 +212,9 @@ TEMPLATE_TEST_CASE("a hierarchical all-to-all on two shm levels lands in the who
                    (plait::hierarchical<plait::ring, plait::direct>),
                    (plait::hierarchical<plait::automatic, plait::automatic>)) {
   for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
-    for (const shape s : shapes) {
-      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << name(how));
-      require_all_empty(on_levels(s.ranks, s.nodes, how, [](auto& levels, auto&) {
+    for (const node_sizes& nodes : shapes()) {
+      INFO("nodes of " << describe(nodes) << " ranks, " << name(how));
+      require_all_empty(on_levels(nodes, how, [](auto& levels, auto&) {
         std::string verdict = exchange_and_check<TestType>(levels, 3);
         return verdict.empty() ? exchange_and_check<TestType>(levels, 1) : verdict;
       }));
@@ -184,9 +254,10 @@ TEST_CASE("hierarchical all-to-alls that grow, shrink and reach zero-size blocks
   // The bundle buffer is the two_level's, kept between calls: a later call
   // must never read bytes an earlier, larger one left there.
   for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
-    for (const shape s : {shape{6, 2}, shape{6, 3}, shape{8, 4}}) {
-      INFO("P = " << s.ranks << " on " << s.nodes << " nodes, " << name(how));
-      require_all_empty(on_levels(s.ranks, s.nodes, how, [](auto& levels, auto&) -> std::string {
+    for (const node_sizes& nodes : {node_sizes{{3, 3}}, node_sizes{{2, 2, 2}}, node_sizes{{2, 2, 2, 2}},
+                                    node_sizes{{3, 2, 2}}, node_sizes{{1, 3}}}) {
+      INFO("nodes of " << describe(nodes) << " ranks, " << name(how));
+      require_all_empty(on_levels(nodes, how, [](auto& levels, auto&) -> std::string {
         using pairwise = plait::hierarchical<plait::pairwise, plait::pairwise>;
         using direct_bruck = plait::hierarchical<plait::direct, plait::bruck>;
         // 20000 elements: 160 KB blocks, which shm sends by single copy.
@@ -202,24 +273,114 @@ TEST_CASE("hierarchical all-to-alls that grow, shrink and reach zero-size blocks
   }
 }
 
-TEST_CASE("nodes of different sizes are refused on every rank, naming the sizes", "[two_level][bad_input]") {
-  // 5 ranks: a node of 3 and a node of 2.
+TEST_CASE("two_level learns nodes of different sizes by its exchange and serves them", "[two_level][uneven]") {
+  // Nodes of 1, 3 and 2 ranks, in blocks, without a table: rank() is the position.
+  const node_sizes nodes{{1, 3, 2}};
+  const auto verdicts = plait_test::run_ranks(mode::threads, 6, [&](plait::shm::communicator& world) -> std::string {
+    const arrangement a = place(placement::block, world.rank(), nodes);
+    auto intra = world.split(a.node, a.local);
+    auto inter = world.split(a.local, a.node);
+    plait::two_level levels{intra, inter};
+    if (levels.bytes_sent() != plait::level_bytes{}) return "the exchange counted as payload";
+    if (levels.size() != 6 || levels.node_count() != 3 || levels.node_index() != a.node) return "wrong census";
+    if (levels.even_nodes() || levels.smallest_node_size() != 1 || levels.largest_node_size() != 3) {
+      return "wrong sizes";
+    }
+    for (int n = 0; n < 3; ++n) {
+      if (levels.node_size_of(n) != nodes.sizes[static_cast<std::size_t>(n)] ||
+          levels.node_offset(n) != nodes.offset(n))
+        return "wrong node " + std::to_string(n);
+    }
+    if (levels.rank() != world.rank() || !levels.node_major()) return "rank is not the position";
+    std::string verdict = gather_and_check<plait::hierarchical<plait::ring, plait::ring>>(levels, 3);
+    if (verdict.empty()) verdict = exchange_and_check<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, 2);
+    return verdict;
+  });
+  require_all_empty(verdicts);
+}
+
+TEST_CASE("an inter level that is not the same local rank of every node is refused, naming the sizes",
+          "[two_level][bad_input]") {
+  // Nodes of 3 and 2 ranks, but inter groups the ranks by world rank parity:
+  // local rank 2 of node 0 would meet node 1, which has no local rank 2.
   const auto verdicts = plait_test::run_ranks(mode::threads, 5, [](plait::shm::communicator& world) -> std::string {
     const int node = world.rank() < 3 ? 0 : 1;
     auto intra = world.split(node, world.rank());
-    auto inter = world.split(intra.rank(), node);
+    auto inter = world.split(world.rank() % 2, world.rank());
     try {
       plait::two_level levels{intra, inter};
       return "accepted";
     } catch (const plait::error& e) {
       const std::string text = e.what();
       if (e.code() != plait::errc::invalid_argument) return "wrong code: " + text;
-      if (text.find("same number of ranks") == std::string::npos) return "unclear: " + text;
-      if (text.find("3") == std::string::npos || text.find("2") == std::string::npos) return "sizes missing: " + text;
+      if (text.find("inter level wrong") == std::string::npos && text.find("3, 2 ranks") == std::string::npos) {
+        return "unclear: " + text;
+      }
       return {};
     }
   });
+  // Local ranks 0 see a consistent census; their node-mates' verdicts make them refuse too.
   require_all_empty(verdicts);
+}
+
+TEST_CASE("each level sends exactly the documented bytes on nodes of different sizes", "[two_level][bytes][uneven]") {
+  // Nodes of 3, 2 and 2 ranks (M = 2 relays), 10-byte shards and blocks.
+  const node_sizes nodes{{3, 2, 2}};
+  constexpr std::size_t n = 5;
+  constexpr std::uint64_t s = n * sizeof(std::uint16_t);
+  require_all_empty(on_levels(nodes, placement::block, [&](auto& levels, auto&) -> std::string {
+    const std::uint64_t p = 7;
+    const std::uint64_t node_count = 3;
+    const std::uint64_t local = static_cast<std::uint64_t>(levels.intra().rank());
+    const std::uint64_t size = static_cast<std::uint64_t>(levels.node_size());
+    const std::uint64_t me = static_cast<std::uint64_t>(levels.node_index());
+    // all-gather, both direct. Share l of node m's block of L_m x s bytes:
+    // [L_m s l / M, L_m s (l + 1) / M).
+    const auto share = [&](std::uint64_t m, std::uint64_t l) {
+      const std::uint64_t block = static_cast<std::uint64_t>(nodes.sizes[m]) * s;
+      return block * (l + 1) / 2 - block * l / 2;
+    };
+    std::vector<std::uint16_t> mine(n, static_cast<std::uint16_t>(levels.rank()));
+    std::vector<std::uint16_t> all(n * p);
+    plait::all_gather<plait::hierarchical<plait::direct, plait::direct>>(levels, mine, all);
+    for (std::size_t j = 0; j < all.size(); ++j) {
+      if (all[j] != j / n) return "wrong gathered element " + std::to_string(j);
+    }
+    const plait::level_bytes gathered = levels.bytes_sent();
+    const std::uint64_t row = local < 2 ? share(0, local) + share(1, local) + share(2, local) : 0;
+    if (gathered.inter != (local < 2 ? (node_count - 1) * share(me, local) : 0)) {
+      return "all_gather inter bytes " + std::to_string(gathered.inter);
+    }
+    if (gathered.intra != (size - 1) * s + (size - 1) * row) {
+      return "all_gather intra bytes " + std::to_string(gathered.intra);
+    }
+    // all-to-all, both pairwise: relay r carries the blocks for local ranks
+    // r, r + 2, ... of every node. Step 1: every rank sends each other relay
+    // of its node the blocks for that relay's local ranks; step 2: relay r
+    // sends node m L x (served by r on m) blocks; step 3: relay r forwards P
+    // blocks to each of its local ranks k >= 2.
+    const auto served = [&](std::uint64_t m, std::uint64_t r) {
+      return (static_cast<std::uint64_t>(nodes.sizes[m]) - r + 1) / 2;
+    };
+    const auto relay_blocks = [&](std::uint64_t r) { return served(0, r) + served(1, r) + served(2, r); };
+    std::string verdict = exchange_and_check<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, n);
+    const plait::level_bytes exchanged = levels.bytes_sent();
+    const std::uint64_t b = n * sizeof(std::uint64_t);
+    std::uint64_t intra = 0;
+    for (std::uint64_t r = 0; r < 2; ++r) intra += r == local ? 0 : relay_blocks(r) * b;
+    std::uint64_t inter = 0;
+    if (local < 2) {
+      for (std::uint64_t m = 0; m < node_count; ++m) inter += m == me ? 0 : size * served(m, local) * b;
+      intra += (served(me, local) - 1) * p * b;
+    }
+    if (exchanged.inter - gathered.inter != inter) {
+      return "all_to_all inter bytes " + std::to_string(exchanged.inter - gathered.inter);
+    }
+    if (exchanged.intra - gathered.intra != intra) {
+      return "all_to_all intra bytes " + std::to_string(exchanged.intra - gathered.intra);
+    }
+    return verdict;
+  }));
 }
 
 TEST_CASE("a wrong recv size is refused on this rank before any byte moves", "[two_level][bad_input]") {
@@ -269,7 +430,7 @@ TEST_CASE("a rank table that is not one rank per position is refused on this ran
 TEST_CASE("two_level's own size check is control traffic, and its ranks are positions", "[two_level][bytes]") {
   // Round-robin on 2 nodes of 3: without a rank table, rank() is the position node x 3 + local.
   require_all_empty(plait_test::run_ranks(mode::threads, 6, [](plait::shm::communicator& world) -> std::string {
-    const arrangement a = place(placement::round_robin, world.rank(), 2, 3);
+    const arrangement a = place(placement::round_robin, world.rank(), spread(6, 2));
     auto intra = world.split(a.node, a.local);
     auto inter = world.split(a.local, a.node);
     plait::two_level levels{intra, inter};

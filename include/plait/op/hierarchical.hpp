@@ -27,6 +27,8 @@
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/redistribute.hpp"
+#include "plait/op/all_gather_v.hpp"
+#include "plait/op/all_to_all_v.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/transport/two_level.hpp"
 
@@ -101,11 +103,11 @@ void on_level(const Levels& levels, bool inter, std::string_view operation, Fn&&
   try {
     run();
   } catch (const error& raised) {
-    const int level_size = inter ? levels.node_count() : levels.node_size();
+    const int level_size = inter ? levels.inter().size() : levels.intra().size();
     int peer = -1;
     if (raised.peer() >= 0 && raised.peer() < level_size) {
-      peer = levels.rank_at(inter ? raised.peer() * levels.node_size() + levels.intra().rank()
-                                  : levels.inter().rank() * levels.node_size() + raised.peer());
+      peer = levels.rank_at(inter ? levels.position_of_inter_peer(raised.peer())
+                                  : levels.position_of_intra_peer(raised.peer()));
     }
     throw level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer);
   }
@@ -200,6 +202,183 @@ void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<con
   });
 }
 
+/// Bytes [lo, hi) of node n's block of `bytes` that local rank `share` of
+/// `shares` carries over the slow level (near-equal byte ranges).
+struct share_range {
+  std::size_t lo;
+  std::size_t hi;
+  [[nodiscard]] std::size_t size() const noexcept { return hi - lo; }
+};
+inline share_range share_of(std::size_t bytes, std::size_t share, std::size_t shares) noexcept {
+  return {bytes * share / shares, bytes * (share + 1) / shares};
+}
+
+/// The all-gather on nodes of different sizes, into `out` in position
+/// order. With M the smallest node's size, only local ranks 0 .. M - 1
+/// meet every node over inter, so the node's block goes first and is cut
+/// into M shares:
+///   1. Inner: the node all-gathers its L_n shards into place (its block).
+///   2. Outer, local ranks l < M: share l of every node's block (near-equal
+///      byte ranges) is all_gather_v'd over inter into row l of staging.
+///   3. Inner: the node all_gather_v's rows 0 .. M - 1 in place (local ranks
+///      l >= M contribute nothing), and every share is copied into place.
+/// The slow level carries each node's block once to every other node, as
+/// with equal nodes; the fast level also carries the rows (docs/hierarchical.md).
+template <class Inner, class Outer, class Intra, class Inter>
+void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                         std::span<std::byte> out) {
+  constexpr std::string_view label = hierarchical_label<op::all_gather>();
+  const std::size_t s = send.size();
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t shares = extent(levels.smallest_node_size());
+  const std::size_t local = extent(levels.intra().rank());
+  const std::size_t node = extent(levels.node_index());
+  const auto block_of = [&](std::size_t n) {
+    return out.subspan(extent(levels.node_offset(static_cast<int>(n))) * s,
+                       extent(levels.node_size_of(static_cast<int>(n))) * s);
+  };
+  on_level(levels, false, label,
+           [&] { collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), send, block_of(node)); });
+  // Staging row l holds share l of every node, nodes in order.
+  std::vector<std::size_t> share_bytes(shares * nodes);
+  std::vector<std::size_t> row_bytes(extent(levels.node_size()), 0);
+  for (std::size_t l = 0; l < shares; ++l) {
+    for (std::size_t n = 0; n < nodes; ++n) {
+      share_bytes[l * nodes + n] = share_of(block_of(n).size(), l, shares).size();
+      row_bytes[l] += share_bytes[l * nodes + n];
+    }
+  }
+  const byte_buffer staged(out.size());  // rows 0 .. M - 1 fill it: every byte of every node's block once
+  const std::span<std::byte> rows(staged.data(), staged.size());
+  std::size_t row_at = 0;
+  for (std::size_t l = 0; l < local && l < shares; ++l) row_at += row_bytes[l];
+  if (local < shares) {
+    const share_range mine = share_of(block_of(node).size(), local, shares);
+    const std::span<const std::size_t> counts(share_bytes.data() + local * nodes, nodes);
+    on_level(levels, true, label, [&] {
+      all_gather_v<Outer, contiguous>(levels.inter(),
+                                      std::span<const std::byte>(block_of(node).subspan(mine.lo, mine.size())),
+                                      rows.subspan(row_at, row_bytes[local]), counts);
+    });
+  }
+  on_level(levels, false, label, [&] { all_gather_v<Inner, contiguous>(levels.intra(), in_place, rows, row_bytes); });
+  std::size_t at = 0;
+  for (std::size_t l = 0; l < shares; ++l) {
+    for (std::size_t n = 0; n < nodes; ++n) {
+      const std::span<std::byte> block = block_of(n);
+      const share_range range = share_of(block.size(), l, shares);
+      if (n != node && range.size() != 0) std::memcpy(block.data() + range.lo, rows.data() + at, range.size());
+      at += range.size();
+    }
+  }
+}
+
+/// The all-to-all on nodes of different sizes, into `out` in position
+/// order, with `b`-byte blocks. Local rank k's bytes cross the slow level
+/// through relay k mod M (M: the smallest node's size; relays meet every
+/// node over inter):
+///   1. Inner (all_to_all_v): each rank sends relay r of its node the blocks
+///      for every (node m, local k) with k mod M = r.
+///   2. Outer (all_to_all_v), relays only: relay r sends node m's relay r
+///      the node's blocks for m's local ranks k mod M = r, one message per
+///      node pair and relay.
+///   3. Inner (all_to_all_v): relay r keeps the blocks for itself and sends
+///      local rank k >= M (k mod M = r) all P of its blocks.
+/// Packing between the steps is by host copies (docs/hierarchical.md).
+template <class Inner, class Outer, class Intra, class Inter>
+void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                           std::span<std::byte> out) {
+  constexpr std::string_view label = hierarchical_label<op::all_to_all>();
+  const std::size_t ranks = extent(levels.size());
+  const std::size_t b = send.size() / ranks;
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t relays = extent(levels.smallest_node_size());
+  const std::size_t locals = extent(levels.node_size());
+  const std::size_t local = extent(levels.intra().rank());
+  const std::size_t node = extent(levels.node_index());
+  const auto size_of = [&](std::size_t n) { return extent(levels.node_size_of(static_cast<int>(n))); };
+  const auto offset_of = [&](std::size_t n) { return extent(levels.node_offset(static_cast<int>(n))); };
+  // Local ranks of node m that relay r serves: r, r + M, ... below L_m.
+  const auto served = [&](std::size_t m, std::size_t r) { return (size_of(m) - r + relays - 1) / relays; };
+  std::vector<std::size_t> relay_blocks(relays, 0);  // blocks of one rank for relay r
+  for (std::size_t r = 0; r < relays; ++r) {
+    for (std::size_t m = 0; m < nodes; ++m) relay_blocks[r] += served(m, r);
+  }
+  const bool relay = local < relays;
+
+  // 1. Pack send by relay, then node, then local rank.
+  const byte_buffer packed(send.size());
+  std::vector<std::size_t> to_local(locals, 0);
+  std::vector<std::size_t> from_local(locals, 0);
+  {
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < relays; ++r) {
+      for (std::size_t m = 0; m < nodes; ++m) {
+        for (std::size_t k = r; k < size_of(m); k += relays) {
+          std::memcpy(packed.data() + at, send.data() + (offset_of(m) + k) * b, b);
+          at += b;
+        }
+      }
+      to_local[r] = relay_blocks[r] * b;
+    }
+    if (relay) std::fill(from_local.begin(), from_local.end(), relay_blocks[local] * b);
+  }
+  // At relay l: [source local l'][node m][k] blocks.
+  const byte_buffer gathered(relay ? locals * relay_blocks[local] * b : 0);
+  on_level(levels, false, label, [&] {
+    all_to_all_v<Inner, contiguous>(levels.intra(), std::span<const std::byte>(packed.data(), packed.size()), to_local,
+                                    std::span<std::byte>(gathered.data(), gathered.size()), from_local);
+  });
+
+  // 2. Relays: regroup as [node m][source local l'][k], exchange over inter.
+  //    Arrived from node m: [source local l' < L_m][k of this node served by this relay].
+  const std::size_t mine_served = relay ? served(node, local) : 0;
+  const byte_buffer arrived(relay ? ranks * mine_served * b : 0);
+  if (relay) {
+    const byte_buffer regrouped(gathered.size());
+    std::vector<std::size_t> to_node(nodes);
+    std::vector<std::size_t> from_node(nodes);
+    std::size_t at = 0;
+    for (std::size_t m = 0; m < nodes; ++m) {
+      std::size_t before_m = 0;  // blocks for nodes before m in one source's part
+      for (std::size_t m2 = 0; m2 < m; ++m2) before_m += served(m2, local);
+      for (std::size_t source = 0; source < locals; ++source) {
+        const std::size_t part = served(m, local) * b;
+        std::memcpy(regrouped.data() + at, gathered.data() + (source * relay_blocks[local] + before_m) * b, part);
+        at += part;
+      }
+      to_node[m] = locals * served(m, local) * b;
+      from_node[m] = size_of(m) * mine_served * b;
+    }
+    on_level(levels, true, label, [&] {
+      all_to_all_v<Outer, contiguous>(levels.inter(), std::span<const std::byte>(regrouped.data(), regrouped.size()),
+                                      to_node, std::span<std::byte>(arrived.data(), arrived.size()), from_node);
+    });
+  }
+
+  // 3. Relays unpack their own blocks and pack those of local ranks k >= M;
+  //    arrived is in source-position order ([m][l']), each with mine_served blocks.
+  const byte_buffer forwarded(relay && mine_served > 1 ? (mine_served - 1) * ranks * b : 0);
+  std::vector<std::size_t> forward_to(locals, 0);
+  std::vector<std::size_t> forward_from(locals, 0);
+  if (relay) {
+    for (std::size_t source = 0; source < ranks; ++source) {
+      const std::byte* blocks = arrived.data() + source * mine_served * b;
+      std::memcpy(out.data() + source * b, blocks, b);
+      for (std::size_t t = 1; t < mine_served; ++t) {
+        std::memcpy(forwarded.data() + ((t - 1) * ranks + source) * b, blocks + t * b, b);
+      }
+    }
+    for (std::size_t t = 1; t < mine_served; ++t) forward_to[local + t * relays] = ranks * b;
+  } else {
+    forward_from[local % relays] = ranks * b;
+  }
+  on_level(levels, false, label, [&] {
+    all_to_all_v<Inner, contiguous>(levels.intra(), std::span<const std::byte>(forwarded.data(), forwarded.size()),
+                                    forward_to, relay ? std::span<std::byte>() : out, forward_from);
+  });
+}
+
 /// Copies block rank_at(p) of `from` to block p of `to` (or back, `to_ranks`):
 /// between the whole group's rank order and position order.
 template <class Levels>
@@ -216,7 +395,8 @@ void reorder_blocks(const Levels& levels, std::span<const std::byte> from, std::
 /// hierarchical<Inner, Outer> for Op on bytes: checks the sizes on this rank
 /// before any byte moves, then runs straight into the result for block and
 /// round-robin placements, and through staging in position order for any
-/// other rank table.
+/// other rank table. Nodes of different sizes take their own paths
+/// (gather_uneven_nodes, exchange_uneven_nodes), in position order too.
 template <class Op, class Inner, class Outer, class Intra, class Inter>
 void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                       std::span<std::byte> recv) {
@@ -235,7 +415,13 @@ void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std
   }
   if (recv.empty()) return;  // nothing moves on any rank: every rank's sizes are these
   const auto by_position = [&](std::span<const std::byte> in, std::span<std::byte> out) {
-    if constexpr (gather) {
+    if (!levels.even_nodes()) {
+      if constexpr (gather) {
+        gather_uneven_nodes<Inner, Outer>(levels, in, out);
+      } else {
+        exchange_uneven_nodes<Inner, Outer>(levels, in, out);
+      }
+    } else if constexpr (gather) {
       gather_by_position<Inner, Outer>(levels, in, out);
     } else {
       exchange_by_position<Inner, Outer>(levels, in, out);
@@ -327,7 +513,7 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
     level_choice picked{};
     picked.hierarchical_seconds =
         predicted_hierarchical_seconds<Op, Algorithm, typename Comm::intra_type, typename Comm::inter_type>(
-            comm.node_count(), comm.node_size(), block, comm.local_major());
+            comm.node_count(), comm.largest_node_size(), block, comm.local_major());
     if constexpr (has_whole_communicator<Comm>) {
       using whole = std::remove_reference_t<decltype(comm.world())>;
       picked.flat_seconds =

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -51,19 +52,47 @@ struct level_choice {
 };
 
 namespace detail {
-/// Raises invalid_argument when the node sizes `sizes` (one per node, as seen
-/// by this rank) differ: two_level needs the same intra size on every node.
-PLAIT_DECL void check_node_sizes(int rank, std::span<const int> sizes, std::string_view operation);
+/// Where the nodes of a two_level sit in position order: node n holds
+/// sizes[n] ranks at positions offsets[n] .. offsets[n + 1] - 1. The same on
+/// every rank; nodes may differ in size.
+struct node_census {
+  std::vector<int> sizes;    ///< ranks of each node, in node order
+  std::vector<int> offsets;  ///< first position of each node, then the total
+  int smallest = 0;          ///< the smallest node's size
+  int largest = 0;           ///< the largest node's size
+
+  /// Raises invalid_argument (naming `operation`, as rank `rank`) unless
+  /// every size is at least 1 and they total `total` (-1: any total).
+  PLAIT_DECL static node_census of(std::vector<int> sizes, int rank, std::string_view operation, long total = -1);
+  /// Whether every node has the same size.
+  [[nodiscard]] bool even() const noexcept { return smallest == largest; }
+  /// The nodes whose local rank `local` exists (sizes > local), in node order:
+  /// the inter level of that local rank.
+  PLAIT_DECL std::vector<int> nodes_with_local(int local) const;
+};
+
+/// What is wrong with `inter` of local rank `local` on node `node` (empty:
+/// nothing): two_level needs the ranks of local rank `local` on every node
+/// that has one, in node order, this node at inter_rank. `seen_sizes` (may
+/// be empty: not exchanged) are the node sizes its members reported.
+PLAIT_DECL std::string inter_level_problem(const node_census& census, int node, int intra_size, int local,
+                                           int inter_rank, int inter_size, std::span<const int> seen_sizes);
 /// Raises invalid_argument unless `rank_of_position` lists each of its ranks once.
 PLAIT_DECL void check_rank_table(int rank, std::span<const int> rank_of_position, std::string_view operation);
 }  // namespace detail
 
 /// Two levels of one group: `intra`, the ranks of this node, and `inter`, the
-/// ranks of the same local rank on every node. Holds both by reference (they
-/// must outlive it). With N = inter.size() nodes of L = intra.size() ranks,
-/// size() is N x L and this rank's position is inter.rank() x L +
-/// intra.rank(); rank() is that position unless a rank table says otherwise
-/// (plait::mpi::node_levels keeps the launcher's ranks that way).
+/// ranks of the same local rank on every node that has that local rank.
+/// Holds both by reference (they must outlive it). Node n has L_n ranks at
+/// positions O_n .. O_n + L_n - 1 (O_n = L_0 + ... + L_{n-1}); this rank's
+/// position is O_node + intra.rank(), and rank() is that position unless a
+/// rank table says otherwise (plait::mpi::node_levels keeps the launcher's
+/// ranks that way). size() is the sum of the node sizes; with N nodes of
+/// equal size L it is N x L, the position inter.rank() x L + intra.rank().
+/// Nodes of different sizes are served: every local rank below the smallest
+/// node's size meets all N nodes over inter, and the hierarchical
+/// collectives route the other local ranks' bytes through those
+/// (docs/hierarchical.md, "Nodes of different sizes").
 ///   plait::two_level levels{intra, inter};
 ///   plait::all_gather<plait::hierarchical<plait::ring, plait::direct>>(levels, mine, all);
 template <class Intra, class Inter>
@@ -77,19 +106,22 @@ class two_level {
   /// The inter-node communicator type.
   using inter_type = Inter;
 
-  /// Collective over both levels: every node must have the same number of
-  /// ranks, checked by an exchange of intra.size() over inter and of what
-  /// each rank saw over intra (control bytes, not counted in bytes_sent()).
-  /// Nodes of different sizes are invalid_argument on every rank, naming the sizes.
+  /// Collective over both levels: learns every node's size and this node's
+  /// index by an exchange of intra.size() over inter and of local rank 0's
+  /// view over intra (control bytes, not counted in bytes_sent()). Local rank
+  /// 0 of every node meets every node over inter, so node order is the order
+  /// of inter among local ranks 0. An inter level that is not the same-local-
+  /// rank peers of every node large enough is invalid_argument.
   two_level(Intra& intra, Inter& inter) : intra_(&intra), inter_(&inter) {
     check_levels();
-    check_equal_node_sizes();
+    take_census();
   }
 
-  /// The levels with an explicit rank of each position (position p = node x
-  /// L + local rank): rank_of_position[p] is the rank of the whole group that
-  /// sits there, the same table on every rank. No exchange: the caller knows
-  /// the node sizes are equal (the table has N x L entries on every rank).
+  /// The levels of N = inter.size() nodes of equal size L = intra.size(),
+  /// with an explicit rank of each position (position p = node x L + local
+  /// rank): rank_of_position[p] is the rank of the whole group that sits
+  /// there, the same table on every rank. No exchange: the caller knows the
+  /// node sizes are equal (the table has N x L entries on every rank).
   two_level(Intra& intra, Inter& inter, std::vector<int> rank_of_position)
       : intra_(&intra), inter_(&inter), rank_of_position_(std::move(rank_of_position)) {
     check_levels();
@@ -97,25 +129,37 @@ class two_level {
       detail::fail(errc::invalid_argument,
                    {"the rank table has ", rank_of_position_.size(),
                     " entries, not intra.size() x inter.size() = ", intra.size(), " x ", inter.size()},
-                   {position(), "two_level"});
+                   {intra.rank(), "two_level"});
     }
-    detail::check_rank_table(position(), rank_of_position_, "two_level");
-    position_of_rank_.assign(rank_of_position_.size(), 0);
-    bool identity = true;
-    for (std::size_t p = 0; p < rank_of_position_.size(); ++p) {
-      position_of_rank_[static_cast<std::size_t>(rank_of_position_[p])] = static_cast<int>(p);
-      identity = identity && rank_of_position_[p] == static_cast<int>(p);
+    census_ = detail::node_census::of(std::vector<int>(static_cast<std::size_t>(inter.size()), intra.size()),
+                                      intra.rank(), "two_level");
+    node_ = inter.rank();
+    index_inter_level();
+    index_rank_table();
+  }
+
+  /// The levels of nodes of any sizes: node_sizes[n] ranks on node n (in
+  /// node order, the order of inter among local ranks 0) and the rank of the
+  /// whole group at each position (positions O_n + local rank), the same
+  /// tables on every rank. No exchange; the tables are checked against this
+  /// rank's levels.
+  two_level(Intra& intra, Inter& inter, std::vector<int> rank_of_position, std::vector<int> node_sizes)
+      : intra_(&intra), inter_(&inter), rank_of_position_(std::move(rank_of_position)) {
+    check_levels();
+    census_ = detail::node_census::of(std::move(node_sizes), intra.rank(), "two_level",
+                                      static_cast<long>(rank_of_position_.size()));
+    const std::vector<int> nodes = census_.nodes_with_local(intra.rank());
+    if (inter.size() != static_cast<int>(nodes.size())) {
+      detail::fail(errc::invalid_argument,
+                   {"inter has ", inter.size(), " ranks, but ", nodes.size(), " of the ", census_.sizes.size(),
+                    " nodes have a local rank ", intra.rank(),
+                    ": inter must be the same local rank of every node "
+                    "that has it"},
+                   {intra.rank(), "two_level"});
     }
-    const int nodes = inter.size();
-    const int locals = intra.size();
-    local_major_ = !identity;
-    for (int p = 0; p < nodes * locals && local_major_; ++p) {
-      local_major_ = rank_of_position_[static_cast<std::size_t>(p)] == (p % locals) * nodes + p / locals;
-    }
-    if (identity) {
-      rank_of_position_.clear();
-      position_of_rank_.clear();
-    }
+    node_ = nodes[static_cast<std::size_t>(inter.rank())];
+    index_inter_level();
+    index_rank_table();
   }
 
   /// Temporaries would dangle: the levels are held by reference.
@@ -132,20 +176,32 @@ class two_level {
 
   /// This rank in the whole group.
   [[nodiscard]] int rank() const noexcept { return rank_at(position()); }
-  /// Ranks in the whole group: intra().size() x inter().size().
-  [[nodiscard]] int size() const noexcept { return intra_->size() * inter_->size(); }
+  /// Ranks in the whole group: the sum of the node sizes.
+  [[nodiscard]] int size() const noexcept { return census_.offsets.back(); }
   /// The intra-node (fast) communicator.
   [[nodiscard]] Intra& intra() const noexcept { return *intra_; }
   /// The inter-node (slow) communicator.
   [[nodiscard]] Inter& inter() const noexcept { return *inter_; }
-  /// Ranks per node, L.
+  /// Ranks on this rank's node (intra().size()).
   [[nodiscard]] int node_size() const noexcept { return intra_->size(); }
   /// Nodes, N.
-  [[nodiscard]] int node_count() const noexcept { return inter_->size(); }
+  [[nodiscard]] int node_count() const noexcept { return static_cast<int>(census_.sizes.size()); }
+  /// This rank's node, 0 .. N - 1.
+  [[nodiscard]] int node_index() const noexcept { return node_; }
+  /// Ranks on node `n`.
+  [[nodiscard]] int node_size_of(int n) const noexcept { return census_.sizes[static_cast<std::size_t>(n)]; }
+  /// Position of local rank 0 of node `n`.
+  [[nodiscard]] int node_offset(int n) const noexcept { return census_.offsets[static_cast<std::size_t>(n)]; }
+  /// The smallest node's size: local ranks below it meet every node over inter.
+  [[nodiscard]] int smallest_node_size() const noexcept { return census_.smallest; }
+  /// The largest node's size.
+  [[nodiscard]] int largest_node_size() const noexcept { return census_.largest; }
+  /// Whether every node has the same number of ranks.
+  [[nodiscard]] bool even_nodes() const noexcept { return census_.even(); }
   /// Each level's own bytes_sent().
   [[nodiscard]] level_bytes bytes_sent() const noexcept { return {intra_->bytes_sent(), inter_->bytes_sent()}; }
 
-  /// The position (node x L + local rank) of rank `r` of the whole group.
+  /// The position of rank `r` of the whole group.
   [[nodiscard]] int position_of(int r) const noexcept {
     return position_of_rank_.empty() ? r : position_of_rank_[static_cast<std::size_t>(r)];
   }
@@ -153,11 +209,18 @@ class two_level {
   [[nodiscard]] int rank_at(int p) const noexcept {
     return rank_of_position_.empty() ? p : rank_of_position_[static_cast<std::size_t>(p)];
   }
-  /// Whether rank r sits at position r on every rank (blocks of L consecutive
+  /// The position of rank `peer` of this rank's inter level.
+  [[nodiscard]] int position_of_inter_peer(int peer) const noexcept {
+    return node_offset(inter_nodes_[static_cast<std::size_t>(peer)]) + intra_->rank();
+  }
+  /// The position of rank `peer` of this rank's intra level.
+  [[nodiscard]] int position_of_intra_peer(int peer) const noexcept { return node_offset(node_) + peer; }
+  /// Whether rank r sits at position r on every rank (blocks of consecutive
   /// ranks per node): hierarchical collectives then write straight into the result.
   [[nodiscard]] bool node_major() const noexcept { return rank_of_position_.empty(); }
-  /// Whether local rank l of node n is rank l x N + n (round-robin placement,
-  /// and not node_major()): hierarchical collectives write straight into the result too.
+  /// Whether nodes are of equal size L and local rank l of node n is rank l x
+  /// N + n (round-robin placement, and not node_major()): hierarchical
+  /// collectives write straight into the result too.
   [[nodiscard]] bool local_major() const noexcept { return local_major_; }
 
   /// What the last automatic collective on this object ran and why.
@@ -177,7 +240,7 @@ class two_level {
   }
 
  private:
-  [[nodiscard]] int position() const noexcept { return inter_->rank() * intra_->size() + intra_->rank(); }
+  [[nodiscard]] int position() const noexcept { return node_offset(node_) + intra_->rank(); }
 
   void check_levels() const {
     if (intra_->size() < 1 || inter_->size() < 1) {
@@ -189,31 +252,77 @@ class two_level {
   }
 
   // Local rank 0 of every node meets every node over inter, so it sees all
-  // node sizes; the other local ranks may meet only the nodes as large as
-  // theirs, so each node then gathers what its ranks saw over intra.
-  void check_equal_node_sizes() {
+  // node sizes and its node's index; the other local ranks may meet only the
+  // nodes larger than their local rank, so each node copies local rank 0's
+  // view over intra: first how many nodes it saw, then the view itself.
+  void take_census() {
     const level_bytes before = bytes_sent();
     const int mine = intra_->size();
-    std::vector<int> sizes(static_cast<std::size_t>(inter_->size()));
-    collective<op::all_gather, Inter, direct, contiguous>::run(*inter_, std::span<const int>(&mine, 1), sizes);
-    int smallest = mine;
-    int largest = mine;
-    for (int s : sizes) {
-      smallest = s < smallest ? s : smallest;
-      largest = s > largest ? s : largest;
-    }
-    const int seen[2] = {smallest, largest};
-    std::vector<int> node_seen(2 * static_cast<std::size_t>(intra_->size()));
-    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(seen, 2), node_seen);
+    std::vector<int> seen(static_cast<std::size_t>(inter_->size()));
+    collective<op::all_gather, Inter, direct, contiguous>::run(*inter_, std::span<const int>(&mine, 1), seen);
+    const int met = inter_->size();
+    std::vector<int> met_by_each(static_cast<std::size_t>(intra_->size()));
+    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(&met, 1), met_by_each);
+    const auto nodes = static_cast<std::size_t>(met_by_each.front());
+    // One record per local rank: [node index, node sizes...], padded with zeros.
+    std::vector<int> record(nodes + 1, 0);
+    record[0] = inter_->rank();
+    for (std::size_t n = 0; n < seen.size() && n < nodes; ++n) record[n + 1] = seen[n];
+    std::vector<int> records(record.size() * static_cast<std::size_t>(intra_->size()));
+    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(record), records);
     discount(before);
-    for (int s : node_seen) {
-      smallest = s < smallest ? s : smallest;
-      largest = s > largest ? s : largest;
+    const auto first = records.begin() + 1;
+    census_ = detail::node_census::of(std::vector<int>(first, first + static_cast<std::ptrdiff_t>(nodes)),
+                                      intra_->rank(), "two_level");
+    node_ = records[0];
+    // A wrong inter level may look right from local rank 0 (its view is the
+    // census): the node agrees on every rank's verdict, so all its ranks refuse.
+    const std::string problem = detail::inter_level_problem(census_, node_, intra_->size(), intra_->rank(),
+                                                            inter_->rank(), inter_->size(), seen);
+    const int fine = problem.empty() ? 1 : 0;
+    std::vector<int> verdicts(static_cast<std::size_t>(intra_->size()));
+    const level_bytes checked = bytes_sent();
+    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(&fine, 1), verdicts);
+    discount(checked);
+    if (!problem.empty()) detail::fail(errc::invalid_argument, {problem}, {intra_->rank(), "two_level"});
+    for (std::size_t l = 0; l < verdicts.size(); ++l) {
+      if (verdicts[l] == 0) {
+        detail::fail(errc::invalid_argument,
+                     {"local rank ", l,
+                      " of this node found its inter level wrong: inter must be the same local "
+                      "rank of every node that has it, in node order"},
+                     {intra_->rank(), "two_level", -1, static_cast<int>(l)});
+      }
     }
-    // Local rank 0's view lists every node; the others name what their node saw.
-    detail::check_node_sizes(position(), sizes, "two_level");
-    const int range[2] = {smallest, largest};
-    detail::check_node_sizes(position(), range, "two_level");
+    inter_nodes_ = census_.nodes_with_local(intra_->rank());
+  }
+
+  // Which node each inter peer sits on, after checking inter is the level it should be.
+  void index_inter_level() {
+    const std::string problem =
+        detail::inter_level_problem(census_, node_, intra_->size(), intra_->rank(), inter_->rank(), inter_->size(), {});
+    if (!problem.empty()) detail::fail(errc::invalid_argument, {problem}, {intra_->rank(), "two_level"});
+    inter_nodes_ = census_.nodes_with_local(intra_->rank());
+  }
+
+  void index_rank_table() {
+    detail::check_rank_table(position(), rank_of_position_, "two_level");
+    position_of_rank_.assign(rank_of_position_.size(), 0);
+    bool identity = true;
+    for (std::size_t p = 0; p < rank_of_position_.size(); ++p) {
+      position_of_rank_[static_cast<std::size_t>(rank_of_position_[p])] = static_cast<int>(p);
+      identity = identity && rank_of_position_[p] == static_cast<int>(p);
+    }
+    const int nodes = node_count();
+    const int locals = census_.largest;
+    local_major_ = !identity && census_.even();
+    for (int p = 0; p < nodes * locals && local_major_; ++p) {
+      local_major_ = rank_of_position_[static_cast<std::size_t>(p)] == (p % locals) * nodes + p / locals;
+    }
+    if (identity) {
+      rank_of_position_.clear();
+      position_of_rank_.clear();
+    }
   }
 
   void discount(const level_bytes& before) {
@@ -224,6 +333,9 @@ class two_level {
 
   Intra* intra_;
   Inter* inter_;
+  detail::node_census census_;
+  int node_ = 0;                       // this rank's node index
+  std::vector<int> inter_nodes_;       // the node of each inter peer
   std::vector<int> rank_of_position_;  // empty: rank r at position r
   std::vector<int> position_of_rank_;
   bool local_major_ = false;

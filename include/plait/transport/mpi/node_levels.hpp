@@ -38,16 +38,25 @@ inline int shared_node_id(const communicator& world) {
   return id;
 }
 
+/// Every node's size in node order (nodes in the order of their ids) and
+/// this rank's node index, from an all-gather of the ids over `world`.
+struct node_ids {
+  std::vector<int> sizes;
+  int index = 0;
+};
+
 /// What node_levels owns, built before its two_level base refers to it.
 class node_levels_parts {
  protected:
   node_levels_parts(communicator& world, int node_id)
       : node_world_(&world),
+        node_ids_(census(world, node_id)),
         node_intra_(join_node(world, node_id)),
         node_inter_(world.split(node_intra_.rank(), node_id)) {
-    // Every rank learns every rank's position (node index x L + local rank).
+    // Every rank learns every rank's position (its node's first position + local rank).
     const plait::error_context at{world.rank(), "node_levels", -1, -1};
-    const int position = node_inter_.rank() * node_intra_.size() + node_intra_.rank();
+    int position = node_intra_.rank();
+    for (int n = 0; n < node_ids_.index; ++n) position += node_ids_.sizes[static_cast<std::size_t>(n)];
     std::vector<int> positions(static_cast<std::size_t>(world.size()));
     check(MPI_Allgather(&position, 1, MPI_INT, positions.data(), 1, MPI_INT, world.native_handle()), "MPI_Allgather",
           at);
@@ -57,15 +66,13 @@ class node_levels_parts {
   }
 
   communicator* node_world_;
+  node_ids node_ids_;
   shm::communicator node_intra_;
   communicator node_inter_;
   std::vector<int> node_table_;
 
  private:
-  // The ranks of `world` with this node id, in world order, joined over shm.
-  // Node sizes are checked over `world` first, so every rank refuses
-  // unequal nodes alike.
-  static shm::communicator join_node(communicator& world, int node_id) {
+  static node_ids census(communicator& world, int node_id) {
     const plait::error_context at{world.rank(), "node_levels", -1, -1};
     if (!world) throw plait::error(errc::invalid_argument, "called on a null communicator", at);
     if (node_id < 0) plait::detail::fail(errc::invalid_argument, {"node id ", node_id, " is negative"}, at);
@@ -73,10 +80,17 @@ class node_levels_parts {
     check(MPI_Allgather(&node_id, 1, MPI_INT, ids.data(), 1, MPI_INT, world.native_handle()), "MPI_Allgather", at);
     std::map<int, int> ranks_of_node;
     for (int id : ids) ++ranks_of_node[id];
-    std::vector<int> sizes;
-    for (const auto& [id, count] : ranks_of_node) sizes.push_back(count);
-    plait::detail::check_node_sizes(world.rank(), sizes, "node_levels");
+    node_ids out;
+    for (const auto& [id, count] : ranks_of_node) {
+      if (id < node_id) ++out.index;
+      out.sizes.push_back(count);
+    }
+    return out;
+  }
 
+  // The ranks of `world` with this node id, in world order, joined over shm.
+  static shm::communicator join_node(communicator& world, int node_id) {
+    const plait::error_context at{world.rank(), "node_levels", -1, -1};
     const communicator node = world.split(node_id, world.rank());
     shm::communicator joined = node_local_shm(node);
     if (joined.size() != node.size()) {
@@ -96,9 +110,8 @@ class node_levels_parts {
 /// over the ranks of the same local rank on every node, nodes in the order of
 /// their ids. rank() and size() are world's, whatever the placement (block,
 /// round-robin, ...): hierarchical collectives reorder as needed, and world()
-/// serves flat ones (automatic picks between them). Every node needs the same
-/// number of ranks; unequal nodes are invalid_argument on every rank.
-/// Collective over world; not movable (its two_level base refers to its parts).
+/// serves flat ones (automatic picks between them). Nodes may have different
+/// numbers of ranks. Collective over world; not movable (its two_level base refers to its parts).
 ///   plait::mpi::communicator world{MPI_COMM_WORLD};
 ///   auto node = plait::mpi::node_levels(world);
 ///   plait::all_gather<plait::hierarchical<plait::ring, plait::recursive_doubling>>(node, mine, all);
@@ -112,7 +125,8 @@ class node_levels : private detail::node_levels_parts, public two_level<shm::com
   /// one machine this way.
   node_levels(communicator& world, int node_id)
       : detail::node_levels_parts(world, node_id),
-        two_level<shm::communicator, communicator>(node_intra_, node_inter_, std::move(node_table_)) {}
+        two_level<shm::communicator, communicator>(node_intra_, node_inter_, std::move(node_table_),
+                                                   std::move(node_ids_.sizes)) {}
 
   /// A temporary world would dangle: world() refers to it.
   explicit node_levels(communicator&&) = delete;
