@@ -101,7 +101,7 @@ std::vector<int> world_table(placement how, const node_sizes& nodes) {
   std::vector<int> table(static_cast<std::size_t>(nodes.ranks()));
   for (int w = 0; w < nodes.ranks(); ++w) {
     const arrangement a = place(how, w, nodes);
-    table[static_cast<std::size_t>(nodes.offset(a.node) + a.local)] = w;
+    table[static_cast<std::size_t>(nodes.offset(a.node)) + static_cast<std::size_t>(a.local)] = w;
   }
   return table;
 }
@@ -331,9 +331,9 @@ TEST_CASE("each level sends exactly the documented bytes on nodes of different s
   require_all_empty(on_levels(nodes, placement::block, [&](auto& levels, auto&) -> std::string {
     const std::uint64_t p = 7;
     const std::uint64_t node_count = 3;
-    const std::uint64_t local = static_cast<std::uint64_t>(levels.intra().rank());
-    const std::uint64_t size = static_cast<std::uint64_t>(levels.node_size());
-    const std::uint64_t me = static_cast<std::uint64_t>(levels.node_index());
+    const auto local = static_cast<std::uint64_t>(levels.intra().rank());
+    const auto size = static_cast<std::uint64_t>(levels.node_size());
+    const auto me = static_cast<std::uint64_t>(levels.node_index());
     // all-gather, both direct. Share l of node m's block of L_m x s bytes:
     // [L_m s l / M, L_m s (l + 1) / M).
     const auto share = [&](std::uint64_t m, std::uint64_t l) {

@@ -202,7 +202,7 @@ void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<con
   });
 }
 
-/// Bytes [lo, hi) of node n's block of `bytes` that local rank `share` of
+/// Bytes [lo, hi) of a node's block of `bytes` that local rank `share` of
 /// `shares` carries over the slow level (near-equal byte ranges).
 struct share_range {
   std::size_t lo;

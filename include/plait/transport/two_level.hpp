@@ -150,12 +150,11 @@ class two_level {
                                       static_cast<long>(rank_of_position_.size()));
     const std::vector<int> nodes = census_.nodes_with_local(intra.rank());
     if (inter.size() != static_cast<int>(nodes.size())) {
-      detail::fail(errc::invalid_argument,
-                   {"inter has ", inter.size(), " ranks, but ", nodes.size(), " of the ", census_.sizes.size(),
-                    " nodes have a local rank ", intra.rank(),
-                    ": inter must be the same local rank of every node "
-                    "that has it"},
-                   {intra.rank(), "two_level"});
+      detail::fail(
+          errc::invalid_argument,
+          {"inter has ", inter.size(), " ranks, but ", nodes.size(), " of the ", census_.sizes.size(),
+           " nodes have a local rank ", intra.rank(), ": inter must be the same local rank of every node that has it"},
+          {intra.rank(), "two_level"});
     }
     node_ = nodes[static_cast<std::size_t>(inter.rank())];
     index_inter_level();
