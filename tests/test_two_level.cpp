@@ -354,24 +354,26 @@ TEST_CASE("each level sends exactly the documented bytes on nodes of different s
     if (gathered.intra != (size - 1) * s + (size - 1) * row) {
       return "all_gather intra bytes " + std::to_string(gathered.intra);
     }
-    // all-to-all, both pairwise: relay r carries the blocks for local ranks
-    // r, r + 2, ... of every node. Step 1: every rank sends each other relay
-    // of its node the blocks for that relay's local ranks; step 2: relay r
-    // sends node m L x (served by r on m) blocks; step 3: relay r forwards P
-    // blocks to each of its local ranks k >= 2.
+    // all-to-all, both pairwise: relay r carries the blocks from other nodes
+    // for local ranks r, r + 2, ... Step 1: the node's own row (L - 1
+    // blocks), then every rank sends each other relay of its node the blocks
+    // for that relay's local ranks on the other nodes; step 2: relay r sends
+    // node m L x (served by r on m) blocks; step 3: relay r forwards the P -
+    // L blocks from other nodes to each of its local ranks k >= 2.
     const auto served = [&](std::uint64_t m, std::uint64_t r) {
       return (static_cast<std::uint64_t>(nodes.sizes[m]) - r + 1) / 2;
     };
-    const auto relay_blocks = [&](std::uint64_t r) { return served(0, r) + served(1, r) + served(2, r); };
     std::string verdict = exchange_and_check<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, n);
     const plait::level_bytes exchanged = levels.bytes_sent();
     const std::uint64_t b = n * sizeof(std::uint64_t);
-    std::uint64_t intra = 0;
-    for (std::uint64_t r = 0; r < 2; ++r) intra += r == local ? 0 : relay_blocks(r) * b;
+    std::uint64_t intra = (size - 1) * b;
+    for (std::uint64_t r = 0; r < 2; ++r) {
+      for (std::uint64_t m = 0; m < node_count && r != local; ++m) intra += m == me ? 0 : served(m, r) * b;
+    }
     std::uint64_t inter = 0;
     if (local < 2) {
       for (std::uint64_t m = 0; m < node_count; ++m) inter += m == me ? 0 : size * served(m, local) * b;
-      intra += (served(me, local) - 1) * p * b;
+      intra += (served(me, local) - 1) * (p - size) * b;
     }
     if (exchanged.inter - gathered.inter != inter) {
       return "all_to_all inter bytes " + std::to_string(exchanged.inter - gathered.inter);

@@ -189,7 +189,10 @@ int main(int argc, char** argv) {
 #ifdef PLAIT_TWO_HOSTS_HIERARCHICAL
       std::optional<plait::mpi::node_levels> levels;  // owns its two communicators: built in place
       if (wants(o.variants, "hierarchical")) levels.emplace(world);
-      const int local_ranks = levels ? levels->node_size() : 0;
+      // Rank 0's node (node 0: ids are smallest world ranks) and the smallest node, for the formula.
+      const int local_ranks = levels ? levels->node_size_of(0) : 0;
+      const int relays = levels ? levels->smallest_node_size() : 0;
+      const int node_count = levels ? levels->node_count() : 0;
 #else
       if (wants(o.variants, "hierarchical")) {
         throw plait::error(plait::errc::unsupported,
@@ -197,6 +200,8 @@ int main(int argc, char** argv) {
                            "the hierarchical variant");
       }
       int local_ranks = 0;  // no levels: no formula
+      int relays = 0;
+      int node_count = 0;
 #endif
       std::vector<result> results;
       const auto p = static_cast<std::size_t>(ranks);
@@ -269,17 +274,20 @@ int main(int argc, char** argv) {
               }
             }
           }
-          // The hierarchical schedules' slow-level payload from one node to
-          // the others (each way, N nodes of L ranks): all-gather, every rank
-          // sends its shard to its N-1 same-local-rank peers, L (N-1) shards;
-          // all-to-all, every rank sends one message of L blocks to each of
-          // N-1 peers, L L (N-1) blocks in L (N-1) messages.
+          // The hierarchical schedules' slow-level payload from rank 0's node
+          // (L_0 ranks) to the others: all-gather, its L_0 shards to each of
+          // the N-1 other nodes; all-to-all, its L_0 ranks' blocks for the
+          // P - L_0 ranks elsewhere. Messages: one per other node from each
+          // of the M ranks that cross (M = the smallest node's size: L with
+          // equal nodes, where every rank sends its shard, or one message
+          // of L blocks, to its N-1 same-local-rank peers).
           if (local_ranks > 0 && names.front() == "plait-hierarchical") {
-            const auto nodes = static_cast<long long>(ranks / local_ranks);
+            const auto nodes = static_cast<long long>(node_count);
             const auto local = static_cast<long long>(local_ranks);
             const auto shard = static_cast<long long>(block);
-            here.front().formula_bytes = gather ? local * (nodes - 1) * shard : local * local * (nodes - 1) * shard;
-            here.front().slow_messages = local * (nodes - 1);
+            here.front().formula_bytes =
+                gather ? local * (nodes - 1) * shard : local * (static_cast<long long>(ranks) - local) * shard;
+            here.front().slow_messages = static_cast<long long>(relays) * (nodes - 1);
           }
           if (rank == 0) {
             std::fprintf(stderr, "two-hosts-bench: %s %s:", op.c_str(), bench::size_text(bytes).c_str());
@@ -308,6 +316,7 @@ int main(int argc, char** argv) {
           write_json(out, results,
                      {{"ranks", std::to_string(ranks)},
                       {"local ranks", std::to_string(local_ranks)},
+                      {"smallest node", std::to_string(relays)},
                       {"native", o.native_name},
                       {"iterations", std::to_string(o.how.iterations)},
                       {"repetitions", std::to_string(o.how.repetitions)}});

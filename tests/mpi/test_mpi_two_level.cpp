@@ -94,8 +94,9 @@ bool exchange_matches_mpi(Levels& levels, std::size_t n, int salt) {
 /// MPI, and each level's bytes against docs/hierarchical.md's formulas.
 /// all-gather, both direct: local rank l < M sends share l of its node's
 /// block to N - 1 nodes; the node level carries the shard and then row l
-/// (share l of every node). all-to-all, both pairwise: relay r carries the
-/// blocks for local ranks r, r + M, ... of every node.
+/// (share l of every node). all-to-all, both pairwise: the node's own row
+/// goes straight, and relay r carries the blocks from other nodes for local
+/// ranks r, r + M, ...
 bool uneven_bytes_match(plait::mpi::node_levels& levels, std::uint64_t s) {
   const std::uint64_t nodes = levels.node_count();
   const std::uint64_t m = levels.smallest_node_size();
@@ -119,15 +120,15 @@ bool uneven_bytes_match(plait::mpi::node_levels& levels, std::uint64_t s) {
   const auto served = [&](std::uint64_t node, std::uint64_t r) { return (node_size_of(node) - r + m - 1) / m; };
   ok = exchange_matches_mpi<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, s, 15) && ok;
   const plait::level_bytes exchanged = levels.bytes_sent();
-  std::uint64_t intra = 0;
+  std::uint64_t intra = (size - 1) * s;  // the node's own row
   for (std::uint64_t r = 0; r < m; ++r) {
     if (r == local) continue;
-    for (std::uint64_t node = 0; node < nodes; ++node) intra += served(node, r) * s;
+    for (std::uint64_t node = 0; node < nodes; ++node) intra += node == me ? 0 : served(node, r) * s;
   }
   std::uint64_t inter = 0;
   if (local < m) {
     for (std::uint64_t node = 0; node < nodes; ++node) inter += node == me ? 0 : size * served(node, local) * s;
-    intra += (served(me, local) - 1) * p * s;
+    intra += (served(me, local) - 1) * (p - size) * s;
   }
   ok = ok && exchanged.inter - gathered.inter == inter && exchanged.intra - gathered.intra == intra;
   if (!ok) {

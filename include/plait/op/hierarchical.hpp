@@ -152,7 +152,7 @@ template <class Inner, class Outer, class Intra, class Inter>
 void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                           std::span<std::byte> out) {
   const std::size_t row = send.size() / extent(levels.node_count());
-  const std::span<std::byte> bundled = levels.bundle_staging(send.size());  // Inner writes every byte
+  const std::span<std::byte> bundled = levels.staging(0, send.size());  // Inner writes every byte
   for (std::size_t at = 0; at < send.size(); at += row) {
     on_level(levels, false, hierarchical_label<op::all_to_all>(), [&] {
       collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send.subspan(at, row),
@@ -192,7 +192,7 @@ void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<con
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
-  const std::span<std::byte> bundled = levels.bundle_staging(send.size());  // Inner writes every byte
+  const std::span<std::byte> bundled = levels.staging(0, send.size());  // Inner writes every byte
   on_level(levels, false, hierarchical_label<op::all_to_all>(),
            [&] { collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send, bundled); });
   const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
@@ -248,8 +248,7 @@ void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const 
       row_bytes[l] += share_bytes[l * nodes + n];
     }
   }
-  const byte_buffer staged(out.size());  // rows 0 .. M - 1 fill it: every byte of every node's block once
-  const std::span<std::byte> rows(staged.data(), staged.size());
+  const std::span<std::byte> rows = levels.staging(1, out.size());  // rows 0 .. M - 1: every node's block once
   std::size_t row_at = 0;
   for (std::size_t l = 0; l < local && l < shares; ++l) row_at += row_bytes[l];
   if (local < shares) {
@@ -274,17 +273,19 @@ void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const 
 }
 
 /// The all-to-all on nodes of different sizes, into `out` in position
-/// order, with `b`-byte blocks. Local rank k's bytes cross the slow level
-/// through relay k mod M (M: the smallest node's size; relays meet every
-/// node over inter):
-///   1. Inner (all_to_all_v): each rank sends relay r of its node the blocks
-///      for every (node m, local k) with k mod M = r.
+/// order, with `b`-byte blocks. Blocks within the node go straight; local
+/// rank k's blocks from other nodes cross the slow level through relay
+/// k mod M (M: the smallest node's size; relays meet every node over inter):
+///   1. Inner: one all-to-all of the node's own row, straight into place;
+///      then (all_to_all_v, once per other node m) each rank sends relay r
+///      of its node the blocks for m's local ranks k with k mod M = r.
 ///   2. Outer (all_to_all_v), relays only: relay r sends node m's relay r
 ///      the node's blocks for m's local ranks k mod M = r, one message per
 ///      node pair and relay.
 ///   3. Inner (all_to_all_v): relay r keeps the blocks for itself and sends
-///      local rank k >= M (k mod M = r) all P of its blocks.
-/// Packing between the steps is by host copies (docs/hierarchical.md).
+///      local rank k >= M (k mod M = r) its P - L blocks from other nodes.
+/// Packing before step 1 and unpacking after steps 2 and 3 are host copies;
+/// the buffers are the two_level's own, kept between calls (docs/hierarchical.md).
 template <class Inner, class Outer, class Intra, class Inter>
 void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                            std::span<std::byte> out) {
@@ -296,87 +297,100 @@ void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<cons
   const std::size_t locals = extent(levels.node_size());
   const std::size_t local = extent(levels.intra().rank());
   const std::size_t node = extent(levels.node_index());
+  const std::size_t foreign = ranks - locals;  // ranks on other nodes
   const auto size_of = [&](std::size_t n) { return extent(levels.node_size_of(static_cast<int>(n))); };
   const auto offset_of = [&](std::size_t n) { return extent(levels.node_offset(static_cast<int>(n))); };
   // Local ranks of node m that relay r serves: r, r + M, ... below L_m.
   const auto served = [&](std::size_t m, std::size_t r) { return (size_of(m) - r + relays - 1) / relays; };
-  std::vector<std::size_t> relay_blocks(relays, 0);  // blocks of one rank for relay r
-  for (std::size_t r = 0; r < relays; ++r) {
-    for (std::size_t m = 0; m < nodes; ++m) relay_blocks[r] += served(m, r);
-  }
   const bool relay = local < relays;
+  const std::size_t mine_served = relay ? served(node, local) : 0;
+  const std::span<std::byte> own_row = out.subspan(offset_of(node) * b, locals * b);
 
-  // 1. Pack send by relay, then node, then local rank.
-  const byte_buffer packed(send.size());
+  // 1. The node's own row, then the other nodes' blocks packed by node,
+  //    relay, local rank; one Inner call per other node m leaves, at relay
+  //    l, [m][source local l'][k served by l on m]: the order step 2 sends in.
+  on_level(levels, false, label, [&] {
+    collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(),
+                                                              send.subspan(offset_of(node) * b, locals * b), own_row);
+  });
+  const std::span<std::byte> packed = levels.staging(0, foreign * b);
+  std::size_t at = 0;
+  for (std::size_t m = 0; m < nodes; ++m) {
+    for (std::size_t r = 0; r < relays && m != node; ++r) {
+      for (std::size_t k = r; k < size_of(m); k += relays) {
+        std::memcpy(packed.data() + at, send.data() + (offset_of(m) + k) * b, b);
+        at += b;
+      }
+    }
+  }
+  std::vector<std::size_t> to_node(nodes, 0);  // step 2's counts; none to this node
+  std::vector<std::size_t> from_node(nodes, 0);
+  std::size_t gathered_bytes = 0;
+  for (std::size_t m = 0; relay && m < nodes; ++m) {
+    if (m == node) continue;
+    to_node[m] = locals * served(m, local) * b;
+    from_node[m] = size_of(m) * mine_served * b;
+    gathered_bytes += to_node[m];
+  }
+  const std::span<std::byte> gathered = levels.staging(1, gathered_bytes);
   std::vector<std::size_t> to_local(locals, 0);
   std::vector<std::size_t> from_local(locals, 0);
-  {
-    std::size_t at = 0;
-    for (std::size_t r = 0; r < relays; ++r) {
-      for (std::size_t m = 0; m < nodes; ++m) {
-        for (std::size_t k = r; k < size_of(m); k += relays) {
-          std::memcpy(packed.data() + at, send.data() + (offset_of(m) + k) * b, b);
-          at += b;
-        }
-      }
-      to_local[r] = relay_blocks[r] * b;
-    }
-    if (relay) std::fill(from_local.begin(), from_local.end(), relay_blocks[local] * b);
+  std::size_t packed_at = 0;
+  std::size_t gathered_at = 0;
+  for (std::size_t m = 0; m < nodes; ++m) {
+    if (m == node) continue;
+    std::size_t row = 0;
+    for (std::size_t r = 0; r < relays; ++r) row += (to_local[r] = served(m, r) * b);
+    if (relay) std::fill(from_local.begin(), from_local.end(), served(m, local) * b);
+    on_level(levels, false, label, [&] {
+      all_to_all_v<Inner, contiguous>(levels.intra(), std::span<const std::byte>(packed.subspan(packed_at, row)),
+                                      to_local, gathered.subspan(gathered_at, to_node[m]), from_local);
+    });
+    packed_at += row;
+    gathered_at += to_node[m];
   }
-  // At relay l: [source local l'][node m][k] blocks.
-  const byte_buffer gathered(relay ? locals * relay_blocks[local] * b : 0);
-  on_level(levels, false, label, [&] {
-    all_to_all_v<Inner, contiguous>(levels.intra(), std::span<const std::byte>(packed.data(), packed.size()), to_local,
-                                    std::span<std::byte>(gathered.data(), gathered.size()), from_local);
-  });
 
-  // 2. Relays: regroup as [node m][source local l'][k], exchange over inter.
-  //    Arrived from node m: [source local l' < L_m][k of this node served by this relay].
-  const std::size_t mine_served = relay ? served(node, local) : 0;
-  const byte_buffer arrived(relay ? ranks * mine_served * b : 0);
+  // 2. Relays exchange over inter. Arrived from node m: [source local l' <
+  //    L_m][k of this node served by this relay]: the other nodes' sources
+  //    in position order.
+  const std::span<std::byte> arrived = levels.staging(2, foreign * mine_served * b);
   if (relay) {
-    const byte_buffer regrouped(gathered.size());
-    std::vector<std::size_t> to_node(nodes);
-    std::vector<std::size_t> from_node(nodes);
-    std::size_t at = 0;
-    for (std::size_t m = 0; m < nodes; ++m) {
-      std::size_t before_m = 0;  // blocks for nodes before m in one source's part
-      for (std::size_t m2 = 0; m2 < m; ++m2) before_m += served(m2, local);
-      for (std::size_t source = 0; source < locals; ++source) {
-        const std::size_t part = served(m, local) * b;
-        std::memcpy(regrouped.data() + at, gathered.data() + (source * relay_blocks[local] + before_m) * b, part);
-        at += part;
-      }
-      to_node[m] = locals * served(m, local) * b;
-      from_node[m] = size_of(m) * mine_served * b;
-    }
     on_level(levels, true, label, [&] {
-      all_to_all_v<Outer, contiguous>(levels.inter(), std::span<const std::byte>(regrouped.data(), regrouped.size()),
-                                      to_node, std::span<std::byte>(arrived.data(), arrived.size()), from_node);
+      all_to_all_v<Outer, contiguous>(levels.inter(), std::span<const std::byte>(gathered), to_node, arrived,
+                                      from_node);
     });
   }
 
   // 3. Relays unpack their own blocks and pack those of local ranks k >= M;
-  //    arrived is in source-position order ([m][l']), each with mine_served blocks.
-  const byte_buffer forwarded(relay && mine_served > 1 ? (mine_served - 1) * ranks * b : 0);
+  //    those receive the P - L blocks from other nodes in position order.
+  const std::span<std::byte> forwarded = levels.staging(3, relay ? (mine_served - 1) * foreign * b : foreign * b);
+  const auto place_of = [&](std::size_t i) { return i < offset_of(node) ? i : i + locals; };  // i-th foreign source
   std::vector<std::size_t> forward_to(locals, 0);
   std::vector<std::size_t> forward_from(locals, 0);
   if (relay) {
-    for (std::size_t source = 0; source < ranks; ++source) {
-      const std::byte* blocks = arrived.data() + source * mine_served * b;
-      std::memcpy(out.data() + source * b, blocks, b);
+    for (std::size_t i = 0; i < foreign; ++i) {
+      const std::byte* blocks = arrived.data() + i * mine_served * b;
+      std::memcpy(out.data() + place_of(i) * b, blocks, b);
       for (std::size_t t = 1; t < mine_served; ++t) {
-        std::memcpy(forwarded.data() + ((t - 1) * ranks + source) * b, blocks + t * b, b);
+        std::memcpy(forwarded.data() + ((t - 1) * foreign + i) * b, blocks + t * b, b);
       }
     }
-    for (std::size_t t = 1; t < mine_served; ++t) forward_to[local + t * relays] = ranks * b;
+    for (std::size_t t = 1; t < mine_served; ++t) forward_to[local + t * relays] = foreign * b;
   } else {
-    forward_from[local % relays] = ranks * b;
+    forward_from[local % relays] = foreign * b;
   }
   on_level(levels, false, label, [&] {
-    all_to_all_v<Inner, contiguous>(levels.intra(), std::span<const std::byte>(forwarded.data(), forwarded.size()),
-                                    forward_to, relay ? std::span<std::byte>() : out, forward_from);
+    all_to_all_v<Inner, contiguous>(levels.intra(),
+                                    std::span<const std::byte>(relay ? forwarded : std::span<std::byte>()), forward_to,
+                                    relay ? std::span<std::byte>() : forwarded, forward_from);
   });
+  if (!relay) {
+    const std::size_t before = offset_of(node) * b;
+    if (before != 0) std::memcpy(out.data(), forwarded.data(), before);
+    if (foreign * b != before) {
+      std::memcpy(own_row.data() + own_row.size(), forwarded.data() + before, foreign * b - before);
+    }
+  }
 }
 
 /// Copies block rank_at(p) of `from` to block p of `to` (or back, `to_ranks`):

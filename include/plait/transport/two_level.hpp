@@ -5,6 +5,7 @@
 // transport: it moves nothing itself.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -227,16 +228,20 @@ class two_level {
   /// Called by plait::automatic on a two_level: remembers its choice for last_choice().
   void note_choice(const level_choice& choice) noexcept { last_choice_ = choice; }
 
-  /// The hierarchical all-to-all's bundle buffer: `bytes` uninitialised
-  /// bytes, valid until the next call. It is kept until this object goes and
-  /// only grows (to the largest all-to-all's send size): a fresh buffer of
-  /// tens of MiB costs a page fault per page at its first touch (about 90 ms
-  /// per 64 MiB per rank on the two-host bench's VM), more than the node
-  /// level's copy itself.
-  [[nodiscard]] std::span<std::byte> bundle_staging(std::size_t bytes) const {
-    if (bundle_staging_.size() < bytes) bundle_staging_ = detail::byte_buffer(bytes);
-    return {bundle_staging_.data(), bytes};
+  /// Kept staging buffers of the hierarchical collectives, one per `slot`
+  /// (0 .. staging_slots - 1; slot 0 is the all-to-all's bundle buffer):
+  /// `bytes` uninitialised bytes, valid until the next call. Each is kept
+  /// until this object goes and only grows (to the largest call's needs): a
+  /// fresh buffer of tens of MiB costs a page fault per page at its first
+  /// touch (about 90 ms per 64 MiB per rank on the two-host bench's VM),
+  /// more than the node level's copy itself.
+  [[nodiscard]] std::span<std::byte> staging(std::size_t slot, std::size_t bytes) const {
+    detail::byte_buffer& kept = staging_[slot];
+    if (kept.size() < bytes) kept = detail::byte_buffer(bytes);
+    return {kept.data(), bytes};
   }
+  /// Buffers staging() keeps.
+  static constexpr std::size_t staging_slots = 4;
 
  private:
   [[nodiscard]] int position() const noexcept { return node_offset(node_) + intra_->rank(); }
@@ -339,7 +344,8 @@ class two_level {
   std::vector<int> position_of_rank_;
   bool local_major_ = false;
   level_choice last_choice_{};
-  mutable detail::byte_buffer bundle_staging_;  // scratch: one collective at a time, as on every communicator
+  mutable std::array<detail::byte_buffer, staging_slots>
+      staging_;  // scratch: one collective at a time, as on every communicator
 };
 
 /// `plait::two_level levels{intra, inter};` deduces both communicator types.
