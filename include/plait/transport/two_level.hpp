@@ -344,8 +344,8 @@ class two_level {
   std::vector<int> position_of_rank_;
   bool local_major_ = false;
   level_choice last_choice_{};
-  mutable std::array<detail::byte_buffer, staging_slots>
-      staging_;  // scratch: one collective at a time, as on every communicator
+  // Scratch: one collective at a time, as on every communicator.
+  mutable std::array<detail::byte_buffer, staging_slots> staging_;
 };
 
 /// `plait::two_level levels{intra, inter};` deduces both communicator types.
