@@ -59,18 +59,14 @@ std::string expect_conflict(plait::shm::communicator& comm, const std::function<
 }
 
 /// "" when every rank learnt of the conflict and at least one saw it itself.
-std::string conflict_failures(const std::vector<std::string>& verdicts) {
-  std::string out;
+std::string conflict_failures(std::vector<std::string> verdicts) {
   bool any_detected = false;
-  for (std::size_t r = 0; r < verdicts.size(); ++r) {
-    if (verdicts[r] == detected) {
-      any_detected = true;
-    } else if (verdicts[r] != quoted) {
-      out += "rank " + std::to_string(r) + ": " + verdicts[r] + "\n";
-    }
+  for (std::string& v : verdicts) {
+    any_detected = any_detected || v == detected;
+    if (v == detected || v == quoted) v.clear();
   }
-  if (out.empty() && !any_detected) out = "no rank saw the conflict itself: each quoted the other\n";
-  return out;
+  const std::string out = plait_test::failures(verdicts);
+  return out.empty() && !any_detected ? "no rank saw the conflict itself: each quoted the other\n" : out;
 }
 }  // namespace
 
