@@ -298,7 +298,7 @@ class two_level {
                      {intra_->rank(), "two_level", -1, static_cast<int>(l)});
       }
     }
-    inter_nodes_ = census_.nodes_with_local(intra_->rank());
+    index_inter_peers();
   }
 
   // Which node each inter peer sits on, after checking inter is the level it should be.
@@ -306,8 +306,11 @@ class two_level {
     const std::string problem =
         detail::inter_level_problem(census_, node_, intra_->size(), intra_->rank(), inter_->rank(), inter_->size(), {});
     if (!problem.empty()) detail::fail(errc::invalid_argument, {problem}, {intra_->rank(), "two_level"});
-    inter_nodes_ = census_.nodes_with_local(intra_->rank());
+    index_inter_peers();
   }
+
+  // The inter level holds this local rank of every node that has it, in node order.
+  void index_inter_peers() { inter_nodes_ = census_.nodes_with_local(intra_->rank()); }
 
   void index_rank_table() {
     detail::check_rank_table(position(), rank_of_position_, "two_level");
