@@ -12,4 +12,4 @@
 
 #include "plait/cuda/pack.cuh"
 #include "plait/layout/pack_functors.hpp"
-#include "plait/transport/nvlink/cuda_device_ops.cuh"
+#include "plait/cuda/nvlink_device_ops.cuh"

@@ -45,6 +45,7 @@
 #include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/exchange_counts.hpp"
+#include "plait/op/execute.hpp"
 #include "plait/op/executor.hpp"
 #include "plait/op/hierarchical.hpp"
 #include "plait/op/in_flight.hpp"
@@ -63,5 +64,5 @@
 // (extern template declarations; nothing header-only). The core itself
 // includes the list at the end of <plait/src.hpp>, as definitions.
 #if !defined(PLAIT_COMPILING_CORE)
-#include "plait/op/shm_instances.hpp"
+#include "plait/shm_instances.hpp"
 #endif

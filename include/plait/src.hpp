@@ -20,6 +20,7 @@
 #include "plait/core/impl/backoff.ipp"
 #include "plait/core/impl/call_stamp.ipp"
 #include "plait/core/impl/communicator_core.ipp"
+#include "plait/core/impl/cost_model.ipp"
 #include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
 #include "plait/core/impl/progress_engine.ipp"
@@ -67,4 +68,4 @@
 #include "plait/transport/nvlink/impl/records.ipp"
 
 // ---- template instances for the shm transport (see plait/core/config.hpp)
-#include "plait/op/shm_instances.hpp"  // the list, as explicit instantiation definitions
+#include "plait/shm_instances.hpp"  // the list, as explicit instantiation definitions

@@ -28,39 +28,12 @@
 #include "plait/algorithm/algorithm_id.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/config.hpp"
+#include "plait/core/cost_model.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 
 namespace plait {
 inline namespace v0 {
-
-/// Alpha-beta parameters. With m = max(sends, receives) messages in a step,
-/// a step costs
-///   alpha + alpha_message·(sends + receives posted)
-///         + beta·max(bytes sent, bytes received)·(1 + contention·(m - 1))
-///         + beta_pack·(bytes of scattered messages, both sides)
-/// and a schedule costs the sum of its steps. Sends and receives overlap (full
-/// duplex), so only the larger direction counts; messages of one step share
-/// the link or memory port, and each one beyond the first costs `contention`
-/// of the bandwidth term extra (incast, buffer pressure); a message whose block
-/// ids are not one increasing run is packed and unpacked through staging by
-/// the executor, which beta_pack charges.
-struct cost_model {
-  double alpha = 2e-6;            ///< seconds per step: post, synchronise, wait for completion
-  double alpha_message = 0.5e-6;  ///< seconds per message posted (send or receive)
-  double beta = 1e-10;            ///< seconds per byte moved (1 / bandwidth; 10 GB/s)
-  double contention = 0.05;       ///< extra fraction of the bandwidth term per concurrent message beyond one
-  double beta_pack = 1e-10;       ///< seconds per byte packed into or unpacked from staging
-
-  /// Equal when every parameter is.
-  constexpr bool operator==(const cost_model&) const = default;
-};
-
-/// Writes the parameters with their units: {alpha 2e-06 s, ...}.
-PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m);
-
-/// Generic parameters: a shared-memory node (microsecond synchronisation, ~10 GB/s copies).
-inline constexpr cost_model default_cost_model{};
 
 /// Chooses the cheapest built-in algorithm for each call (see explain).
 struct automatic {

@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstddef>
-#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <string_view>
 #include <type_traits>
 
+#include "plait/core/call_site.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/views.hpp"
@@ -30,19 +30,6 @@ struct contiguous {
 };
 
 namespace detail {
-
-/// Who is calling what: the context every argument error names.
-struct call_site {
-  int rank;
-  int size;
-  std::string_view operation;
-
-  [[nodiscard]] error fail(errc code, const std::string& what) const { return error(code, what, {rank, operation}); }
-  /// Throws `code` with the pieces as message, from one cold out-of-line place.
-  [[noreturn]] void fail(errc code, std::initializer_list<message_piece> what) const {
-    detail::fail(code, what, {rank, operation});
-  }
-};
 
 inline void check_not_null(const call_site& at, const void* data, std::size_t count, std::string_view which) {
   if (data == nullptr && count != 0) {

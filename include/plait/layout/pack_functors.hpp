@@ -19,13 +19,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "plait/core/host_device.hpp"
 #include "plait/core/region.hpp"
-
-#if defined(__CUDACC__)
-#define PLAIT_HOST_DEVICE __host__ __device__
-#else
-#define PLAIT_HOST_DEVICE
-#endif
 
 namespace plait {
 inline namespace v0 {

@@ -39,7 +39,7 @@
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/contiguous_plans.hpp"
-#include "plait/op/executor.hpp"
+#include "plait/op/execute.hpp"
 
 namespace plait {
 inline namespace v0 {

@@ -17,7 +17,7 @@
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/layout.hpp"
 #include "plait/op/check.hpp"
-#include "plait/op/executor.hpp"
+#include "plait/op/execute.hpp"
 #include "plait/op/stamp.hpp"
 
 namespace plait {

@@ -47,17 +47,10 @@
 #include "plait/core/scratch.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/layout/block_plan.hpp"
 
 namespace plait {
 inline namespace v0 {
-
-template <class P>
-concept block_plan = requires(const P& plan, int block) {
-  { plan.block_bytes(block) } -> std::convertible_to<std::size_t>;
-  { plan.has_location(block) } -> std::convertible_to<bool>;
-  { plan.location(block) } -> std::same_as<region>;
-  plan.prepare();
-};
 
 namespace detail {
 
@@ -529,37 +522,9 @@ class schedule_run {
 };
 
 }  // namespace detail
-
-namespace detail {
-class progress_engine;
-/// execute's path while collectives are in flight on `comm` (op/in_flight.hpp).
-template <class Comm, class Plan>
-void execute_in_flight(Comm& comm, progress_engine& engine, const schedule& steps, const Plan& plan,
-                       std::string_view operation, int tag);
-}  // namespace detail
-
-/// Runs `steps` for this rank on `comm`, moving the blocks `plan` locates.
-/// `operation` names the call in errors ("all_gather<ring>"); `tag` keeps its
-/// messages apart from other calls. While nonblocking or persistent
-/// collectives are in flight on `comm`, the run joins them in its progress
-/// engine, so that waiting here moves them too.
-template <transport Comm, block_plan Plan>
-void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
-  if constexpr (detail::has_progress_engine<Comm> && detail::tests_requests<Comm>) {
-    if (auto* engine = comm.active_progress()) [[unlikely]] {
-      detail::execute_in_flight(comm, *engine, steps, plan, operation, tag);
-      return;
-    }
-  }
-  detail::schedule_run<Comm, Plan>(comm, steps, plan, operation, tag).run();
-}
-
 }  // namespace v0
 }  // namespace plait
 
 #if !defined(PLAIT_SEPARATE_COMPILATION)
 #include "plait/op/impl/executor.ipp"
 #endif
-
-// execute_in_flight's definition (it needs schedule_run, above).
-#include "plait/op/in_flight.hpp"

@@ -35,7 +35,7 @@
 #include "plait/layout/uneven_plans.hpp"
 #include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
-#include "plait/op/executor.hpp"
+#include "plait/op/execute.hpp"
 #include "plait/op/stamp.hpp"
 
 namespace plait {

@@ -1,4 +1,4 @@
-// Defines the stream output of cost_model and choice and the run-time choice (see plait/algorithm/automatic.hpp).
+// Defines the stream output of choice and the run-time choice (see plait/algorithm/automatic.hpp).
 #pragma once
 
 #include <cstddef>
@@ -8,11 +8,6 @@
 
 namespace plait {
 inline namespace v0 {
-
-PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m) {
-  return out << "{alpha " << m.alpha << " s, alpha_message " << m.alpha_message << " s, beta " << m.beta
-             << " s/B, contention " << m.contention << ", beta_pack " << m.beta_pack << " s/B}";
-}
 
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, const choice& c) {
   return out << c.name() << " (predicted " << c.predicted_seconds << " s)";

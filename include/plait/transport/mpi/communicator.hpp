@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "plait/algorithm/automatic.hpp"
 #include "plait/core/backoff.hpp"
 #include "plait/core/communicator_core.hpp"
+#include "plait/core/cost_model.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/scratch.hpp"
 #include "plait/core/timeout.hpp"

@@ -1,8 +1,8 @@
-// What plait::automatic assumes about the MPI transport
-// (algorithm/automatic.hpp): plait::mpi::communicator::cost_model() returns it.
+// What plait::automatic assumes about the MPI transport: the parameters of
+// core/cost_model.hpp that plait::mpi::communicator::cost_model() returns.
 #pragma once
 
-#include "plait/algorithm/automatic.hpp"
+#include "plait/core/cost_model.hpp"
 
 namespace plait {
 inline namespace v0 {

@@ -44,7 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plait/layout/pack_functors.hpp"  // PLAIT_HOST_DEVICE
+#include "plait/core/host_device.hpp"
 
 namespace plait {
 inline namespace v0 {

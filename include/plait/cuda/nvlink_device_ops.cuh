@@ -29,7 +29,7 @@
 #pragma once
 
 #if !defined(__CUDACC__)
-#error "<plait/transport/nvlink/cuda_device_ops.cuh> holds CUDA kernels: compile with nvcc (include <plait/cuda.hpp>)"
+#error "<plait/cuda/nvlink_device_ops.cuh> holds CUDA kernels: compile with nvcc (include <plait/cuda.hpp>)"
 #endif
 
 #include <cudaTypedefs.h>  // PFN_cuMemGetAddressRange (a type only: libcuda is not linked)

@@ -34,7 +34,7 @@
 #include "plait/layout/tensor_plans.hpp"
 #include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
-#include "plait/op/executor.hpp"
+#include "plait/op/execute.hpp"
 #include "plait/op/split_all_gather.hpp"
 #include "plait/transport/shm/communicator.hpp"
 
