@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
 
@@ -30,24 +31,17 @@ const layout_sweep::plan quick_plan{{{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
                                      {arrangement::interleaved, arrangement::column_major}},
                                     true};
 
-template <class Algorithm>
-bool runs_on(int ranks) {
-  // neighbor_exchange needs an even P (or 1); automatic never picks it then.
-  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
-}
-
 }  // namespace
 
-TEMPLATE_TEST_CASE("every all-gather algorithm works with along<D> on strided views", "[layout][along][shm]",
-                   plait::ring, plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
-                   plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-gather algorithm works with along<D> on strided views", "[layout][along][shm]",
+                        plait_test::all_gather_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
                                                      {mode::threads, 2},
                                                      {mode::threads, 3},
                                                      {mode::threads, 4},
                                                      {mode::processes, 4},
                                                      {mode::processes, 5}}));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) {
     return layout_sweep::gather_sweep<TestType, std::int32_t>(comm, quick_plan);
@@ -55,9 +49,8 @@ TEMPLATE_TEST_CASE("every all-gather algorithm works with along<D> on strided vi
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("every all-to-all algorithm works with redistribute<S, C> on strided views",
-                   "[layout][redistribute][shm]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm works with redistribute<S, C> on strided views",
+                        "[layout][redistribute][shm]", plait_test::all_to_all_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::processes, 4}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
 
@@ -19,19 +20,13 @@ namespace {
 const layout_sweep::plan full_plan{
     {{1, 1, 1}, {2, 3, 4}, {0, 3, 2}, {3, 0, 1}, {5, 1, 3}, {1, 7, 1}}, layout_sweep::every_pair(), true};
 
-template <class Algorithm>
-bool runs_on(int ranks) {
-  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
-}
-
 }  // namespace
 
-TEMPLATE_TEST_CASE("every all-gather algorithm x along<D>, P = 1..8, every arrangement", "[layout][along][shm][full]",
-                   plait::ring, plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
-                   plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-gather algorithm x along<D>, P = 1..8, every arrangement",
+                        "[layout][along][shm][full]", plait_test::all_gather_algorithms) {
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(range(1, 9));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) {
     return layout_sweep::gather_sweep<TestType, std::int32_t>(comm, full_plan) +
@@ -40,9 +35,8 @@ TEMPLATE_TEST_CASE("every all-gather algorithm x along<D>, P = 1..8, every arran
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("every all-to-all algorithm x redistribute<S, C>, P = 1..8, every arrangement",
-                   "[layout][redistribute][shm][full]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm x redistribute<S, C>, P = 1..8, every arrangement",
+                        "[layout][redistribute][shm][full]", plait_test::all_to_all_algorithms) {
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(plait_test::to_string(m), ranks);

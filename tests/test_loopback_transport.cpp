@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
 #include "support/loopback_transport.hpp"
@@ -41,12 +42,6 @@ const layout_sweep::plan odd_type_plan{
     {{arrangement::dense, arrangement::dense}, {arrangement::padded, arrangement::column_major}},
     true,
     true};
-
-template <class Algorithm>
-bool runs_on(int ranks) {
-  // neighbor_exchange needs an even P (or 1); automatic never picks it then.
-  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
-}
 
 /// In-place all-gather of 1-d ranges: the own shard is already at recv[rank].
 template <class T, class Algorithm>
@@ -108,20 +103,19 @@ std::string code_of(Call call) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("every all-gather algorithm gathers 1-d ranges of any element type on the loopback, P = 1..8",
-                   "[loopback][all_gather]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
-                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-gather algorithm gathers 1-d ranges of any element type on the loopback, P = 1..8",
+                        "[loopback][all_gather]", plait_test::all_gather_algorithms) {
   const int ranks = GENERATE(range(1, 9));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(ranks);
   REQUIRE(plait_test::failures(loopback::run(ranks, gather_ranges<TestType>)) == "");
 }
 
-TEMPLATE_TEST_CASE("every all-gather algorithm gathers along<D> of strided rank-2 and rank-3 views on the loopback",
-                   "[loopback][all_gather][along]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
-                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE(
+    "every all-gather algorithm gathers along<D> of strided rank-2 and rank-3 views on the loopback",
+    "[loopback][all_gather][along]", plait_test::all_gather_algorithms) {
   const int ranks = GENERATE(range(1, 9));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {
     return layout_sweep::gather_sweep<TestType, std::int32_t>(comm, loopback_plan) +
@@ -131,17 +125,15 @@ TEMPLATE_TEST_CASE("every all-gather algorithm gathers along<D> of strided rank-
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("every all-to-all algorithm exchanges 1-d ranges of any element type on the loopback, P = 1..8",
-                   "[loopback][all_to_all]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm exchanges 1-d ranges of any element type on the loopback, P = 1..8",
+                        "[loopback][all_to_all]", plait_test::all_to_all_algorithms) {
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   REQUIRE(plait_test::failures(loopback::run(ranks, exchange_ranges<TestType>)) == "");
 }
 
-TEMPLATE_TEST_CASE("every all-to-all algorithm redistributes strided rank-2 and rank-3 views on the loopback",
-                   "[loopback][all_to_all][redistribute]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm redistributes strided rank-2 and rank-3 views on the loopback",
+                        "[loopback][all_to_all][redistribute]", plait_test::all_to_all_algorithms) {
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
 #include "support/loopback_transport.hpp"
@@ -23,18 +24,12 @@ const layout_sweep::plan full_plan{{{1, 1, 1}, {2, 3, 4}, {0, 3, 2}, {3, 0, 1}, 
                                    true,
                                    true};
 
-template <class Algorithm>
-bool runs_on(int ranks) {
-  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
-}
-
 }  // namespace
 
-TEMPLATE_TEST_CASE("every all-gather algorithm x along<D> x arrangement x element type on the loopback, P = 1..8",
-                   "[loopback][along][full]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
-                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-gather algorithm x along<D> x arrangement x element type on the loopback, P = 1..8",
+                        "[loopback][along][full]", plait_test::all_gather_algorithms) {
   const int ranks = GENERATE(range(1, 9));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {
     return layout_sweep::gather_sweep<TestType, std::int32_t>(comm, full_plan) +
@@ -46,9 +41,8 @@ TEMPLATE_TEST_CASE("every all-gather algorithm x along<D> x arrangement x elemen
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("every all-to-all algorithm x redistribute<S, C> x arrangement x element type on the loopback",
-                   "[loopback][redistribute][full]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm x redistribute<S, C> x arrangement x element type on the loopback",
+                        "[loopback][redistribute][full]", plait_test::all_to_all_algorithms) {
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {
@@ -61,8 +55,8 @@ TEMPLATE_TEST_CASE("every all-to-all algorithm x redistribute<S, C> x arrangemen
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("ring, pairwise, bruck, direct and automatic move 1-d ranges of many lengths on the loopback",
-                   "[loopback][full]", plait::ring, plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("ring, pairwise, bruck, direct and automatic move 1-d ranges of many lengths on the loopback",
+                        "[loopback][full]", plait_test::all_to_all_algorithms) {
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {

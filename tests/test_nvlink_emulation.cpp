@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
 
@@ -55,11 +56,6 @@ namespace {
 
 /// Small slots so that modest messages cross many chunks and wrap the slots.
 constexpr plait::nvlink::options tiny{2, 64};
-
-template <class Algorithm>
-bool runs_on(int ranks) {
-  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
-}
 
 /// Runs body(gpu) on an emulated NVLink group of `ranks` over shm.
 template <class Fn>
@@ -116,9 +112,8 @@ TEST_CASE("nvlink emulation: point-to-point across chunk, slot and channel bound
   REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
 }
 
-TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "[nvlink][all_gather]", plait::ring,
-                   plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
-                   plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "[nvlink][all_gather]",
+                        plait_test::all_gather_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
                                                      {mode::threads, 2},
                                                      {mode::threads, 3},
@@ -126,7 +121,7 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "
                                                      {mode::threads, 8},
                                                      {mode::processes, 4},
                                                      {mode::processes, 6}}));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
     std::string verdict;
@@ -139,8 +134,8 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "[nvlink][all_to_all]", plait::ring,
-                   plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "[nvlink][all_to_all]",
+                        plait_test::all_to_all_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
                                                      {mode::threads, 2},
                                                      {mode::threads, 3},
@@ -159,12 +154,11 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> on strided views",
-                   "[nvlink][layout][along]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
-                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> on strided views",
+                        "[nvlink][layout][along]", plait_test::all_gather_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink(m, ranks, tiny, [](gpu_comm& gpu) {
     return layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, layout_sweep::strided_views);
@@ -172,9 +166,8 @@ TEMPLATE_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> o
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("nvlink emulation: every all-to-all algorithm with redistribute<S, C> on strided views",
-                   "[nvlink][layout][redistribute]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-to-all algorithm with redistribute<S, C> on strided views",
+                        "[nvlink][layout][redistribute]", plait_test::all_to_all_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);

@@ -31,6 +31,7 @@
 #include <plait/plait.hpp>
 #include <plait/transport/nvlink/host_emulation.hpp>
 
+#include "support/algorithm_lists.hpp"
 #include "support/deny_vm_readv.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
@@ -70,11 +71,6 @@ std::vector<std::string> run_nvlink(mode m, int ranks, Fn&& body) {
     Comm gpu(boot, 0, {}, tiny);
     return body(gpu);
   });
-}
-
-template <class Algorithm>
-bool runs_on(int ranks) {
-  return !std::is_same_v<Algorithm, plait::neighbor_exchange> || ranks == 1 || ranks % 2 == 0;
 }
 
 /// All-gather of n values per rank with both buffers registered; "" if right.
@@ -182,12 +178,11 @@ TEST_CASE("register_buffer: peers read registered send data directly, no staging
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("register_buffer: every all-gather algorithm gives the staged result", "[nvlink][register]",
-                   plait::ring, plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
-                   plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("register_buffer: every all-gather algorithm gives the staged result", "[nvlink][register]",
+                        plait_test::all_gather_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink<gpu_comm>(m, ranks, [](gpu_comm& gpu) {
     std::string verdict;
@@ -205,8 +200,8 @@ TEMPLATE_TEST_CASE("register_buffer: every all-gather algorithm gives the staged
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("register_buffer: every all-to-all algorithm gives the staged result", "[nvlink][register]",
-                   plait::ring, plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("register_buffer: every all-to-all algorithm gives the staged result", "[nvlink][register]",
+                        plait_test::all_to_all_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);
@@ -225,11 +220,10 @@ TEMPLATE_TEST_CASE("register_buffer: every all-to-all algorithm gives the staged
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("register_buffer: every all-gather algorithm with along<D> on registered strided views",
-                   "[nvlink][register][layout]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
-                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("register_buffer: every all-gather algorithm with along<D> on registered strided views",
+                        "[nvlink][register][layout]", plait_test::all_gather_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}}));
-  if (!runs_on<TestType>(ranks)) return;
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink<zero_copy_comm>(m, ranks, [](zero_copy_comm& gpu) {
     std::string verdict = layout_sweep::gather_sweep<TestType, std::int32_t>(gpu, layout_sweep::strided_views);
@@ -241,9 +235,9 @@ TEMPLATE_TEST_CASE("register_buffer: every all-gather algorithm with along<D> on
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("register_buffer: every all-to-all algorithm with redistribute<S, C> on registered strided views",
-                   "[nvlink][register][layout]", plait::ring, plait::pairwise, plait::bruck, plait::direct,
-                   plait::automatic) {
+TEMPLATE_LIST_TEST_CASE(
+    "register_buffer: every all-to-all algorithm with redistribute<S, C> on registered strided views",
+    "[nvlink][register][layout]", plait_test::all_to_all_algorithms) {
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink<zero_copy_comm>(m, ranks, [](zero_copy_comm& gpu) {

@@ -21,6 +21,7 @@
 
 #include "plait/core/stream_copy.hpp"
 #include "plait/plait.hpp"
+#include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 
 using plait_test::mode;
@@ -133,12 +134,11 @@ TEST_CASE("the streaming threshold defaults to 4 MiB", "[stream_copy]") {
   REQUIRE(plait::detail::default_stream_copy_bytes == std::size_t{4} << 20);
 }
 
-TEMPLATE_TEST_CASE("collectives whose blocks cross the streaming threshold match the reference", "[stream_copy][shm]",
-                   plait::ring, plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
-                   plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("collectives whose blocks cross the streaming threshold match the reference",
+                        "[stream_copy][shm]", plait_test::all_gather_algorithms) {
   const auto m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(2, 3, 4);
-  if (std::is_same_v<TestType, plait::neighbor_exchange> && ranks % 2 != 0) return;  // needs an even P
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   // Blocks of threshold - 1, threshold and threshold + 1 bytes (3 x 1365 =
   // 4095 etc.: not multiples of 64), through 12-byte elements as well, and empty ones.
@@ -147,8 +147,7 @@ TEMPLATE_TEST_CASE("collectives whose blocks cross the streaming threshold match
     std::string out;
     for (std::size_t n : {std::size_t{0}, std::size_t{4095}, std::size_t{4096}, std::size_t{4097}}) {
       out += plait_test::gather_and_check<std::uint8_t, TestType>(comm, n);
-      if constexpr (!std::is_same_v<TestType, plait::tree> && !std::is_same_v<TestType, plait::recursive_doubling> &&
-                    !std::is_same_v<TestType, plait::neighbor_exchange>) {
+      if constexpr (plait_test::has_schedule<TestType, plait::op::all_to_all>) {
         out += plait_test::exchange_and_check<std::uint8_t, TestType>(comm, n);
       }
     }
@@ -160,12 +159,11 @@ TEMPLATE_TEST_CASE("collectives whose blocks cross the streaming threshold match
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_TEST_CASE("chunked messages that cross the streaming threshold match the reference",
-                   "[stream_copy][shm][chunks]", plait::ring, plait::tree, plait::pairwise, plait::bruck,
-                   plait::recursive_doubling, plait::direct, plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("chunked messages that cross the streaming threshold match the reference",
+                        "[stream_copy][shm][chunks]", plait_test::all_gather_algorithms) {
   const auto m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(2, 3);
-  if (std::is_same_v<TestType, plait::neighbor_exchange> && ranks % 2 != 0) return;  // needs an even P
+  if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
   // Single copy off: every message goes through the slots. Chunked messages
   // stream their copy-out from 4x the local threshold: 4096 bytes here.
@@ -178,8 +176,7 @@ TEMPLATE_TEST_CASE("chunked messages that cross the streaming threshold match th
     for (std::size_t n :
          {std::size_t{0}, std::size_t{4095}, std::size_t{4096}, std::size_t{4097}, std::size_t{200003}}) {
       out += plait_test::gather_and_check<std::uint8_t, TestType>(comm, n);
-      if constexpr (!std::is_same_v<TestType, plait::tree> && !std::is_same_v<TestType, plait::recursive_doubling> &&
-                    !std::is_same_v<TestType, plait::neighbor_exchange>) {
+      if constexpr (plait_test::has_schedule<TestType, plait::op::all_to_all>) {
         out += plait_test::exchange_and_check<std::uint8_t, TestType>(comm, n);
       }
     }

@@ -21,16 +21,10 @@
 
 #include "plait/algorithm/algorithm_id.hpp"
 #include "plait/algorithm/automatic.hpp"
-#include "plait/algorithm/bruck.hpp"
-#include "plait/algorithm/direct.hpp"
 #include "plait/algorithm/hierarchical.hpp"
-#include "plait/algorithm/neighbor_exchange.hpp"
-#include "plait/algorithm/pairwise.hpp"
-#include "plait/algorithm/recursive_doubling.hpp"
-#include "plait/algorithm/ring.hpp"
+#include "plait/algorithm/registry.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
-#include "plait/algorithm/tree.hpp"
 #include "plait/algorithm/verify.hpp"
 
 #include "plait/layout/along.hpp"

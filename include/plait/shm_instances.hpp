@@ -20,15 +20,9 @@
 #include <string_view>
 
 #include "plait/algorithm/automatic.hpp"
-#include "plait/algorithm/bruck.hpp"
-#include "plait/algorithm/direct.hpp"
-#include "plait/algorithm/neighbor_exchange.hpp"
-#include "plait/algorithm/pairwise.hpp"
-#include "plait/algorithm/recursive_doubling.hpp"
-#include "plait/algorithm/ring.hpp"
+#include "plait/algorithm/registry.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
-#include "plait/algorithm/tree.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/layout/contiguous_plans.hpp"
 #include "plait/layout/tensor_plans.hpp"
@@ -85,19 +79,14 @@ PLAIT_EXTERN_TEMPLATE choice automatic_choice<automatic, op::all_to_all, shm::co
   PLAIT_EXTERN_TEMPLATE planned_schedule plan_schedule<A, Op, shm::communicator>(int, int, std::size_t)
 
 PLAIT_SHM_SCHEDULE_INSTANCES(automatic, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(ring, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(tree, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(pairwise, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(bruck, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(recursive_doubling, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(direct, op::all_gather);
-PLAIT_SHM_SCHEDULE_INSTANCES(neighbor_exchange, op::all_gather);
-
 PLAIT_SHM_SCHEDULE_INSTANCES(automatic, op::all_to_all);
-PLAIT_SHM_SCHEDULE_INSTANCES(ring, op::all_to_all);
-PLAIT_SHM_SCHEDULE_INSTANCES(pairwise, op::all_to_all);
-PLAIT_SHM_SCHEDULE_INSTANCES(bruck, op::all_to_all);
-PLAIT_SHM_SCHEDULE_INSTANCES(direct, op::all_to_all);
+// Every registered algorithm with both operations (algorithm/registry.hpp): a
+// pair without a schedule instantiates plan_schedule's one-line refusal.
+#define PLAIT_SHM_SCHEDULE_INSTANCES_OF(A)         \
+  PLAIT_SHM_SCHEDULE_INSTANCES(A, op::all_gather); \
+  PLAIT_SHM_SCHEDULE_INSTANCES(A, op::all_to_all);
+PLAIT_BUILT_IN_ALGORITHMS(PLAIT_SHM_SCHEDULE_INSTANCES_OF)
+#undef PLAIT_SHM_SCHEDULE_INSTANCES_OF
 
 #undef PLAIT_SHM_SCHEDULE_INSTANCES
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/algorithm_lists.hpp"
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
@@ -71,13 +72,10 @@ bool exchange_v_matches(plait::mpi::communicator& comm, unsigned seed, int patte
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("mpi all_gather_v equals MPI_Allgatherv for every algorithm", "[mpi][all_gather_v]", plait::ring,
-                   plait::tree, plait::pairwise, plait::bruck, plait::recursive_doubling, plait::direct,
-                   plait::neighbor_exchange, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("mpi all_gather_v equals MPI_Allgatherv for every algorithm", "[mpi][all_gather_v]",
+                        plait_test::all_gather_algorithms) {
   plait::mpi::communicator comm(MPI_COMM_WORLD);
-  if constexpr (std::is_same_v<TestType, plait::neighbor_exchange>) {
-    if (comm.size() % 2 != 0 && comm.size() != 1) return;  // every rank skips alike
-  }
+  if (!plait_test::runs_on<TestType>(comm.size())) return;  // every rank skips alike
   for (int pattern = 0; pattern < 3; ++pattern) {
     for (unsigned seed = 1; seed <= 2; ++seed) {
       CAPTURE(pattern, seed);
@@ -86,8 +84,8 @@ TEMPLATE_TEST_CASE("mpi all_gather_v equals MPI_Allgatherv for every algorithm",
   }
 }
 
-TEMPLATE_TEST_CASE("mpi all_to_all_v equals MPI_Alltoallv for every algorithm", "[mpi][all_to_all_v]", plait::ring,
-                   plait::pairwise, plait::bruck, plait::direct, plait::automatic) {
+TEMPLATE_LIST_TEST_CASE("mpi all_to_all_v equals MPI_Alltoallv for every algorithm", "[mpi][all_to_all_v]",
+                        plait_test::all_to_all_algorithms) {
   plait::mpi::communicator comm(MPI_COMM_WORLD);
   for (int pattern = 0; pattern < 3; ++pattern) {
     for (unsigned seed = 1; seed <= 2; ++seed) {

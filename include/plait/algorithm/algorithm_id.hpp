@@ -4,20 +4,16 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
-#include "plait/algorithm/bruck.hpp"
-#include "plait/algorithm/direct.hpp"
-#include "plait/algorithm/neighbor_exchange.hpp"
-#include "plait/algorithm/pairwise.hpp"
-#include "plait/algorithm/recursive_doubling.hpp"
-#include "plait/algorithm/ring.hpp"
+#include "plait/algorithm/registry.hpp"
 #include "plait/algorithm/schedule.hpp"
-#include "plait/algorithm/tree.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
@@ -25,31 +21,40 @@
 namespace plait {
 inline namespace v0 {
 
-/// Every built-in algorithm (automatic is a chooser, not an algorithm).
-enum class algorithm_id { ring, tree, pairwise, bruck, recursive_doubling, direct, neighbor_exchange };
+#define PLAIT_ALGORITHM_ENUMERATOR(name) name,
+/// Every built-in algorithm (automatic is a chooser, not an algorithm), in
+/// the registry's order (algorithm/registry.hpp).
+enum class algorithm_id { PLAIT_BUILT_IN_ALGORITHMS(PLAIT_ALGORITHM_ENUMERATOR) };
+#undef PLAIT_ALGORITHM_ENUMERATOR
 
 /// All ids, in declaration order (automatic breaks cost ties in this order).
-inline constexpr std::array<algorithm_id, 7> all_algorithm_ids = {algorithm_id::ring,
-                                                                  algorithm_id::tree,
-                                                                  algorithm_id::pairwise,
-                                                                  algorithm_id::bruck,
-                                                                  algorithm_id::recursive_doubling,
-                                                                  algorithm_id::direct,
-                                                                  algorithm_id::neighbor_exchange};
+inline constexpr auto all_algorithm_ids = []<class... As>(works_with<As...>) {
+  std::array<algorithm_id, sizeof...(As)> ids{};
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<algorithm_id>(i);
+  return ids;
+}(built_in_algorithms{});
+
+namespace detail {
+/// Calls f with the tag type of the index-th algorithm of the list.
+template <std::size_t Index = 0, class F, class First, class... Rest>
+constexpr decltype(auto) visit_algorithm_at(std::size_t index, F&& f, works_with<First, Rest...>) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return f(std::type_identity<First>{});
+  } else {
+    if (index == Index) return f(std::type_identity<First>{});
+    return visit_algorithm_at<Index + 1>(index, std::forward<F>(f), works_with<Rest...>{});
+  }
+}
+}  // namespace detail
 
 /// Calls f(std::type_identity<A>{}) with the tag type A that `id` names.
 template <class F>
 constexpr decltype(auto) visit_algorithm(algorithm_id id, F&& f) {
-  switch (id) {
-    case algorithm_id::ring: return f(std::type_identity<ring>{});
-    case algorithm_id::tree: return f(std::type_identity<tree>{});
-    case algorithm_id::pairwise: return f(std::type_identity<pairwise>{});
-    case algorithm_id::bruck: return f(std::type_identity<bruck>{});
-    case algorithm_id::recursive_doubling: return f(std::type_identity<recursive_doubling>{});
-    case algorithm_id::direct: return f(std::type_identity<direct>{});
-    case algorithm_id::neighbor_exchange: return f(std::type_identity<neighbor_exchange>{});
+  const auto index = static_cast<std::size_t>(id);
+  if (index >= built_in_algorithms::size) {
+    detail::fail(errc::invalid_argument, {"not a plait::algorithm_id: ", static_cast<int>(id)});
   }
-  detail::fail(errc::invalid_argument, {"not a plait::algorithm_id: ", static_cast<int>(id)});
+  return detail::visit_algorithm_at(index, std::forward<F>(f), built_in_algorithms{});
 }
 
 /// The algorithm's name, the same as its tag type's: "ring", "recursive_doubling", ...

@@ -40,6 +40,20 @@ struct planned_schedule {
 template <class>
 inline constexpr bool dependent_false = false;
 
+/// Always false: a static_assert on it fails with a note that spells its
+/// arguments, the algorithm, the operation and the list of what works
+/// instead (a static_assert's message cannot be computed in C++20).
+template <class Algorithm, class Op, class WorksWith>
+inline constexpr bool has_schedule_for = false;
+
+/// What a diagnostic offers instead of an algorithm that cannot run Op: the
+/// built-ins with a schedule for Op (from the registry), and automatic,
+/// which chooses among them.
+template <class Op>
+using algorithms_that_work_with =
+    std::conditional_t<built_in_algorithms_for<Op>::size == 0, works_with<>,
+                       typename concat_algorithms<built_in_algorithms_for<Op>, works_with<automatic>>::type>;
+
 /// Compile-time check that A can run Op; the message names the combination and
 /// lists what works.
 template <class A, class Op>
@@ -53,35 +67,10 @@ consteval bool check_algorithm() {
                   "transport: build `plait::two_level levels{intra, inter}` (or plait::mpi::node_levels(world)) and "
                   "pass it, or use a flat algorithm on this communicator");
   } else if constexpr (algorithm<A> && !is_automatic<A> && !schedules<A, Op>) {
-    if constexpr (std::is_same_v<Op, op::all_to_all>) {
-      if constexpr (std::is_same_v<A, tree>) {
-        static_assert(dependent_false<A>,
-                      "plait: tree has no all_to_all schedule; all_to_all works with ring, pairwise, bruck, direct, "
-                      "automatic");
-      } else if constexpr (std::is_same_v<A, neighbor_exchange>) {
-        static_assert(dependent_false<A>,
-                      "plait: neighbor_exchange has no all_to_all schedule; all_to_all works with ring, pairwise, "
-                      "bruck, direct, automatic");
-      } else if constexpr (std::is_same_v<A, recursive_doubling>) {
-        static_assert(dependent_false<A>,
-                      "plait: recursive_doubling has no all_to_all schedule; all_to_all works with ring, pairwise, "
-                      "bruck, direct, automatic");
-      } else {
-        static_assert(dependent_false<A>,
-                      "plait: this algorithm has no all_to_all schedule: it lacks `static constexpr plait::schedule "
-                      "plan(plait::op::all_to_all, int rank, int size)`; all_to_all works with ring, pairwise, bruck, "
-                      "direct, automatic");
-      }
-    } else if constexpr (std::is_same_v<Op, op::all_gather>) {
-      static_assert(dependent_false<A>,
-                    "plait: this algorithm has no all_gather schedule: it lacks `static constexpr plait::schedule "
-                    "plan(plait::op::all_gather, int rank, int size)`; all_gather works with ring, tree, pairwise, "
-                    "bruck, recursive_doubling, direct, neighbor_exchange, automatic");
-    } else {
-      static_assert(dependent_false<A>,
-                    "plait: this algorithm has no schedule for this operation: it lacks `static constexpr "
-                    "plait::schedule plan(Op, int rank, int size)`");
-    }
+    static_assert(has_schedule_for<A, Op, algorithms_that_work_with<Op>>,
+                  "plait: this algorithm has no schedule for this operation (it lacks `static constexpr "
+                  "plait::schedule plan(Op, int rank, int size)`); the note below names both and lists in "
+                  "works_with<...> the algorithms that have one");
   }
   return true;
 }
@@ -145,10 +134,14 @@ choice automatic_choice(int rank, int size, std::size_t block_bytes) {
 }
 
 /// This rank's schedule for one call of Op under policy A. Throws
-/// errc::unsupported, before any byte moves, when A cannot run Op on `size` ranks.
+/// errc::unsupported, before any byte moves, when A cannot run Op on `size`
+/// ranks. The public entries static_assert check_algorithm<A, Op>, so a
+/// user's call never reaches the last branch; it is well-formed so that the
+/// compiled core can instantiate every (registered algorithm, operation)
+/// pair from the registry without knowing which pairs have a schedule.
 template <class A, class Op, class Transport>
 planned_schedule plan_schedule(int rank, int size, std::size_t block_bytes) {
-  static_assert(check_algorithm<A, Op>());
+  static_assert(algorithm<A> && !is_hierarchical<A>);
   if constexpr (is_automatic<A>) {
     const choice picked = automatic_choice<A, Op, Transport>(rank, size, block_bytes);
     if constexpr (built_in_operation<Op>) {
@@ -163,7 +156,7 @@ planned_schedule plan_schedule(int rank, int size, std::size_t block_bytes) {
     }
     return {A::plan(Op{}, rank, size), algorithm_name<A>()};
   } else {
-    return {};  // unreachable: check_algorithm has failed to compile
+    fail(errc::unsupported, {algorithm_name<A>(), " has no ", Op::name, " schedule"}, {rank, Op::name, -1, -1});
   }
 }
 

@@ -36,6 +36,13 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 
+/// Always false, as has_schedule_for (algorithm/select.hpp), for the level
+/// whose algorithm cannot run the operation.
+template <class Inner, class Op, class WorksWith>
+inline constexpr bool inner_level_has_schedule_for = false;
+template <class Outer, class Op, class WorksWith>
+inline constexpr bool outer_level_has_schedule_for = false;
+
 /// Compile-time check of hierarchical<Inner, Outer> for Op: one message
 /// naming the level whose algorithm cannot serve it.
 template <class H, class Op>
@@ -50,22 +57,16 @@ consteval bool check_hierarchical_levels() {
     static_assert(dependent_false<H>,
                   "plait: hierarchical<Inner, Outer>: Inner and Outer must be algorithms (with `using "
                   "algorithm_concept = plait::algorithm_tag;`)");
-  } else if constexpr (std::is_same_v<Op, op::all_to_all> && !is_automatic<Inner> && !schedules<Inner, Op>) {
-    static_assert(dependent_false<H>,
-                  "plait: hierarchical<Inner, Outer>: Inner (the intra-node level's algorithm) has no all_to_all "
-                  "schedule; all_to_all works with ring, pairwise, bruck, direct, automatic");
-  } else if constexpr (std::is_same_v<Op, op::all_to_all> && !is_automatic<Outer> && !schedules<Outer, Op>) {
-    static_assert(dependent_false<H>,
-                  "plait: hierarchical<Inner, Outer>: Outer (the inter-node level's algorithm) has no all_to_all "
-                  "schedule; all_to_all works with ring, pairwise, bruck, direct, automatic");
   } else if constexpr (!is_automatic<Inner> && !schedules<Inner, Op>) {
-    static_assert(dependent_false<H>,
+    static_assert(inner_level_has_schedule_for<Inner, Op, algorithms_that_work_with<Op>>,
                   "plait: hierarchical<Inner, Outer>: Inner (the intra-node level's algorithm) has no schedule for "
-                  "this operation");
+                  "this operation; the note below names both and lists in works_with<...> the algorithms that have "
+                  "one");
   } else if constexpr (!is_automatic<Outer> && !schedules<Outer, Op>) {
-    static_assert(dependent_false<H>,
+    static_assert(outer_level_has_schedule_for<Outer, Op, algorithms_that_work_with<Op>>,
                   "plait: hierarchical<Inner, Outer>: Outer (the inter-node level's algorithm) has no schedule for "
-                  "this operation");
+                  "this operation; the note below names both and lists in works_with<...> the algorithms that have "
+                  "one");
   } else {
     return true;
   }
