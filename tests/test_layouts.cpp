@@ -35,6 +35,7 @@ const layout_sweep::plan quick_plan{{{1, 2, 3}, {0, 2, 3}, {3, 1, 5}},
 
 TEMPLATE_LIST_TEST_CASE("every all-gather algorithm works with along<D> on strided views", "[layout][along][shm]",
                         plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
                                                      {mode::threads, 2},
                                                      {mode::threads, 3},
@@ -51,6 +52,7 @@ TEMPLATE_LIST_TEST_CASE("every all-gather algorithm works with along<D> on strid
 
 TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm works with redistribute<S, C> on strided views",
                         "[layout][redistribute][shm]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 2}, {mode::threads, 3}, {mode::processes, 4}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);

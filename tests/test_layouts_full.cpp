@@ -24,6 +24,7 @@ const layout_sweep::plan full_plan{
 
 TEMPLATE_LIST_TEST_CASE("every all-gather algorithm x along<D>, P = 1..8, every arrangement",
                         "[layout][along][shm][full]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(range(1, 9));
   if (!plait_test::runs_on<TestType>(ranks)) return;
@@ -37,6 +38,7 @@ TEMPLATE_LIST_TEST_CASE("every all-gather algorithm x along<D>, P = 1..8, every 
 
 TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm x redistribute<S, C>, P = 1..8, every arrangement",
                         "[layout][redistribute][shm][full]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(plait_test::to_string(m), ranks);

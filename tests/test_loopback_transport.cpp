@@ -105,6 +105,7 @@ std::string code_of(Call call) {
 
 TEMPLATE_LIST_TEST_CASE("every all-gather algorithm gathers 1-d ranges of any element type on the loopback, P = 1..8",
                         "[loopback][all_gather]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(ranks);
@@ -114,6 +115,7 @@ TEMPLATE_LIST_TEST_CASE("every all-gather algorithm gathers 1-d ranges of any el
 TEMPLATE_LIST_TEST_CASE(
     "every all-gather algorithm gathers along<D> of strided rank-2 and rank-3 views on the loopback",
     "[loopback][all_gather][along]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(ranks);
@@ -127,6 +129,7 @@ TEMPLATE_LIST_TEST_CASE(
 
 TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm exchanges 1-d ranges of any element type on the loopback, P = 1..8",
                         "[loopback][all_to_all]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   REQUIRE(plait_test::failures(loopback::run(ranks, exchange_ranges<TestType>)) == "");
@@ -134,6 +137,7 @@ TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm exchanges 1-d ranges of any 
 
 TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm redistributes strided rank-2 and rank-3 views on the loopback",
                         "[loopback][all_to_all][redistribute]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {

@@ -28,6 +28,7 @@ const layout_sweep::plan full_plan{{{1, 1, 1}, {2, 3, 4}, {0, 3, 2}, {3, 0, 1}, 
 
 TEMPLATE_LIST_TEST_CASE("every all-gather algorithm x along<D> x arrangement x element type on the loopback, P = 1..8",
                         "[loopback][along][full]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(ranks);
@@ -43,6 +44,7 @@ TEMPLATE_LIST_TEST_CASE("every all-gather algorithm x along<D> x arrangement x e
 
 TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm x redistribute<S, C> x arrangement x element type on the loopback",
                         "[loopback][redistribute][full]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {
@@ -55,8 +57,9 @@ TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm x redistribute<S, C> x arran
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEMPLATE_LIST_TEST_CASE("ring, pairwise, bruck, direct and automatic move 1-d ranges of many lengths on the loopback",
+TEMPLATE_LIST_TEST_CASE("every all-to-all algorithm moves 1-d ranges of many lengths on the loopback",
                         "[loopback][full]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const int ranks = GENERATE(range(1, 9));
   CAPTURE(ranks);
   const auto verdicts = loopback::run(ranks, [](loopback::communicator& comm) {

@@ -114,6 +114,7 @@ TEST_CASE("nvlink emulation: point-to-point across chunk, slot and channel bound
 
 TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguous", "[nvlink][all_gather]",
                         plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
                                                      {mode::threads, 2},
                                                      {mode::threads, 3},
@@ -136,6 +137,7 @@ TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-gather algorithm, contiguou
 
 TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguous", "[nvlink][all_to_all]",
                         plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 1},
                                                      {mode::threads, 2},
                                                      {mode::threads, 3},
@@ -156,6 +158,7 @@ TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-to-all algorithm, contiguou
 
 TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-gather algorithm with along<D> on strided views",
                         "[nvlink][layout][along]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   if (!plait_test::runs_on<TestType>(ranks)) return;
@@ -168,6 +171,7 @@ TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-gather algorithm with along
 
 TEMPLATE_LIST_TEST_CASE("nvlink emulation: every all-to-all algorithm with redistribute<S, C> on strided views",
                         "[nvlink][layout][redistribute]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);

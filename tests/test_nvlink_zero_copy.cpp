@@ -180,6 +180,7 @@ TEST_CASE("register_buffer: peers read registered send data directly, no staging
 
 TEMPLATE_LIST_TEST_CASE("register_buffer: every all-gather algorithm gives the staged result", "[nvlink][register]",
                         plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   if (!plait_test::runs_on<TestType>(ranks)) return;
@@ -202,6 +203,7 @@ TEMPLATE_LIST_TEST_CASE("register_buffer: every all-gather algorithm gives the s
 
 TEMPLATE_LIST_TEST_CASE("register_buffer: every all-to-all algorithm gives the staged result", "[nvlink][register]",
                         plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>(
       {{mode::threads, 1}, {mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}, {mode::processes, 5}}));
   CAPTURE(plait_test::to_string(m), ranks);
@@ -222,6 +224,7 @@ TEMPLATE_LIST_TEST_CASE("register_buffer: every all-to-all algorithm gives the s
 
 TEMPLATE_LIST_TEST_CASE("register_buffer: every all-gather algorithm with along<D> on registered strided views",
                         "[nvlink][register][layout]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}}));
   if (!plait_test::runs_on<TestType>(ranks)) return;
   CAPTURE(plait_test::to_string(m), ranks);
@@ -238,6 +241,7 @@ TEMPLATE_LIST_TEST_CASE("register_buffer: every all-gather algorithm with along<
 TEMPLATE_LIST_TEST_CASE(
     "register_buffer: every all-to-all algorithm with redistribute<S, C> on registered strided views",
     "[nvlink][register][layout]", plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto [m, ranks] = GENERATE(table<mode, int>({{mode::threads, 3}, {mode::threads, 4}, {mode::processes, 2}}));
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = run_nvlink<zero_copy_comm>(m, ranks, [](zero_copy_comm& gpu) {

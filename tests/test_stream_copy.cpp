@@ -136,6 +136,7 @@ TEST_CASE("the streaming threshold defaults to 4 MiB", "[stream_copy]") {
 
 TEMPLATE_LIST_TEST_CASE("collectives whose blocks cross the streaming threshold match the reference",
                         "[stream_copy][shm]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(2, 3, 4);
   if (!plait_test::runs_on<TestType>(ranks)) return;
@@ -161,6 +162,7 @@ TEMPLATE_LIST_TEST_CASE("collectives whose blocks cross the streaming threshold 
 
 TEMPLATE_LIST_TEST_CASE("chunked messages that cross the streaming threshold match the reference",
                         "[stream_copy][shm][chunks]", plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   const auto m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(2, 3);
   if (!plait_test::runs_on<TestType>(ranks)) return;

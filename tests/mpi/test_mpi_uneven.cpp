@@ -74,6 +74,7 @@ bool exchange_v_matches(plait::mpi::communicator& comm, unsigned seed, int patte
 
 TEMPLATE_LIST_TEST_CASE("mpi all_gather_v equals MPI_Allgatherv for every algorithm", "[mpi][all_gather_v]",
                         plait_test::all_gather_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   plait::mpi::communicator comm(MPI_COMM_WORLD);
   if (!plait_test::runs_on<TestType>(comm.size())) return;  // every rank skips alike
   for (int pattern = 0; pattern < 3; ++pattern) {
@@ -86,6 +87,7 @@ TEMPLATE_LIST_TEST_CASE("mpi all_gather_v equals MPI_Allgatherv for every algori
 
 TEMPLATE_LIST_TEST_CASE("mpi all_to_all_v equals MPI_Alltoallv for every algorithm", "[mpi][all_to_all_v]",
                         plait_test::all_to_all_algorithms) {
+  CAPTURE(plait::algorithm_name<TestType>());  // the case is named by index
   plait::mpi::communicator comm(MPI_COMM_WORLD);
   for (int pattern = 0; pattern < 3; ++pattern) {
     for (unsigned seed = 1; seed <= 2; ++seed) {
