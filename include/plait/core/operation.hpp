@@ -1,10 +1,15 @@
-// Operation tags and their block model: which blocks exist, which rank holds
-// which at the start, which it must hold at the end. Schedules and verify()
-// are written against this model; they never see bytes.
+// Operation tags: each is the description of its operation. The block model
+// (which blocks exist, which rank holds which at the start, which it must hold
+// at the end) is what schedules and verify() are written against; they never
+// see bytes. The rest is what the collective engine needs to know about the
+// operation (its names, its call kinds for the call stamp, its in-place rule),
+// so that no code outside the description asks which operation it runs.
 #pragma once
 
 #include <concepts>
 #include <string_view>
+
+#include "plait/core/call_stamp.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -15,6 +20,18 @@ namespace op {
 struct all_gather {
   /// The name errors show.
   static constexpr std::string_view name = "all_gather";
+  /// The uneven form's name (shards of different lengths).
+  static constexpr std::string_view v_name = "all_gather_v";
+  /// The call kinds of the even and the uneven form, for the call stamp.
+  static constexpr call_kind kind = call_kind::all_gather;
+  static constexpr call_kind v_kind = call_kind::all_gather_v;
+  /// all_gather_v takes one count array: every rank's part (recv_counts).
+  static constexpr int v_count_arrays = 1;
+  /// plait::in_place: this rank's shard is already in its slice of recv.
+  static constexpr bool allows_in_place = true;
+  /// The layout that moves the same bytes to the same places as contiguous,
+  /// so a contiguous call and this one have the same stamp.
+  static constexpr std::string_view contiguous_as = "along<0>";
   /// P blocks on P ranks: block j is rank j's shard.
   static constexpr int blocks(int size) noexcept { return size; }
   /// Rank r starts with block r.
@@ -28,6 +45,17 @@ struct all_gather {
 struct all_to_all {
   /// The name errors show.
   static constexpr std::string_view name = "all_to_all";
+  /// The uneven form's name (blocks of different lengths).
+  static constexpr std::string_view v_name = "all_to_all_v";
+  /// The call kinds of the even and the uneven form, for the call stamp.
+  static constexpr call_kind kind = call_kind::all_to_all;
+  static constexpr call_kind v_kind = call_kind::all_to_all_v;
+  /// all_to_all_v takes two: what goes to each rank and what comes from each.
+  static constexpr int v_count_arrays = 2;
+  /// No in_place: every block of the send buffer leaves it.
+  static constexpr bool allows_in_place = false;
+  /// The layout that moves the same bytes to the same places as contiguous.
+  static constexpr std::string_view contiguous_as = "redistribute<0,0>";
   /// P*P blocks on P ranks.
   static constexpr int blocks(int size) noexcept { return size * size; }
   /// The block that travels from `source` to `destination`.
@@ -53,6 +81,18 @@ concept operation = requires(int r) {
   { Op::blocks(r) } -> std::same_as<int>;
   { Op::holds_initially(r, r, r) } -> std::same_as<bool>;
   { Op::needs_finally(r, r, r) } -> std::same_as<bool>;
+};
+
+/// An operation the collective engine can run in every form: the block model
+/// and the rest of its description (names, call kinds, in-place rule).
+template <class Op>
+concept described_operation = operation<Op> && requires {
+  { Op::v_name } -> std::convertible_to<std::string_view>;
+  { Op::kind } -> std::convertible_to<call_kind>;
+  { Op::v_kind } -> std::convertible_to<call_kind>;
+  { Op::allows_in_place } -> std::convertible_to<bool>;
+  { Op::v_count_arrays } -> std::convertible_to<int>;
+  { Op::contiguous_as } -> std::convertible_to<std::string_view>;
 };
 
 }  // namespace v0

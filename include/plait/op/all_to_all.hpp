@@ -9,8 +9,8 @@
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
-#include "plait/op/bundled.hpp"
 #include "plait/op/collective.hpp"
+#include "plait/op/dispatch.hpp"
 #include "plait/op/hierarchical.hpp"
 
 namespace plait {
@@ -30,14 +30,8 @@ void all_to_all(Comm& comm, Send&& send, Recv&& recv) {
           all_to_all<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
         });
   } else {
-    constexpr bool comm_ok = detail::check_transport<Comm>();
-    if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-      if constexpr (comm_ok)
-        detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::even(comm, send, recv);
-    } else if constexpr (comm_ok && detail::check_data_arguments<Send, Recv, false>()) {
-      collective<op::all_to_all, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send),
-                                                               std::forward<Recv>(recv));
-    }
+    detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                             detail::run_now{});
   }
 }
 

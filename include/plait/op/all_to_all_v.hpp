@@ -13,32 +13,10 @@
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/uneven_plans.hpp"
-#include "plait/op/bundled.hpp"
-#include "plait/op/uneven.hpp"
+#include "plait/op/dispatch.hpp"
 
 namespace plait {
 inline namespace v0 {
-
-namespace detail {
-/// all_to_all_v of one member (not a bundle).
-template <class Algorithm, class Layout, class Comm, class Send, class SendCounts, class Recv, class RecvCounts,
-          class Launch = run_now>
-void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts,
-                    Launch&& launch = {}) {
-  using engine = uneven_collective<op::all_to_all, Comm, Algorithm, Layout>;
-  const call_site at = engine::site(comm);
-  auto plan = make_v_plan(Layout{}, op::all_to_all{}, at, std::forward<Send>(send), send_counts,
-                          std::forward<Recv>(recv), recv_counts);
-  // This rank's largest block; the engine replaces it by every rank's when
-  // automatic needs one number for all ranks.
-  std::size_t largest = 0;
-  for (int j = 0; j < comm.size(); ++j) {
-    largest = std::max({largest, plan.block_bytes(op::all_to_all::block(comm.rank(), j, comm.size())),
-                        plan.block_bytes(op::all_to_all::block(j, comm.rank(), comm.size()))});
-  }
-  engine::run(comm, plan, largest, send, recv, launch);
-}
-}  // namespace detail
 
 /// all-to-all of blocks of different lengths: `send_counts[j]` elements (1-D
 /// ranges) or slices along the split dimension (redistribute<S, C>: dim S)
@@ -52,16 +30,8 @@ void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class SendCounts, class Recv,
           class RecvCounts>
 void all_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts) {
-  static_assert(detail::check_transport<Comm>());  // one message naming what a non-transport lacks
-  detail::check_counts_type<SendCounts>();
-  detail::check_counts_type<RecvCounts>();
-  if constexpr (detail::is_bundle<std::remove_cvref_t<Send>> || detail::is_bundle<std::remove_cvref_t<Recv>>) {
-    detail::bundled_collective<op::all_to_all, Comm, Algorithm, Layout>::exchange_v(comm, send, send_counts, recv,
-                                                                                    recv_counts);
-  } else {
-    detail::exchange_v_one<Algorithm, Layout>(comm, std::forward<Send>(send), send_counts, std::forward<Recv>(recv),
-                                              recv_counts);
-  }
+  detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
+                                                        std::forward<Recv>(recv), send_counts, recv_counts);
 }
 
 }  // namespace v0

@@ -76,36 +76,27 @@ constexpr void check_bundle_pair() {
 /// A bundle's collective of Op on Transport with Algorithm and Layout.
 template <class Op, class Transport, class Algorithm, class Layout>
 struct bundled_collective {
-  static_assert(detail::check_transport<Transport>());
-  static_assert(detail::check_algorithm<Algorithm, Op>());
-  static_assert(layout<Layout>,
-                "plait: the Layout argument is not a layout (use plait::contiguous, plait::along<D> "
-                "or plait::redistribute<S, C>)");
-  static_assert(Layout::template serves<Op>,
-                "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
-                "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
+  static_assert(check_policies<Op, Transport, Algorithm, Layout>());
 
   /// all_gather / all_to_all of bundles. `launch` gets the planned schedule
   /// (run_now runs it at once).
   template <class Send, class Recv, class Launch = run_now>
   static void even(Transport& comm, Send& send, Recv& recv, Launch&& launch = {}) {
     check_bundle_pair<Send, Recv>();
-    const operation_label& label = requested_label(Op::name);
-    const call_site at{comm.rank(), comm.size(), label};
+    const call_site at{comm.rank(), comm.size(), requested_label<Op, Algorithm, false>()};
     auto plan = members_plan(at, send, recv, std::make_index_sequence<Send::size>{});
-    run(comm, plan, plan.combined_block_bytes(at.rank), Op::name, even_kind(), send, recv, launch);
+    run<false>(comm, plan, plan.combined_block_bytes(at.rank), send, recv, launch);
   }
 
   /// all_gather_v of bundles: the same counts for every member.
   template <class Send, class Recv, class Counts, class Launch = run_now>
   static void gather_v(Transport& comm, Send& send, Recv& recv, const Counts& counts, Launch&& launch = {}) {
     check_bundle_pair<Send, Recv>();
-    const operation_label& label = requested_label(uneven_names<Op>::name);
-    const call_site at{comm.rank(), comm.size(), label};
+    const call_site at{comm.rank(), comm.size(), requested_label<Op, Algorithm, true>()};
     auto plan = members_v_plan(at, send, recv, counts, std::make_index_sequence<Send::size>{});
     std::size_t largest = 0;
     for (int j = 0; j < comm.size(); ++j) largest = std::max(largest, plan.combined_block_bytes(j));
-    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv, launch);
+    run<true>(comm, plan, largest, send, recv, launch);
   }
 
   /// all_to_all_v of bundles: the same counts for every member.
@@ -113,7 +104,7 @@ struct bundled_collective {
   static void exchange_v(Transport& comm, Send& send, const SendCounts& send_counts, Recv& recv,
                          const RecvCounts& recv_counts, Launch&& launch = {}) {
     check_bundle_pair<Send, Recv>();
-    const operation_label& label = requested_label(uneven_names<Op>::name);
+    const operation_label& label = requested_label<Op, Algorithm, true>();
     const call_site at{comm.rank(), comm.size(), label};
     auto plan = members_exchange_plan(at, send, send_counts, recv, recv_counts, std::make_index_sequence<Send::size>{});
     if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
@@ -121,27 +112,13 @@ struct bundled_collective {
     }
     // Blocks whose size this rank does not know (no count exchange) count as 0.
     std::size_t largest = 0;
-    for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) {
+    for (int b = 0; b < Op::blocks(comm.size()); ++b) {
       largest = std::max(largest, plan.combined_block_bytes(b));
     }
-    run(comm, plan, largest, uneven_names<Op>::name, uneven_names<Op>::kind, send, recv, launch);
+    run<true>(comm, plan, largest, send, recv, launch);
   }
 
  private:
-  static constexpr call_kind even_kind() {
-    return std::is_same_v<Op, op::all_gather> ? call_kind::all_gather : call_kind::all_to_all;
-  }
-
-  /// "all_gather<ring>" for the operation named `name`; one per program and name.
-  static const operation_label& requested_label(std::string_view name) {
-    if (name == Op::name) {
-      static const operation_label even_label(Op::name, algorithm_name<Algorithm>());
-      return even_label;
-    }
-    static const operation_label uneven_label(uneven_names<Op>::name, algorithm_name<Algorithm>());
-    return uneven_label;
-  }
-
   template <class Send, class Recv, std::size_t... I>
   static auto members_plan(const call_site& at, Send& send, Recv& recv, std::index_sequence<I...>) {
     return bundle_plan<decltype(make_plan(Layout{}, Op{}, at, send.template get<I>(), recv.template get<I>()))...>(
@@ -179,16 +156,16 @@ struct bundled_collective {
      ...);
   }
 
-  template <class Plan, class Send, class Recv, class Launch>
-  static void run(Transport& comm, const Plan& plan, std::size_t largest, std::string_view operation, call_kind kind,
-                  Send& send, Recv& recv, Launch& launch) {
+  template <bool Uneven, class Plan, class Send, class Recv, class Launch>
+  static void run(Transport& comm, const Plan& plan, std::size_t largest, Send& send, Recv& recv, Launch& launch) {
     const planned_schedule& planned = remembered_schedule<Algorithm, Op, Transport>(comm.rank(), comm.size(), largest);
     const schedule& wide =
         remembered_expansion<Algorithm, Op, Transport, Plan::members>(planned, comm.rank(), comm.size(), largest);
-    const operation_label name(operation, planned.algorithm);
-    if (check_mode(comm))
-      check_members(comm, planned, plan, send, recv, operation, std::make_index_sequence<Plan::members>{});
-    launch(comm, wide, plan, name.view(), collective_stamp<Op, Layout>(planned.algorithm, kind));
+    if (check_mode(comm)) {
+      check_members(comm, planned, plan, send, recv, Uneven ? std::string_view(Op::v_name) : std::string_view(Op::name),
+                    std::make_index_sequence<Plan::members>{});
+    }
+    launch_planned<Op, Layout, Algorithm, Uneven>(comm, planned, wide, plan, launch);
   }
 };
 

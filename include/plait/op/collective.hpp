@@ -31,14 +31,15 @@ namespace detail {
 class operation_label {
  public:
   [[gnu::noinline]] operation_label(std::string_view operation, std::string_view algorithm) noexcept
-      : algorithm_(algorithm) {
+      : operation_(operation), algorithm_(algorithm) {
     compose(operation, algorithm);
   }
   operation_label(const operation_label&) = delete;
   operation_label& operator=(const operation_label&) = delete;
 
   [[nodiscard]] std::string_view view() const noexcept { return {text_, size_}; }
-  /// The algorithm's name as given (not cut short).
+  /// The operation's and the algorithm's names as given (not cut short).
+  [[nodiscard]] std::string_view operation() const noexcept { return operation_; }
   [[nodiscard]] std::string_view algorithm() const noexcept { return algorithm_; }
   operator std::string_view() const noexcept { return view(); }  // NOLINT: used where a name is expected
 
@@ -50,7 +51,8 @@ class operation_label {
   // is apart from its inline definition.
   void compose(std::string_view operation, std::string_view algorithm) noexcept;
   void append(std::string_view part) noexcept;
-  std::string_view algorithm_;  // a name with static storage (Algorithm::name or a built-in's)
+  std::string_view operation_;  // names with static storage (Op::name, Algorithm::name, a built-in's)
+  std::string_view algorithm_;
   char text_[capacity];
   std::size_t size_ = 0;
   bool truncated_ = false;
@@ -90,29 +92,69 @@ const planned_schedule& remembered_schedule(int rank, int size, std::size_t bloc
   slot = {rank, size, block_bytes, std::move(planned)};
   return slot.planned;
 }
+
+/// The compile-time checks every form of every operation makes (even, v and
+/// bundles; blocking, nonblocking and persistent), in one wording.
+template <class Op, class Transport, class Algorithm, class Layout>
+consteval bool check_policies() {
+  static_assert(described_operation<Op>,
+                "plait: Op is not an operation the collectives can run: it needs the block model (name, blocks, "
+                "holds_initially, needs_finally) and its description (v_name, kind, v_kind, allows_in_place, "
+                "v_count_arrays, contiguous_as; see core/operation.hpp)");
+  static_assert(check_transport<Transport>());
+  static_assert(check_algorithm<Algorithm, Op>());
+  static_assert(layout<Layout>,
+                "plait: the Layout argument is not a layout: it lacks "
+                "`using layout_concept = plait::layout_tag;` (use plait::contiguous, "
+                "plait::along<D> or plait::redistribute<S, C>)");
+  if constexpr (layout<Layout>) {
+    static_assert(Layout::template serves<Op>,
+                  "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
+                  "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
+  }
+  return true;
+}
+
+/// "all_gather<ring>" or, for the uneven form, "all_gather_v<ring>": built
+/// once per program (a small call's own work is a few thousand
+/// instructions, and formatting its name took a tenth).
+template <class Op, class Algorithm, bool Uneven>
+const operation_label& requested_label() {
+  static const operation_label label(Uneven ? std::string_view(Op::v_name) : std::string_view(Op::name),
+                                     algorithm_name<Algorithm>());
+  return label;
+}
+
+/// Hands the planned schedule `steps` (planned's own, or a bundle's
+/// expansion of it) to `launch` with the call's name and stamp: the
+/// requested ones, or under automatic those of the algorithm it picked, so
+/// that errors name what ran and ranks that named that algorithm agree.
+template <class Op, class Layout, class Algorithm, bool Uneven, class Transport, class Plan, class Launch>
+void launch_planned(Transport& comm, const planned_schedule& planned, const schedule& steps, const Plan& plan,
+                    Launch& launch) {
+  constexpr call_kind kind = Uneven ? Op::v_kind : Op::kind;
+  const operation_label& requested = requested_label<Op, Algorithm, Uneven>();
+  if (planned.algorithm == requested.algorithm()) {
+    static constexpr call_stamp stamp = collective_stamp<Op, Layout>(algorithm_name<Algorithm>(), kind);
+    launch(comm, steps, plan, requested.view(), stamp);
+  } else {
+    const operation_label running(requested.operation(), planned.algorithm);
+    launch(comm, steps, plan, running.view(), collective_stamp<Op, Layout>(planned.algorithm, kind));
+  }
+}
 }  // namespace detail
 
 /// The collective operation Op over Transport, run by Algorithm's schedule with Layout's view of the buffers;
 /// all_gather and all_to_all call run().
 template <class Op, class Transport, class Algorithm, class Layout>
 struct collective {
-  static_assert(operation<Op>, "plait: Op must be plait::op::all_gather or plait::op::all_to_all");
-  static_assert(detail::check_transport<Transport>());
-  static_assert(detail::check_algorithm<Algorithm, Op>());
-  static_assert(layout<Layout>,
-                "plait: the Layout argument is not a layout: it lacks "
-                "`using layout_concept = plait::layout_tag;` (use plait::contiguous, "
-                "plait::along<D> or plait::redistribute<S, C>)");
-  static_assert(Layout::template serves<Op>,
-                "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
-                "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
+  static_assert(detail::check_policies<Op, Transport, Algorithm, Layout>());
 
   /// Runs the operation. `send` may be plait::in_place for an all-gather.
   /// `launch` gets the planned schedule (detail::run_now runs it at once).
   template <class Send, class Recv, class Launch = detail::run_now>
   static void run(Transport& comm, Send&& send, Recv&& recv, Launch&& launch = {}) {
-    const detail::operation_label& requested = requested_label();
-    const detail::call_site at{comm.rank(), comm.size(), requested};
+    const detail::call_site at{comm.rank(), comm.size(), detail::requested_label<Op, Algorithm, false>()};
     // Unqualified on purpose: argument-dependent lookup (call_site lives in
     // plait::detail) finds make_plan overloads declared after this header,
     // such as along<D>'s and redistribute<S, C>'s; a qualified call would see
@@ -123,13 +165,7 @@ struct collective {
     // make_plan took the views by reference (owning rvalues are deleted
     // overloads), so they are still the caller's here.
     if (detail::check_mode(comm)) check(comm, planned, plan, send, recv);
-    if (planned.algorithm == requested_label().algorithm()) {
-      static constexpr call_stamp stamp = detail::collective_stamp<Op, Layout>(algorithm_name<Algorithm>());
-      launch(comm, planned.steps, plan, requested.view(), stamp);
-    } else {  // automatic: name and stamp the algorithm that runs
-      const detail::operation_label running(Op::name, planned.algorithm);
-      launch(comm, planned.steps, plan, running.view(), detail::collective_stamp<Op, Layout>(planned.algorithm));
-    }
+    detail::launch_planned<Op, Layout, Algorithm, false>(comm, planned, planned.steps, plan, launch);
   }
 
   /// Check mode: every rank must make the same call (check_call), and the
@@ -153,14 +189,6 @@ struct collective {
     if constexpr (!detail::is_automatic<Algorithm> && schedules<Algorithm, Op>) {
       detail::verify_schedules_once<Algorithm, Op>(comm.rank(), comm.size(), running);
     }
-  }
-
- private:
-  /// "all_gather<ring>", built once per program: a small call's own work is
-  /// a few thousand instructions, and formatting its name took a tenth.
-  static const detail::operation_label& requested_label() {
-    static const detail::operation_label label(Op::name, algorithm_name<Algorithm>());
-    return label;
   }
 };
 

@@ -1,5 +1,5 @@
-// plait::all_gather_init and plait::all_to_all_init: persistent collectives
-// (MPI-4's MPI_Allgather_init). The call validates the arguments, builds the
+// plait::all_gather_init, all_to_all_init and their _v forms: persistent
+// collectives (MPI-4's MPI_Allgather_init, MPI_Alltoallv_init). The call validates the arguments, builds the
 // block plan and the schedule (under automatic: chooses the algorithm) once,
 // and in check mode checks the call across ranks once; it moves no payload.
 // Each start() of the returned plait::persistent_collective (op/request.hpp)
@@ -19,8 +19,8 @@
 #include "plait/core/transport.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous.hpp"
-#include "plait/op/bundled.hpp"
 #include "plait/op/collective.hpp"
+#include "plait/op/dispatch.hpp"
 #include "plait/op/nonblocking.hpp"
 #include "plait/op/request.hpp"
 
@@ -31,6 +31,8 @@ namespace detail {
 /// The *_init forms' launch: the planned schedule becomes a run the
 /// persistent object owns, not started (no tag yet: start() takes one).
 struct bind_persistent {
+  /// The call's buffers are used at every start (op/dispatch.hpp checks them).
+  static constexpr bool keeps_buffers = true;
   in_flight_handle* out;
 
   template <class Comm, class Plan>
@@ -47,17 +49,44 @@ struct bind_persistent {
 ///   for (int step = 0; step < steps; ++step) { fill(shard); p.start(); p.wait(); use(full); }
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_gather_init(Comm& comm, Send&& send, Recv&& recv) {
-  return persistent_collective(
-      detail::launch_kept<op::all_gather, Algorithm, Layout, Comm, Send, Recv, detail::bind_persistent>(
-          comm, std::forward<Send>(send), std::forward<Recv>(recv)));
+  detail::in_flight_handle h;
+  detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                           detail::bind_persistent{&h});
+  return persistent_collective(h);
 }
 
 /// A persistent all_to_all of `send` into `recv` (arguments as plait::all_to_all).
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_to_all_init(Comm& comm, Send&& send, Recv&& recv) {
-  return persistent_collective(
-      detail::launch_kept<op::all_to_all, Algorithm, Layout, Comm, Send, Recv, detail::bind_persistent>(
-          comm, std::forward<Send>(send), std::forward<Recv>(recv)));
+  detail::in_flight_handle h;
+  detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                           detail::bind_persistent{&h});
+  return persistent_collective(h);
+}
+
+/// A persistent all_gather_v (arguments as plait::all_gather_v). The counts
+/// are read and checked once, here: every start moves the parts they gave,
+/// whatever the counts array holds by then.
+///   auto p = plait::all_gather_v_init<plait::ring>(comm, mine, all, counts);
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
+[[nodiscard]] persistent_collective all_gather_v_init(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
+  detail::in_flight_handle h;
+  detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
+                                                        std::forward<Recv>(recv), recv_counts);
+  return persistent_collective(h);
+}
+
+/// A persistent all_to_all_v (arguments as plait::all_to_all_v). The counts
+/// are read, checked and (where the algorithm needs every rank's) exchanged
+/// once, here; every start moves the blocks they gave.
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class SendCounts, class Recv,
+          class RecvCounts>
+[[nodiscard]] persistent_collective all_to_all_v_init(Comm& comm, Send&& send, const SendCounts& send_counts,
+                                                      Recv&& recv, const RecvCounts& recv_counts) {
+  detail::in_flight_handle h;
+  detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
+                                                        std::forward<Recv>(recv), send_counts, recv_counts);
+  return persistent_collective(h);
 }
 
 }  // namespace v0

@@ -43,7 +43,7 @@ constexpr call_stamp collective_stamp(std::string_view algorithm, call_kind kind
   // all-to-all: the same blocks in the same places, so the same stamp (check
   // mode agrees).
   if constexpr (Layout::name == std::string_view("contiguous")) {
-    put(std::is_same_v<Op, op::all_gather> ? "along<0>" : "redistribute<0,0>");
+    put(Op::contiguous_as);
   } else {
     put(Layout::name);
   }
@@ -64,11 +64,7 @@ constexpr call_stamp collective_stamp(std::string_view algorithm, call_kind kind
     put_number(Layout::concat_dimension);
     put(">");
   }
-  if (kind == call_kind::unknown) {
-    kind = std::is_same_v<Op, op::all_gather>   ? call_kind::all_gather
-           : std::is_same_v<Op, op::all_to_all> ? call_kind::all_to_all
-                                                : call_kind::unknown;
-  }
+  if (kind == call_kind::unknown) kind = Op::kind;
   return call_stamp::of(kind, std::string_view(text.data(), size));
 }
 

@@ -15,11 +15,13 @@
 // sizes catch disagreeing counts.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "plait/algorithm/direct.hpp"
@@ -41,20 +43,6 @@
 namespace plait {
 inline namespace v0 {
 namespace detail {
-
-/// The uneven form's name and call kind for an operation.
-template <class Op>
-struct uneven_names;
-template <>
-struct uneven_names<op::all_gather> {
-  static constexpr std::string_view name = "all_gather_v";
-  static constexpr call_kind kind = call_kind::all_gather_v;
-};
-template <>
-struct uneven_names<op::all_to_all> {
-  static constexpr std::string_view name = "all_to_all_v";
-  static constexpr call_kind kind = call_kind::all_to_all_v;
-};
 
 /// Whether schedules of A move every all-to-all block straight from its
 /// source to its destination, so no rank needs the size of a block it
@@ -124,18 +112,11 @@ void exchange_block_sizes(Comm& comm, exchange_v_plan& plan, std::string_view op
 /// The uneven collective of Op on Transport with Algorithm and Layout.
 template <class Op, class Transport, class Algorithm, class Layout>
 struct uneven_collective {
-  static_assert(detail::check_transport<Transport>());
-  static_assert(detail::check_algorithm<Algorithm, Op>());
-  static_assert(layout<Layout>,
-                "plait: the Layout argument is not a layout: it lacks `using layout_concept = plait::layout_tag;` "
-                "(use plait::contiguous, plait::along<D> or plait::redistribute<S, C>)");
-  static_assert(Layout::template serves<Op>,
-                "plait: this layout does not fit this operation: all_gather_v takes plait::contiguous or "
-                "plait::along<D>; all_to_all_v takes plait::contiguous or plait::redistribute<S, C>");
+  static_assert(check_policies<Op, Transport, Algorithm, Layout>());
 
-  using names = uneven_names<Op>;
-
-  [[nodiscard]] static call_site site(const Transport& comm) { return {comm.rank(), comm.size(), requested_label()}; }
+  [[nodiscard]] static call_site site(const Transport& comm) {
+    return {comm.rank(), comm.size(), requested_label<Op, Algorithm, true>()};
+  }
 
   /// Runs `plan`, whose largest block (the same on every rank) is `largest` bytes.
   /// `launch` gets the planned schedule (run_now runs it at once).
@@ -144,29 +125,52 @@ struct uneven_collective {
                   Launch&& launch = {}) {
     if constexpr (std::is_same_v<Plan, exchange_v_plan>) {
       if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
-        exchange_block_sizes(comm, plan, requested_label());
+        exchange_block_sizes(comm, plan, requested_label<Op, Algorithm, true>());
         largest = 0;
-        for (int b = 0; b < op::all_to_all::blocks(comm.size()); ++b) largest = std::max(largest, plan.block_bytes(b));
+        for (int b = 0; b < Op::blocks(comm.size()); ++b) largest = std::max(largest, plan.block_bytes(b));
       }
     }
     const planned_schedule& planned = remembered_schedule<Algorithm, Op, Transport>(comm.rank(), comm.size(), largest);
     if (check_mode(comm)) {
-      collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv, names::name, false);
+      collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv, Op::v_name, false);
     }
-    const call_stamp stamp = collective_stamp<Op, Layout>(planned.algorithm, names::kind);
-    if (planned.algorithm == requested_label().algorithm()) {
-      launch(comm, planned.steps, plan, requested_label().view(), stamp);
-    } else {  // automatic: name the algorithm that runs
-      const operation_label running(names::name, planned.algorithm);
-      launch(comm, planned.steps, plan, running.view(), stamp);
-    }
-  }
-
-  static const operation_label& requested_label() {
-    static const operation_label label(names::name, algorithm_name<Algorithm>());
-    return label;
+    launch_planned<Op, Layout, Algorithm, true>(comm, planned, planned.steps, plan, launch);
   }
 };
+
+/// The uneven form of one member (not a bundle) of an operation whose v form
+/// takes the receive counts only (all_gather_v): block j is rank j's part.
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Counts,
+          class Launch = run_now>
+void gather_v_one(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts, Launch&& launch = {}) {
+  using engine = uneven_collective<Op, Comm, Algorithm, Layout>;
+  const call_site at = engine::site(comm);
+  // Unqualified: argument-dependent lookup finds every layout's make_v_plan.
+  auto plan = make_v_plan(Layout{}, Op{}, at, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts);
+  std::size_t largest = 0;
+  for (int j = 0; j < comm.size(); ++j) largest = std::max(largest, plan.block_bytes(j));
+  engine::run(comm, plan, largest, send, recv, launch);
+}
+
+/// The uneven form of one member of an operation whose v form takes send and
+/// receive counts (all_to_all_v): block (s, d) travels from rank s to rank d.
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class SendCounts, class Recv,
+          class RecvCounts, class Launch = run_now>
+void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts,
+                    Launch&& launch = {}) {
+  using engine = uneven_collective<Op, Comm, Algorithm, Layout>;
+  const call_site at = engine::site(comm);
+  auto plan =
+      make_v_plan(Layout{}, Op{}, at, std::forward<Send>(send), send_counts, std::forward<Recv>(recv), recv_counts);
+  // This rank's largest block; the engine replaces it by every rank's when
+  // automatic needs one number for all ranks.
+  std::size_t largest = 0;
+  for (int j = 0; j < comm.size(); ++j) {
+    largest = std::max({largest, plan.block_bytes(Op::block(comm.rank(), j, comm.size())),
+                        plan.block_bytes(Op::block(j, comm.rank(), comm.size()))});
+  }
+  engine::run(comm, plan, largest, send, recv, launch);
+}
 
 /// The static_assert every v-form runs on its counts argument.
 template <class Counts>
