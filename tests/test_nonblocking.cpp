@@ -176,6 +176,66 @@ TEST_CASE("a persistent all_gather and all_to_all move fresh contents at every s
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+TEST_CASE("persistent all_gather_v and all_to_all_v move fresh contents at every start, with zero counts",
+          "[persistent][uneven]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    const int p = comm.size();
+    const int me = comm.rank();
+    // Rank j contributes (3j + 1) % 4 elements (zeros included); rank s
+    // sends (s + d) % 3 elements to rank d.
+    std::vector<int> parts(static_cast<std::size_t>(p)), send_counts(parts.size()), recv_counts(parts.size());
+    for (int j = 0; j < p; ++j) {
+      parts[static_cast<std::size_t>(j)] = (3 * j + 1) % 4;
+      send_counts[static_cast<std::size_t>(j)] = (me + j) % 3;
+      recv_counts[static_cast<std::size_t>(j)] = (j + me) % 3;
+    }
+    auto sum = [](const std::vector<int>& v) {
+      std::size_t t = 0;
+      for (int x : v) t += static_cast<std::size_t>(x);
+      return t;
+    };
+    std::vector<std::uint32_t> mine(static_cast<std::size_t>(parts[static_cast<std::size_t>(me)])), all(sum(parts));
+    std::vector<std::uint32_t> blocks(sum(send_counts)), routed(sum(recv_counts));
+    auto gather = plait::all_gather_v_init<plait::ring>(comm, mine, all, parts);
+    auto exchange = plait::all_to_all_v_init<plait::bruck>(comm, blocks, send_counts, routed, recv_counts);
+    // The counts were read at init: changing them now changes nothing.
+    std::fill(parts.begin(), parts.end(), 0);
+    std::fill(send_counts.begin(), send_counts.end(), 0);
+    for (int round = 0; round < 4; ++round) {
+      for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = plait_test::in_flight_value(me, i, round);
+      std::size_t at = 0;
+      for (int d = 0; d < p; ++d) {
+        for (int i = 0; i < (me + d) % 3; ++i) {
+          blocks[at++] = plait_test::in_flight_value(me, static_cast<std::size_t>(i + 100 * d), round);
+        }
+      }
+      gather.start();
+      exchange.start();
+      exchange.wait();
+      gather.wait();
+      at = 0;
+      for (int s = 0; s < p; ++s) {
+        for (int i = 0; i < (3 * s + 1) % 4; ++i) {
+          if (all[at++] != plait_test::in_flight_value(s, static_cast<std::size_t>(i), round))
+            return "persistent all_gather_v: wrong element in round " + std::to_string(round);
+        }
+      }
+      at = 0;
+      for (int s = 0; s < p; ++s) {
+        for (int i = 0; i < (s + me) % 3; ++i) {
+          if (routed[at++] != plait_test::in_flight_value(s, static_cast<std::size_t>(i + 100 * me), round))
+            return "persistent all_to_all_v: wrong element in round " + std::to_string(round);
+        }
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("start() on a persistent collective that is still active is invalid_argument", "[persistent]") {
   const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
     std::vector<std::uint32_t> shard(4, static_cast<std::uint32_t>(comm.rank())), full(8);

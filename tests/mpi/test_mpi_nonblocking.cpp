@@ -1,7 +1,8 @@
 // Nonblocking and persistent collectives over plait::mpi::communicator: many
 // in flight at once (MPI matches by tag, so they all move at once), results
 // equal MPI_Allgather / MPI_Allgatherv / MPI_Alltoallv on the same data; a
-// persistent all_gather repeated; a timeout while collectives are pending.
+// persistent all_gather and persistent v forms repeated; a timeout while
+// collectives are pending.
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
@@ -84,6 +85,45 @@ TEST_CASE("mpi a persistent all_gather equals MPI_Allgather at every start", "[m
     MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_BYTE, want.data(), static_cast<int>(shard.size()),
                   MPI_BYTE, MPI_COMM_WORLD);
     ok = ok && full == want;
+  }
+  PLAIT_REQUIRE_ALL(ok);
+}
+
+TEST_CASE("mpi persistent all_gather_v and all_to_all_v equal MPI_Allgatherv and MPI_Alltoallv at every start",
+          "[mpi][persistent][uneven]") {
+  plait::mpi::communicator comm(MPI_COMM_WORLD);
+  const int p = comm.size();
+  const int me = comm.rank();
+  const auto counts = plait_test::in_flight_counts(p, 3u, 900);
+  const auto row = [&](int s) { return plait_test::in_flight_counts(p, 41u + static_cast<unsigned>(s), 700); };
+  const auto send_counts = row(me);
+  std::vector<int> recv_counts;
+  for (int s = 0; s < p; ++s) recv_counts.push_back(row(s)[static_cast<std::size_t>(me)]);
+  std::vector<std::byte> mine(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)]));
+  std::vector<std::byte> gathered(static_cast<std::size_t>(total(counts))), gathered_want(gathered.size());
+  std::vector<std::byte> send(static_cast<std::size_t>(total(send_counts)));
+  std::vector<std::byte> routed(static_cast<std::size_t>(total(recv_counts))), routed_want(routed.size());
+  // ring forwards blocks, so the persistent all_to_all_v exchanges the counts once, at init.
+  auto gather = plait::all_gather_v_init<plait::bruck>(comm, mine, gathered, counts);
+  auto exchange = plait::all_to_all_v_init<plait::ring>(comm, send, send_counts, routed, recv_counts);
+  const auto d = packed_displacements(counts);
+  const auto sd = packed_displacements(send_counts);
+  const auto rd = packed_displacements(recv_counts);
+  bool ok = true;
+  for (int round = 0; round < 4; ++round) {
+    const auto fresh_part = plait_test::pattern_bytes(me, mine.size(), round);
+    const auto fresh_send = plait_test::pattern_bytes(me, send.size(), 10 + round);
+    std::copy(fresh_part.begin(), fresh_part.end(), mine.begin());  // the bound buffers themselves
+    std::copy(fresh_send.begin(), fresh_send.end(), send.begin());
+    gather.start();
+    exchange.start();
+    exchange.wait();
+    gather.wait();
+    MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, gathered_want.data(), counts.data(), d.data(),
+                   MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), MPI_BYTE, routed_want.data(), recv_counts.data(),
+                  rd.data(), MPI_BYTE, MPI_COMM_WORLD);
+    ok = ok && gathered == gathered_want && routed == routed_want;
   }
   PLAIT_REQUIRE_ALL(ok);
 }
