@@ -155,7 +155,7 @@ TEST_CASE("an all-gather whose element count wraps to a matching shape is reject
           "[bad_input][overflow]") {
   // {2^63 + 1, 2} with strides {0, 1} holds 2^64 + 2 elements, wrapped to 2,
   // and 2 ranks x 2^63 + 1 rows wrap to the 2 rows of recv: the shapes
-  // checked out and the copy ran off the end of recv (a segfault).
+  // checked out and the copy wrote past the end of recv (a crash).
   auto wrapped = [](plait::shm::communicator& comm, std::vector<int>& recv) {
     plait::all_gather<plait::ring, plait::along<0>>(comm, send_2d(few, {two_to(63) + 1, 2}, {0, 1}),
                                                     recv_2d(recv.data(), {2, 2}));
