@@ -5,8 +5,12 @@
 // same bad call and throws locally).
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/harness.hpp"
@@ -17,8 +21,9 @@ namespace {
 constexpr int sentinel = -12345;
 
 /// Runs `call` on every rank of a P-rank thread group; each rank checks that it
-/// threw `code` with a message containing `words` and left `recv` untouched.
-std::string expect_rejected(int ranks, plait::errc code, std::string_view words,
+/// threw `code` with a message containing every one of `words` and left
+/// `recv` untouched.
+std::string expect_rejected(int ranks, plait::errc code, std::initializer_list<std::string_view> words,
                             const std::function<void(plait::shm::communicator&, std::vector<int>&)>& call) {
   const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) -> std::string {
     std::vector<int> recv(64, sentinel);
@@ -27,7 +32,11 @@ std::string expect_rejected(int ranks, plait::errc code, std::string_view words,
       return "accepted";
     } catch (const plait::error& e) {
       if (e.code() != code) return std::string("wrong code: ") + e.what();
-      if (std::string(e.what()).find(words) == std::string::npos) return std::string("unclear message: ") + e.what();
+      for (std::string_view w : words) {
+        if (std::string_view(e.what()).find(w) == std::string_view::npos) {
+          return "message lacks '" + std::string(w) + "': " + e.what();
+        }
+      }
       if (e.rank() != comm.rank()) return "error does not name the rank";
     }
     for (int v : recv) {
@@ -40,6 +49,19 @@ std::string expect_rejected(int ranks, plait::errc code, std::string_view words,
   });
   return plait_test::failures(verdicts);
 }
+
+std::string expect_rejected(int ranks, plait::errc code, std::string_view words,
+                            const std::function<void(plait::shm::communicator&, std::vector<int>&)>& call) {
+  return expect_rejected(ranks, code, {words}, call);
+}
+
+// Views with huge extents over a few real elements (zero strides, or one
+// row): the checks must reject them before any element is addressed.
+constexpr std::size_t two_to(int k) { return std::size_t{1} << k; }
+const int few[4] = {1, 2, 3, 4};
+
+using send_2d = plait::tensor_view<const int, 2>;
+using recv_2d = plait::tensor_view<int, 2>;
 }  // namespace
 
 TEST_CASE("all-gather rejects a recv buffer of the wrong size", "[bad_input][all_gather]") {
@@ -111,4 +133,130 @@ TEST_CASE("in-place all-gather rejects a recv that P does not divide", "[bad_inp
     plait::all_gather<plait::ring>(comm, plait::in_place, std::span(recv).first(7));
   };
   REQUIRE(expect_rejected(3, plait::errc::size_mismatch, "do not divide", indivisible) == "");
+}
+
+// Issue 27, item 2: products of extents, strides and element size are
+// checked where a view becomes bytes, the one step every form takes, before
+// any element is addressed.
+
+TEST_CASE("an all-gather whose extents' product wraps to zero is rejected, not run as an empty call",
+          "[bad_input][overflow]") {
+  // {2^32, 2^32} into {2^33, 2^32}: 2^64 elements wrap to 0, and the call once returned having moved nothing.
+  auto wrapped = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    plait::all_gather<plait::ring, plait::along<0>>(comm, send_2d(few, {two_to(32), two_to(32)}),
+                                                    recv_2d(recv.data(), {two_to(33), two_to(32)}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_gather<ring>", "send view's extents [4294967296, 4294967296]", "overflows"},
+                          wrapped) == "");
+}
+
+TEST_CASE("an all-gather whose element count wraps to a matching shape is rejected before it reads past the view",
+          "[bad_input][overflow]") {
+  // {2^63 + 1, 2} with strides {0, 1} holds 2^64 + 2 elements, wrapped to 2,
+  // and 2 ranks x 2^63 + 1 rows wrap to the 2 rows of recv: the shapes
+  // checked out and the copy wrote past the end of recv (a crash).
+  auto wrapped = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    plait::all_gather<plait::ring, plait::along<0>>(comm, send_2d(few, {two_to(63) + 1, 2}, {0, 1}),
+                                                    recv_2d(recv.data(), {2, 2}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_gather<ring>", "send view's extents [9223372036854775809, 2]", "overflows"},
+                          wrapped) == "");
+  // One-byte elements: the send view's 2^63 + 1 bytes fit, but P x its
+  // extent does not, so no recv can match it.
+  auto ranks_times_extent = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(few);
+    plait::all_gather<plait::ring, plait::along<0>>(
+        comm, plait::tensor_view<const unsigned char, 1>(bytes, {two_to(63) + 1}, {0}),
+        plait::tensor_view<unsigned char, 1>(reinterpret_cast<unsigned char*>(recv.data()), {2}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::size_mismatch, {"all_gather<ring>", "need more than std::size_t holds"},
+                          ranks_times_extent) == "");
+}
+
+TEST_CASE("an all-to-all along a dimension rejects views whose element count, stride or span overflows",
+          "[bad_input][overflow][all_to_all]") {
+  using redistribute_1 = plait::redistribute<1, 1>;
+  auto count = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    plait::all_to_all<plait::pairwise, redistribute_1>(comm, send_2d(few, {two_to(32), two_to(32)}, {0, 0}),
+                                                       recv_2d(recv.data(), {two_to(32), two_to(32)}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_to_all<pairwise>", "send view's extents [4294967296, 4294967296]", "overflows"},
+                          count) == "");
+  auto stride = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    plait::all_to_all<plait::pairwise, redistribute_1>(comm, send_2d(few, {2, 2}, {two_to(62), 1}),
+                                                       recv_2d(recv.data(), {2, 2}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_to_all<pairwise>", "send view's stride along dimension 0", "overflows"}, stride) == "");
+  // Each stride fits in bytes (2^63), but the last element lies 2 x 2^63 bytes past the first.
+  auto span = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    plait::all_to_all<plait::pairwise, redistribute_1>(comm, send_2d(few, {3, 2}, {0, 1}),
+                                                       recv_2d(recv.data(), {3, 2}, {two_to(61), 1}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_to_all<pairwise>", "recv view's extents [3, 2] and strides [2305843009213693952, 1]",
+                           "span overflows"},
+                          span) == "");
+}
+
+TEST_CASE("the uneven and bundled forms reject a view whose element count overflows", "[bad_input][overflow][uneven]") {
+  using send_3d = plait::tensor_view<const int, 3>;
+  using recv_3d = plait::tensor_view<int, 3>;
+  // {1, 2^32, 2^32}: the counts' unit (2^64 elements a slice) wraps to 0,
+  // so no count looked too large; recv's strides name each element once.
+  auto uneven = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    const std::vector<int> counts(static_cast<std::size_t>(comm.size()), 1);
+    plait::all_gather_v<plait::ring, plait::along<0>>(
+        comm, send_3d(few, {1, two_to(32), two_to(32)}),
+        recv_3d(recv.data(), {static_cast<std::size_t>(comm.size()), two_to(32), two_to(32)},
+                {two_to(61), two_to(32), 1}),
+        counts);
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_gather_v<ring>", "send view's extents [1, 4294967296, 4294967296]", "overflows"},
+                          uneven) == "");
+  // A sound member first, then one that overflows: neither moves.
+  auto bundled = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    const std::vector<int> shard{comm.rank()};
+    plait::all_gather<plait::ring, plait::along<0>>(
+        comm,
+        plait::bundle(plait::tensor_view<const int, 1>(shard.data(), {1}), send_2d(few, {two_to(32), two_to(32)})),
+        plait::bundle(plait::tensor_view<int, 1>(recv.data(), {static_cast<std::size_t>(comm.size())}),
+                      recv_2d(recv.data() + 8, {2 * two_to(32), two_to(32)})));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_gather<ring>", "send view's extents [4294967296, 4294967296]", "overflows"},
+                          bundled) == "");
+}
+
+TEST_CASE("nonblocking, persistent and split forms reject a view whose element count overflows",
+          "[bad_input][overflow][nonblocking]") {
+  auto nonblocking = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    auto request = plait::iall_gather<plait::ring, plait::along<0>>(comm, send_2d(few, {two_to(32), two_to(32)}),
+                                                                    recv_2d(recv.data(), {two_to(33), two_to(32)}));
+    request.wait();
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_gather<ring>", "send view's extents [4294967296, 4294967296]", "overflows"},
+                          nonblocking) == "");
+  auto persistent = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    const send_2d send(few, {two_to(63) + 1, 2}, {0, 1});
+    const recv_2d into(recv.data(), {2, 2});
+    auto p = plait::all_gather_init<plait::ring, plait::along<0>>(comm, send, into);
+    p.start();
+    p.wait();
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"all_gather<ring>", "send view's extents [9223372036854775809, 2]", "overflows"},
+                          persistent) == "");
+  auto split = [](plait::shm::communicator& comm, std::vector<int>&) {
+    auto boundary = plait::split_all_gather<plait::ring, plait::along<0>>(comm, comm);
+    boundary.send((comm.rank() + 1) % comm.size(), send_2d(few, {two_to(32), two_to(32)}));
+  };
+  REQUIRE(expect_rejected(2, plait::errc::invalid_argument,
+                          {"split_all_gather.send", "x view's extents [4294967296, 4294967296]", "overflows"},
+                          split) == "");
 }

@@ -112,7 +112,8 @@ TEST_CASE("contiguous blocks are located in user memory, strided ones as merged 
     // dimensions 0 and 2 drop out, and 1 merges with 3 (stride 6 = 3 x 2).
     std::vector<float> data(64);
     plait::tensor_view<float, 4> odd(data.data(), {1, 4, 1, 3}, {100, 6, 50, 2});
-    const plait::region whole = plait::detail::to_region(plait::detail::to_box(odd), site_of_4, "test");
+    const plait::region whole =
+        plait::detail::to_region(plait::detail::to_box(odd, site_of_4, "test"), site_of_4, "test");
     CHECK(whole.run_bytes == sizeof(float));
     REQUIRE(whole.dims == 1);
     CHECK(whole.extent[0] == 12);

@@ -92,3 +92,40 @@ TEST_CASE("errors on a split communicator name the parent rank as well as its ow
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("a timeout blames a peer whose transfer did not finish and lists no finished one", "[shm][blame]") {
+  // Issue 27's MPI case, held for shm too: rank 0 receives from 2, then from
+  // 1; rank 2 sends, rank 1 never does.
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 3, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(20s);
+    // The timeout poisons the split child only: the parent's barrier below
+    // keeps rank 1 alive (not a lost peer) until rank 0 has timed out.
+    auto group = comm.split(0, comm.rank());
+    std::string verdict;
+    if (group.rank() == 0) {
+      group.set_timeout(1s);
+      std::vector<std::byte> from_two(8, std::byte{0x5A});
+      std::vector<std::byte> from_one(8, std::byte{0x5A});
+      std::vector<plait::shm::communicator::request> requests;
+      requests.push_back(group.irecv(2, from_two, 5));
+      requests.push_back(group.irecv(1, from_one, 5));
+      try {
+        group.wait_all(requests);
+        verdict = "the wait went through";
+      } catch (const plait::error& e) {
+        if (e.code() != plait::errc::timeout || e.peer() != 1 ||
+            std::string(e.what()).find("waiting for rank 1") == std::string::npos) {
+          verdict = std::string("does not blame rank 1 alone: ") + e.what();
+        } else if (from_two != std::vector<std::byte>(8, std::byte{2})) {
+          verdict = "the finished receive from 2 did not deliver its bytes";
+        }
+      }
+    } else if (group.rank() == 2) {
+      group.send(0, std::vector<std::byte>(8, std::byte{2}), 5);
+    }
+    comm.barrier();
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

@@ -501,6 +501,51 @@ TEST_CASE("mpi receive still times out while the wait polls without yielding", "
   PLAIT_REQUIRE_ALL(ok);
 }
 
+TEST_CASE("mpi timeout blames a peer whose transfer did not finish and lists only unfinished transfers",
+          "[mpi][transport][timeout]") {
+  // Issue 27: rank 0 receives from 2, then from 1; rank 2 sends, rank 1 never
+  // does. MPI_Testall leaves every handle in place while any is pending, so
+  // the finished receive from 2 once looked pending and was blamed.
+  plait::mpi::communicator comm{MPI_COMM_WORLD};  // a duplicate: nothing is left in MPI_COMM_WORLD
+  const int tag = 79;
+  std::string verdict;  // empty when this rank saw what it should
+  if (comm.size() >= 3 && comm.rank() == 0) {
+    comm.set_timeout(std::chrono::seconds(1));
+    std::vector<std::byte> from_two(8, std::byte{0x5A});
+    std::vector<std::byte> from_one(8, std::byte{0x5A});
+    // Rank 2's message is here before the wait starts: its receive finishes at the first poll.
+    MPI_Probe(2, tag, comm.native_handle(), MPI_STATUS_IGNORE);
+    std::vector<plait::mpi::request> requests;
+    requests.push_back(comm.irecv(2, from_two, tag));
+    requests.push_back(comm.irecv(1, from_one, tag));
+    try {
+      comm.wait_all(requests);
+      verdict = "the wait went through";
+    } catch (const plait::error& e) {
+      const std::string what = e.what();
+      if (e.code() != plait::errc::timeout) {
+        verdict = "wrong code: " + what;
+      } else if (e.peer() != 1) {
+        verdict = "blames peer " + std::to_string(e.peer()) + ", not 1: " + what;
+      } else if (what.find("timed out waiting for rank 1") == std::string::npos ||
+                 what.find("1 transfer(s) still pending: receive from 1 (8 bytes)") == std::string::npos) {
+        verdict = "message does not list exactly the receive from 1: " + what;
+      } else if (first_mismatch(from_two, 2, 27) >= 0) {
+        verdict = "the finished receive from 2 did not deliver its bytes";
+      } else if (from_one != std::vector<std::byte>(8, std::byte{0x5A})) {
+        verdict = "the cancelled receive from 1 wrote into its buffer";
+      }
+    }
+  } else if (comm.size() >= 3 && comm.rank() == 2) {
+    comm.send(0, pattern_bytes(2, 8, 27), tag);
+  }
+  // Rank 1 only waits here, so no message of it is left for a later case.
+  MPI_Barrier(MPI_COMM_WORLD);
+  CAPTURE(verdict);
+  CHECK(verdict.empty());
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
 TEST_CASE("mpi transport gives automatic MPI's cost model", "[mpi][transport][automatic]") {
   using plait::algorithm_id;
   using comm_type = plait::mpi::communicator;

@@ -151,6 +151,20 @@ consteval bool check_data_arguments() {
   }
 }
 
+/// a x b into `out`, or true when it overflows (then `out` is unchanged).
+/// Portable where __builtin_mul_overflow is not (nvcc's front end, MSVC).
+constexpr bool mul_overflows(std::size_t a, std::size_t b, std::size_t& out) noexcept {
+  if (a != 0 && b > static_cast<std::size_t>(-1) / a) return true;
+  out = a * b;
+  return false;
+}
+/// a + b into `out`, or true when it overflows.
+constexpr bool add_overflows(std::size_t a, std::size_t b, std::size_t& out) noexcept {
+  if (b > static_cast<std::size_t>(-1) - a) return true;
+  out = a + b;
+  return false;
+}
+
 /// True when the two byte ranges share at least one byte.
 inline bool overlap(std::span<const std::byte> a, std::span<const std::byte> b) noexcept {
   if (a.empty() || b.empty()) return false;

@@ -51,9 +51,14 @@ gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& se
   const std::size_t total = std::ranges::size(recv);
   check_not_null(at, std::ranges::data(send), n, "send");
   check_not_null(at, std::ranges::data(recv), total, "recv");
-  if (total != n * static_cast<std::size_t>(at.size)) {
-    at.fail(errc::size_mismatch, {"recv holds ", total, " elements, but ", at.size, " ranks x ", n, " elements need ",
-                                  n * static_cast<std::size_t>(at.size)});
+  std::size_t need = 0;
+  if (mul_overflows(n, static_cast<std::size_t>(at.size), need)) {
+    at.fail(errc::size_mismatch, {"recv holds ", total, " elements, but ", at.size, " ranks x ", n,
+                                  " elements need more than std::size_t holds"});
+  }
+  if (total != need) {
+    at.fail(errc::size_mismatch,
+            {"recv holds ", total, " elements, but ", at.size, " ranks x ", n, " elements need ", need});
   }
   auto own = const_bytes(send);
   auto all = mutable_bytes(recv);

@@ -117,17 +117,29 @@ struct byte_box {
   }
 };
 
+/// Fills `byte_stride` (`rank` entries) with `stride` in bytes, or throws
+/// errc::invalid_argument when a product of the view's extents, strides and
+/// element size overflows std::size_t: its bytes (the product of its nonzero
+/// extents x `element`), a stride in bytes, or its span (the bytes from its
+/// first element to past its last). One function for any rank, compiled once.
+PLAIT_DECL void box_byte_strides(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                 std::size_t rank, std::size_t* byte_stride, const call_site& at,
+                                 std::string_view which);
+
+/// A view as a byte box, checked: every plan (and split_all_gather) makes
+/// its boxes with this before it reads a view's shape, so a view whose
+/// products of extents, strides and element size overflow is rejected before
+/// any of them is used (issue 27: a wrapped element count passed the shape
+/// checks, then moved nothing or read past the view).
 template <class T, std::size_t Rank>
-byte_box<Rank> to_box(const tensor_view<T, Rank>& v) {
+byte_box<Rank> to_box(const tensor_view<T, Rank>& v, const call_site& at, std::string_view which) {
   byte_box<Rank> box;
   // Send views may be const; the executor only ever reads through a send
   // region, so dropping const here is safe and keeps region one type.
   box.data = reinterpret_cast<std::byte*>(const_cast<std::remove_cv_t<T>*>(v.data_handle()));
   box.element = sizeof(T);
-  for (std::size_t r = 0; r < Rank; ++r) {
-    box.extent[r] = v.extent(r);
-    box.stride[r] = v.stride(r) * sizeof(T);
-  }
+  box.extent = v.extents();
+  box_byte_strides(sizeof(T), v.extents().data(), v.strides().data(), Rank, box.stride.data(), at, which);
   return box;
 }
 
@@ -241,8 +253,10 @@ tensor_gather_plan gather_along(std::string_view layout, std::size_t dim, const 
                                 const tensor_view<S, Rank>& send, const tensor_view<R, Rank>& recv) {
   check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
   const auto p = static_cast<std::size_t>(at.size);
-  check_view_not_null(at, send.data_handle(), send.size(), "send");
-  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const auto send_box = to_box(send, at, "send");
+  const auto recv_box = to_box(recv, at, "recv");
+  check_view_not_null(at, send.data_handle(), send_box.elements(), "send");
+  check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   for (std::size_t r = 0; r < Rank; ++r) {
     if (r == dim) continue;
     if (send.extent(r) != recv.extent(r)) {
@@ -251,12 +265,16 @@ tensor_gather_plan gather_along(std::string_view layout, std::size_t dim, const 
     }
   }
   const std::size_t n = send.extent(dim);
-  if (recv.extent(dim) != p * n) {
+  std::size_t need = 0;
+  if (mul_overflows(p, n, need)) {
+    // No extent can be P x n: a wrapped product once matched a small recv.
     at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": recv extent ", recv.extent(dim), ", but ", p,
-                                  " ranks x send extent ", n, " need ", p * n});
+                                  " ranks x send extent ", n, " need more than std::size_t holds"});
   }
-  const auto send_box = to_box(send);
-  const auto recv_box = to_box(recv);
+  if (recv.extent(dim) != need) {
+    at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": recv extent ", recv.extent(dim), ", but ", p,
+                                  " ranks x send extent ", n, " need ", need});
+  }
   check_unique(recv_box, at, "recv");
   check_disjoint(send_box, recv_box, at);
   std::vector<region> blocks;
@@ -272,13 +290,13 @@ tensor_gather_plan gather_along_in_place(std::string_view layout, std::size_t di
   static_assert(!std::is_const_v<R>, "plait: recv must be writable (a view of non-const elements)");
   static_assert(std::is_trivially_copyable_v<R>, "plait: tensor elements must be trivially copyable");
   const auto p = static_cast<std::size_t>(at.size);
-  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const auto recv_box = to_box(recv, at, "recv");
+  check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   if (recv.extent(dim) % p != 0) {
     at.fail(errc::size_mismatch, {layout, ": dimension ", dim, ": in-place recv extent ", recv.extent(dim), ", which ",
                                   p, " ranks do not divide"});
   }
   const std::size_t n = recv.extent(dim) / p;
-  const auto recv_box = to_box(recv);
   check_unique(recv_box, at, "recv");
   std::vector<region> blocks;
   blocks.reserve(p);
@@ -293,8 +311,10 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
                                            const tensor_view<R, Rank>& recv) {
   check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
   const auto p = static_cast<std::size_t>(at.size);
-  check_view_not_null(at, send.data_handle(), send.size(), "send");
-  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const auto send_box = to_box(send, at, "send");
+  const auto recv_box = to_box(recv, at, "recv");
+  check_view_not_null(at, send.data_handle(), send_box.elements(), "send");
+  check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   if (send.extent(split) % p != 0) {
     at.fail(errc::size_mismatch, {layout, ": dimension ", split, ": send extent ", send.extent(split), ", which ", p,
                                   " ranks do not divide into equal slices"});
@@ -327,8 +347,6 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
                                     recv.extent(r), "; all but the split and concat dimensions must be equal"});
     }
   }
-  const auto send_box = to_box(send);
-  const auto recv_box = to_box(recv);
   check_unique(recv_box, at, "recv");
   check_disjoint(send_box, recv_box, at);
   std::vector<region> out;

@@ -87,8 +87,10 @@ tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, cons
                                   const tensor_view<S, Rank>& send, const tensor_view<R, Rank>& recv,
                                   const Counts& recv_counts) {
   check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
-  check_view_not_null(at, send.data_handle(), send.size(), "send");
-  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const auto send_box = to_box(send, at, "send");
+  const auto recv_box = to_box(recv, at, "recv");
+  check_view_not_null(at, send.data_handle(), send_box.elements(), "send");
+  check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   for (std::size_t r = 0; r < Rank; ++r) {
     if (r != dim && send.extent(r) != recv.extent(r)) {
       at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
@@ -105,8 +107,6 @@ tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, cons
     at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(dim), " slices along dimension ", dim,
                                   ", but recv_counts add up to ", counts.total});
   }
-  const auto send_box = to_box(send);
-  const auto recv_box = to_box(recv);
   check_unique(recv_box, at, "recv");
   check_disjoint(send_box, recv_box, at);
   std::vector<region> blocks;
@@ -123,13 +123,13 @@ tensor_gather_plan gather_v_along_in_place(std::string_view layout, std::size_t 
                                            const tensor_view<R, Rank>& recv, const Counts& recv_counts) {
   static_assert(!std::is_const_v<R>, "plait: recv must be writable (a view of non-const elements)");
   static_assert(std::is_trivially_copyable_v<R>, "plait: tensor elements must be trivially copyable");
-  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const auto recv_box = to_box(recv, at, "recv");
+  check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
   if (recv.extent(dim) != counts.total) {
     at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(dim), " slices along dimension ", dim,
                                   ", but recv_counts add up to ", counts.total});
   }
-  const auto recv_box = to_box(recv);
   check_unique(recv_box, at, "recv");
   std::vector<region> blocks;
   blocks.reserve(counts.count.size());
@@ -150,8 +150,10 @@ exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t spl
                                         const SendCounts& send_counts, const tensor_view<R, Rank>& recv,
                                         const RecvCounts& recv_counts) {
   check_tensor_pair<tensor_view<S, Rank>, tensor_view<R, Rank>>();
-  check_view_not_null(at, send.data_handle(), send.size(), "send");
-  check_view_not_null(at, recv.data_handle(), recv.size(), "recv");
+  const auto send_box = to_box(send, at, "send");
+  const auto recv_box = to_box(recv, at, "recv");
+  check_view_not_null(at, send.data_handle(), send_box.elements(), "send");
+  check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   for (std::size_t r = 0; r < Rank; ++r) {
     if (r != split && r != concat && send.extent(r) != recv.extent(r)) {
       at.fail(errc::size_mismatch, {layout, ": dimension ", r, ": send extent ", send.extent(r), ", recv extent ",
@@ -176,8 +178,6 @@ exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t spl
             {layout, ": this rank sends itself ", own_out, " elements (send_counts[", at.rank, "] = ", out.count[me],
              ") but expects ", own_in, " (recv_counts[", at.rank, "] = ", in.count[me], ")"});
   }
-  const auto send_box = to_box(send);
-  const auto recv_box = to_box(recv);
   check_unique(recv_box, at, "recv");
   check_disjoint(send_box, recv_box, at);
   std::vector<region> from;

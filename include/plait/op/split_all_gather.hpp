@@ -107,7 +107,7 @@ class boundary {
     auto view = detail::as_tensor(x);
     const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.send"};
     check_peer(at, dest);
-    const auto pieces = my_pieces(detail::to_box(view), at);
+    const auto pieces = my_pieces(detail::to_box(view, at, "x"), at);
     std::vector<std::vector<std::byte>> staging(pieces.size());
     std::vector<typename Inter::request> requests;
     for (std::size_t k = 0; k < pieces.size(); ++k) {
@@ -133,7 +133,7 @@ class boundary {
                   "plait: boundary::recv needs a writable tensor");
     const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.recv"};
     check_peer(at, src);
-    const auto box = detail::to_box(view);
+    const auto box = detail::to_box(view, at, "x");
     const auto pieces = my_pieces(box, at);
     std::vector<std::vector<std::byte>> staging(pieces.size());
     std::vector<typename Inter::request> requests;
@@ -170,7 +170,7 @@ class boundary {
     auto view = detail::as_tensor(x);
     const detail::call_site at{inter_.rank(), inter_.size(), "split_all_gather.isend"};
     check_peer(at, dest);
-    auto pieces = my_pieces(detail::to_box(view), at);
+    auto pieces = my_pieces(detail::to_box(view, at, "x"), at);
     return collective_request(
         transfer::start(std::make_unique<transfer>(inter_, dest, true, std::move(pieces), at.operation)));
   }
@@ -192,7 +192,7 @@ class boundary {
     if (static_cast<const void*>(&inter_) == static_cast<const void*>(&intra_)) {
       at.fail(errc::invalid_argument, {"inter and intra are the same communicator"});
     }
-    const auto box = detail::to_box(view);
+    const auto box = detail::to_box(view, at, "x");
     auto pieces = my_pieces(box, at);
     const std::size_t count = pieces.size();
     // The all-gathers' tags first, in piece order, on every receiver alike.

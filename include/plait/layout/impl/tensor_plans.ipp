@@ -1,9 +1,11 @@
-// Defines what plait/layout/tensor_plans.hpp declares: a byte box's region and
-// the check that a destination names each element once, for any rank.
+// Defines what plait/layout/tensor_plans.hpp declares: a view's overflow
+// checks as it becomes bytes, a byte box's region and the check that a
+// destination names each element once, for any rank.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "plait/core/config.hpp"
@@ -14,6 +16,47 @@
 namespace plait {
 inline namespace v0 {
 namespace detail {
+
+/// "[4294967296, 4294967296]": a view's extents or strides, for a message.
+[[gnu::cold]] PLAIT_DECL std::string sizes_text(const std::size_t* values, std::size_t rank) {
+  std::string out = "[";
+  for (std::size_t r = 0; r < rank; ++r) out += (r == 0 ? "" : ", ") + std::to_string(values[r]);
+  return out + "]";
+}
+
+PLAIT_DECL void box_byte_strides(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                 std::size_t rank, std::size_t* byte_stride, const call_site& at,
+                                 std::string_view which) {
+  // Zero extents are left out, so every part of the view (a slice, the
+  // product of all extents but one) counts its bytes without overflow too.
+  std::size_t bytes = element;
+  bool empty = false;
+  for (std::size_t r = 0; r < rank; ++r) {
+    if (extent[r] == 0) {
+      empty = true;
+    } else if (mul_overflows(bytes, extent[r], bytes)) {
+      at.fail(errc::invalid_argument,
+              {which, " view's extents ", sizes_text(extent, rank), " of ", element,
+               "-byte elements hold more bytes than std::size_t counts (the product overflows)"});
+    }
+  }
+  for (std::size_t r = 0; r < rank; ++r) {
+    if (mul_overflows(stride[r], element, byte_stride[r])) {
+      at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", stride[r], " elements of ",
+                                       element, " bytes) overflows std::size_t in bytes"});
+    }
+  }
+  if (empty) return;  // no element is ever addressed
+  std::size_t span = element;
+  for (std::size_t r = 0; r < rank; ++r) {
+    std::size_t reach = 0;
+    if (mul_overflows(extent[r] - 1, byte_stride[r], reach) || add_overflows(span, reach, span)) {
+      at.fail(errc::invalid_argument,
+              {which, " view's extents ", sizes_text(extent, rank), " and strides ", sizes_text(stride, rank),
+               " (elements of ", element, " bytes) span more bytes than std::size_t counts (the span overflows)"});
+    }
+  }
+}
 
 PLAIT_DECL region box_region(std::byte* data, std::size_t element, const std::size_t* box_extent,
                              const std::size_t* box_stride, std::size_t rank, std::size_t* extent, std::size_t* stride,
@@ -75,7 +118,8 @@ PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent,
       at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", stride[r] / element,
                                        " elements) makes elements overlap; a destination must name each element once"});
     }
-    reach = stride[r] * extent[r];
+    // Saturates: box_byte_strides bounds the span, not this one-past-the-end.
+    if (mul_overflows(stride[r], extent[r], reach)) reach = static_cast<std::size_t>(-1);
   }
 }
 

@@ -312,6 +312,7 @@ class communicator : public communicator_core {
     swap(bytes_sent_vectored_, other.bytes_sent_vectored_);
     swap(handles_, other.handles_);
     swap(statuses_, other.statuses_);
+    swap(finished_, other.finished_);
   }
 
   /// Takes ownership of `comm` (a fresh duplicate or split result).
@@ -469,6 +470,17 @@ class communicator : public communicator_core {
   }
 
   [[noreturn, gnu::cold]] void timed_out(std::span<request> requests, clock::duration waited) {
+    // MPI_Testall leaves every handle in place while any is pending, so a
+    // transfer that finished would still look pending and could be blamed
+    // (issue 27). MPI_Testsome completes exactly the finished ones; their
+    // data has landed, so completing them writes nothing new. Its error, if
+    // any, is moot: this wait fails with the timeout either way.
+    if (!handles_.empty()) {
+      int finished = 0;
+      finished_.resize(handles_.size());
+      MPI_Testsome(static_cast<int>(handles_.size()), handles_.data(), &finished, finished_.data(), statuses_.data());
+      store_handles(requests);
+    }
     const int first_peer = detail::first_pending_peer(requests);
     const std::string pending = detail::describe_pending(requests);
     // Cancel before throwing: no receive may write into a user buffer after the throw.
@@ -498,6 +510,7 @@ class communicator : public communicator_core {
   // Scratch for wait_all, kept to avoid an allocation per call.
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
+  std::vector<int> finished_;  // MPI_Testsome's indices, on a timeout only
 };
 
 static_assert(plait::detail::check_transport<communicator>());
