@@ -387,3 +387,51 @@ TEST_CASE("plan_schedule runs automatic's choice and names the algorithm it ran"
   const auto tuned = plait::detail::plan_schedule<plait::automatic_with<only_pairwise>, op::all_gather, void>(0, 5, 1);
   CHECK(tuned.algorithm == "pairwise");
 }
+
+namespace {
+
+/// Whether every rank's all-to-all schedule for `size` ranks sends only the
+/// rank's own blocks: nothing is forwarded.
+template <class A>
+bool forwards_nothing(int size) {
+  for (int rank = 0; rank < size; ++rank) {
+    for (const auto& s : A::plan(op::all_to_all{}, rank, size).steps) {
+      for (const auto& message : s.sends) {
+        for (int block : message.blocks) {
+          if (op::all_to_all::source(block, size) != rank) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("every registered algorithm that says it forwards no block sends only its own blocks, P = 1..16",
+          "[schedules][all_to_all]") {
+  int claims = 0;
+  [&]<class... As>(plait::works_with<As...>) {
+    (
+        [&] {
+          if constexpr (requires { As::forwards_blocks; }) {
+            static_assert(!As::forwards_blocks, "the only claim an algorithm makes is that it forwards nothing");
+            ++claims;
+            for (int p = 1; p <= 16; ++p) {
+              CAPTURE(As::name, p);
+              CHECK(forwards_nothing<As>(p));
+            }
+          }
+        }(),
+        ...);
+  }(plait::built_in_algorithms{});
+  CHECK(claims == 2);  // pairwise and direct
+}
+
+TEST_CASE("the forwarding check sees bruck forward blocks", "[schedules][all_to_all]") {
+  // Bruck sends block distance d in the steps of d's set bits: from P = 4 on,
+  // distance 3 goes in two hops, through a rank that is neither end.
+  CHECK_FALSE(forwards_nothing<plait::bruck>(4));
+  CHECK_FALSE(forwards_nothing<plait::bruck>(7));
+  CHECK(forwards_nothing<plait::bruck>(3));
+}

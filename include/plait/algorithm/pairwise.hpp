@@ -20,6 +20,11 @@ struct pairwise {
   using algorithm_concept = algorithm_tag;
   /// The name errors and check mode show.
   static constexpr std::string_view name = "pairwise";
+  /// Every block goes straight from its source to its destination: no rank
+  /// forwards a block it neither sent nor keeps, so an all_to_all_v needs no
+  /// rank to know the sizes of other ranks' blocks (op/uneven.hpp; checked
+  /// against the schedules by tests/test_schedules.cpp).
+  static constexpr bool forwards_blocks = false;
 
   /// The ranks rank r sends to and receives from in step k (1 <= k < size).
   struct partners {

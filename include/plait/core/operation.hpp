@@ -29,9 +29,11 @@ struct all_gather {
   static constexpr int v_count_arrays = 1;
   /// plait::in_place: this rank's shard is already in its slice of recv.
   static constexpr bool allows_in_place = true;
-  /// The layout that moves the same bytes to the same places as contiguous,
-  /// so a contiguous call and this one have the same stamp.
-  static constexpr std::string_view contiguous_as = "along<0>";
+  /// contiguous moves the same bytes to the same places as this layout with
+  /// each of its `contiguous_as_parameters` dimension parameters 0 (along<0>),
+  /// so the two calls have the same stamp and check-mode signature.
+  static constexpr std::string_view contiguous_as = "along";
+  static constexpr int contiguous_as_parameters = 1;
   /// P blocks on P ranks: block j is rank j's shard.
   static constexpr int blocks(int size) noexcept { return size; }
   /// Rank r starts with block r.
@@ -54,8 +56,9 @@ struct all_to_all {
   static constexpr int v_count_arrays = 2;
   /// No in_place: every block of the send buffer leaves it.
   static constexpr bool allows_in_place = false;
-  /// The layout that moves the same bytes to the same places as contiguous.
-  static constexpr std::string_view contiguous_as = "redistribute<0,0>";
+  /// contiguous moves the same bytes to the same places as redistribute<0, 0>.
+  static constexpr std::string_view contiguous_as = "redistribute";
+  static constexpr int contiguous_as_parameters = 2;
   /// P*P blocks on P ranks.
   static constexpr int blocks(int size) noexcept { return size * size; }
   /// The block that travels from `source` to `destination`.
@@ -93,6 +96,7 @@ concept described_operation = operation<Op> && requires {
   { Op::allows_in_place } -> std::convertible_to<bool>;
   { Op::v_count_arrays } -> std::convertible_to<int>;
   { Op::contiguous_as } -> std::convertible_to<std::string_view>;
+  { Op::contiguous_as_parameters } -> std::convertible_to<int>;
 };
 
 }  // namespace v0

@@ -177,14 +177,10 @@ template <class Op, class Layout, class Send, class Recv>
     const std::array<std::size_t, 1> dims{Layout::dimension};
     s.set_names(Op::name, algorithm, "along", dims);
   } else if constexpr (std::same_as<Layout, contiguous>) {
-    // The same call as along<0> (all-gather) or redistribute<0, 0> (all-to-all), for 1-d data and tensors.
-    if constexpr (std::same_as<Op, op::all_to_all>) {
-      const std::array<std::size_t, 2> dims{0, 0};
-      s.set_names(Op::name, algorithm, "redistribute", dims);
-    } else {
-      const std::array<std::size_t, 1> dims{0};
-      s.set_names(Op::name, algorithm, "along", dims);
-    }
+    // The same call as the layout the operation names (along<0> for an
+    // all-gather, redistribute<0, 0> for an all-to-all), for 1-d data and tensors.
+    const std::array<std::size_t, Op::contiguous_as_parameters> dims{};
+    s.set_names(Op::name, algorithm, Op::contiguous_as, dims);
   } else if constexpr (requires {
                          { Layout::name } -> std::convertible_to<std::string_view>;
                        }) {

@@ -100,7 +100,7 @@ consteval bool check_policies() {
   static_assert(described_operation<Op>,
                 "plait: Op is not an operation the collectives can run: it needs the block model (name, blocks, "
                 "holds_initially, needs_finally) and its description (v_name, kind, v_kind, allows_in_place, "
-                "v_count_arrays, contiguous_as; see core/operation.hpp)");
+                "v_count_arrays, contiguous_as and its parameters; see core/operation.hpp)");
   static_assert(check_transport<Transport>());
   static_assert(check_algorithm<Algorithm, Op>());
   static_assert(layout<Layout>,

@@ -44,6 +44,9 @@ constexpr call_stamp collective_stamp(std::string_view algorithm, call_kind kind
   // mode agrees).
   if constexpr (Layout::name == std::string_view("contiguous")) {
     put(Op::contiguous_as);
+    put("<");
+    for (int i = 0; i < Op::contiguous_as_parameters; ++i) put(i == 0 ? "0" : ",0");
+    put(">");
   } else {
     put(Layout::name);
   }

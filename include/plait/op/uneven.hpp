@@ -7,12 +7,13 @@
 // all_to_all_v first exchanges every rank's counts (one small all-gather of
 // 2P numbers per rank, control traffic) whenever it needs them: for
 // automatic (but on two ranks, where its choice does not depend on the
-// sizes), for schedules that forward blocks between other ranks (ring,
-// Bruck: a forwarding rank must know a block's size) and in check mode, which
+// sizes), for schedules that may forward blocks between other ranks (Bruck:
+// a forwarding rank must know a block's size; any algorithm that does not
+// declare `forwards_blocks = false`, ring included) and in check mode, which
 // also checks that rank i's send count to j equals rank j's receive count
-// from i. pairwise and direct move each block straight from its source to its
-// destination and skip the exchange; there the transports' exact receive
-// sizes catch disagreeing counts.
+// from i. pairwise and direct declare that they move each block straight
+// from its source to its destination and skip the exchange; there the
+// transports' exact receive sizes catch disagreeing counts.
 #pragma once
 
 #include <algorithm>
@@ -24,8 +25,6 @@
 #include <utility>
 #include <vector>
 
-#include "plait/algorithm/direct.hpp"
-#include "plait/algorithm/pairwise.hpp"
 #include "plait/algorithm/ring.hpp"
 #include "plait/algorithm/select.hpp"
 #include "plait/core/call_stamp.hpp"
@@ -46,9 +45,12 @@ namespace detail {
 
 /// Whether schedules of A move every all-to-all block straight from its
 /// source to its destination, so no rank needs the size of a block it
-/// neither sends nor receives.
+/// neither sends nor receives: the algorithm says so with
+/// `static constexpr bool forwards_blocks = false`.
 template <class A>
-inline constexpr bool moves_blocks_directly = std::is_same_v<A, pairwise> || std::is_same_v<A, direct>;
+inline constexpr bool moves_blocks_directly = requires {
+  requires !A::forwards_blocks;
+};
 
 /// Whether an all_to_all_v with Algorithm on `size` ranks may skip the count
 /// exchange outside check mode, the same answer on every rank: pairwise and
