@@ -222,6 +222,67 @@ TEMPLATE_TEST_CASE("a hierarchical all-to-all on two shm levels lands in the who
   }
 }
 
+TEMPLATE_TEST_CASE("nonblocking and persistent hierarchical collectives on two shm levels equal the blocking ones",
+                   "[two_level][nonblocking][persistent]", (plait::hierarchical<plait::ring, plait::pairwise>),
+                   (plait::hierarchical<plait::automatic, plait::automatic>)) {
+  // Two iall_* in flight at once (they run one after the other on the
+  // levels' engine, in order), waited for in the reverse order, then a
+  // persistent all-gather and all-to-all started three times with fresh
+  // contents, a blocking call in between while one is pending.
+  for (const placement how : {placement::block, placement::round_robin, placement::reversed}) {
+    for (const node_sizes& nodes : shapes()) {
+      INFO("nodes of " << describe(nodes) << " ranks, " << name(how));
+      require_all_empty(on_levels(nodes, how, [](auto& levels, auto&) -> std::string {
+        const auto p = static_cast<std::size_t>(levels.size());
+        const int me = levels.rank();
+        const std::size_t n = 3;
+        std::vector<std::uint64_t> mine(n), all(n * p, 0), send(n * p), recv(n * p, 0);
+        auto fill = [&](int round) {
+          for (std::size_t i = 0; i < n; ++i) mine[i] = shard_value(me, i) + 100000u * static_cast<unsigned>(round);
+          for (std::size_t j = 0; j < send.size(); ++j) {
+            send[j] = block_value(me, static_cast<int>(j / n), j % n) + 100000u * static_cast<unsigned>(round);
+          }
+        };
+        auto check = [&](int round) -> std::string {
+          const std::uint64_t salt = 100000u * static_cast<unsigned>(round);
+          for (std::size_t j = 0; j < all.size(); ++j) {
+            if (all[j] != shard_value(static_cast<int>(j / n), j % n) + salt)
+              return "all_gather: wrong element " + std::to_string(j) + " in round " + std::to_string(round);
+          }
+          for (std::size_t j = 0; j < recv.size(); ++j) {
+            if (recv[j] != block_value(static_cast<int>(j / n), me, j % n) + salt)
+              return "all_to_all: wrong element " + std::to_string(j) + " in round " + std::to_string(round);
+          }
+          return {};
+        };
+        fill(0);
+        auto gather = plait::iall_gather<TestType>(levels, mine, all);
+        auto exchange = plait::iall_to_all<TestType>(levels, send, recv);
+        exchange.wait();
+        gather.wait();
+        if (std::string v = check(0); !v.empty()) return "nonblocking " + v;
+        auto gather_p = plait::all_gather_init<TestType>(levels, mine, all);
+        auto exchange_p = plait::all_to_all_init<TestType>(levels, send, recv);
+        for (int round = 1; round <= 3; ++round) {
+          fill(round);
+          gather_p.start();
+          exchange_p.start();
+          if (round == 2) {  // a blocking call while both are pending goes behind them
+            std::vector<std::uint64_t> extra_all(n * p);
+            plait::all_gather<TestType>(levels, mine, extra_all);
+            if (extra_all != all) return "a blocking all_gather among pending ones differs from theirs";
+          }
+          while (!gather_p.test()) {
+          }
+          exchange_p.wait();
+          if (std::string v = check(round); !v.empty()) return "persistent " + v;
+        }
+        return {};
+      }));
+    }
+  }
+}
+
 TEST_CASE("each level sends exactly the documented bytes", "[two_level][bytes]") {
   // 3 nodes of 2 ranks, 40-byte shards and blocks. all-gather, Outer ring:
   // (N-1) x s on inter; Inner ring: (L-1) x N x s on intra. all-to-all, both

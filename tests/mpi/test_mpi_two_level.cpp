@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -209,6 +210,63 @@ TEST_CASE("mpi hierarchical all_gather and all_to_all equal MPI's on 1, 2 and 4 
     ok = exchange_matches_mpi<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, 513, 4) && ok;
     ok = exchange_matches_mpi<plait::hierarchical<plait::bruck, plait::direct>>(levels, 2, 5) && ok;
     ok = exchange_matches_mpi<plait::hierarchical<plait::automatic, plait::ring>>(levels, 64, 6) && ok;
+    PLAIT_REQUIRE_ALL(ok);
+  }
+}
+
+TEST_CASE("mpi nonblocking and persistent collectives on node_levels equal MPI's on 1, 2 and 4 emulated nodes",
+          "[mpi][two_level][nonblocking][persistent]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  const auto p = static_cast<std::size_t>(world.size());
+  for (const auto& [nodes, how] : arrangements()) {
+    INFO(nodes << " nodes, " << name(how));
+    plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
+    const std::size_t n = 257;
+    std::vector<std::byte> mine(n), all(n * p), send(n * p), recv(n * p), all_want(all.size()), recv_want(recv.size());
+    bool ok = true;
+    auto expect = [&] {
+      MPI_Allgather(mine.data(), static_cast<int>(n), MPI_BYTE, all_want.data(), static_cast<int>(n), MPI_BYTE,
+                    MPI_COMM_WORLD);
+      MPI_Alltoall(send.data(), static_cast<int>(n), MPI_BYTE, recv_want.data(), static_cast<int>(n), MPI_BYTE,
+                   MPI_COMM_WORLD);
+      ok = ok && all == all_want && recv == recv_want;
+    };
+    auto fill = [&](int salt) {
+      const auto a = plait_test::pattern_bytes(world.rank(), n, salt);
+      const auto b = plait_test::pattern_bytes(world.rank(), n * p, salt + 50);
+      std::copy(a.begin(), a.end(), mine.begin());
+      std::copy(b.begin(), b.end(), send.begin());
+    };
+    // Hierarchical, automatic (which may run flat on world()) and flat on world().
+    fill(1);
+    auto g = plait::iall_gather<plait::hierarchical<plait::ring, plait::bruck>>(levels, mine, all);
+    auto x = plait::iall_to_all<plait::automatic>(levels, send, recv);
+    x.wait();
+    g.wait();
+    expect();
+    fill(2);
+    auto flat = plait::iall_gather<plait::ring>(levels, mine, all);
+    flat.wait();
+    plait::all_to_all<plait::hierarchical<plait::pairwise, plait::direct>>(levels, send, recv);
+    expect();
+    // The v forms (and bundles) on node_levels run flat on world().
+    const std::vector<int> counts(p, static_cast<int>(n));
+    auto gv = plait::iall_gather_v<plait::automatic>(levels, mine, all, counts);
+    gv.wait();
+    auto xv = plait::all_to_all_v_init<plait::pairwise>(levels, send, counts, recv, counts);
+    xv.start();
+    xv.wait();
+    expect();
+    auto gp = plait::all_gather_init<plait::hierarchical<plait::direct, plait::ring>>(levels, mine, all);
+    auto xp = plait::all_to_all_init<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, send, recv);
+    for (int round = 3; round < 6; ++round) {
+      fill(round);
+      gp.start();
+      xp.start();
+      xp.wait();
+      gp.wait();
+      expect();
+    }
     PLAIT_REQUIRE_ALL(ok);
   }
 }

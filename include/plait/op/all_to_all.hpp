@@ -26,9 +26,11 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 void all_to_all(Comm& comm, Send&& send, Recv&& recv) {
   if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
     detail::two_level_collective<op::all_to_all, Algorithm, Layout>(
-        comm, std::forward<Send>(send), std::forward<Recv>(recv), [](auto& whole, auto&& s, auto&& r) {
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [](auto& whole, auto&& s, auto&& r) {
           all_to_all<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
-        });
+        },
+        detail::two_level_now{});
   } else {
     detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
                                                              detail::run_now{});

@@ -14,6 +14,7 @@
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/uneven_plans.hpp"
 #include "plait/op/dispatch.hpp"
+#include "plait/op/hierarchical.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -30,8 +31,15 @@ inline namespace v0 {
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class SendCounts, class Recv,
           class RecvCounts>
 void all_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts) {
-  detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
-                                                        std::forward<Recv>(recv), send_counts, recv_counts);
+  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
+    detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
+      return all_to_all_v<Algorithm, Layout>(whole, std::forward<Send>(send), send_counts, std::forward<Recv>(recv),
+                                             recv_counts);
+    });
+  } else {
+    detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
+                                                          std::forward<Recv>(recv), send_counts, recv_counts);
+  }
 }
 
 }  // namespace v0

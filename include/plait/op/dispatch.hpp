@@ -20,15 +20,12 @@
 #include "plait/op/bundled.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/in_flight.hpp"
+#include "plait/op/launch.hpp"
 #include "plait/op/uneven.hpp"
 
 namespace plait {
 inline namespace v0 {
 namespace detail {
-
-/// A device transport without test_all: its collectives complete in stream order.
-template <class Comm>
-inline constexpr bool stream_ordered = has_copy_engine<Comm> && !tests_requests<Comm>;
 
 /// The one error for a transport that cannot have collectives in flight.
 template <class Comm>

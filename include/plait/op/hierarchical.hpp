@@ -7,6 +7,7 @@
 // messages on each level: docs/hierarchical.md.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <ranges>
@@ -27,9 +28,11 @@
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/redistribute.hpp"
-#include "plait/op/all_gather_v.hpp"
-#include "plait/op/all_to_all_v.hpp"
 #include "plait/op/collective.hpp"
+#include "plait/op/dispatch.hpp"
+#include "plait/op/launch.hpp"
+#include "plait/op/request.hpp"
+#include "plait/op/staged.hpp"
 #include "plait/transport/two_level.hpp"
 
 namespace plait {
@@ -82,12 +85,9 @@ concept hierarchical_arguments = std::is_same_v<Layout, contiguous> && send_rang
 
 /// "all_gather<hierarchical>" / "all_to_all<hierarchical>".
 template <class Op>
-constexpr std::string_view hierarchical_label() {
-  if constexpr (std::is_same_v<Op, op::all_gather>) {
-    return "all_gather<hierarchical>";
-  } else {
-    return "all_to_all<hierarchical>";
-  }
+std::string_view hierarchical_label() {
+  static const operation_label label(Op::name, "hierarchical");
+  return label.view();
 }
 
 /// An error raised by one level's collective, seen from the two-level call:
@@ -98,20 +98,54 @@ constexpr std::string_view hierarchical_label() {
 [[gnu::cold]] error level_error(const error& raised, int whole_rank, std::string_view operation, std::string_view level,
                                 int whole_peer);
 
-/// Runs one level's collective; its errors name the level (level_error).
-template <class Levels, class Fn>
-void on_level(const Levels& levels, bool inter, std::string_view operation, Fn&& run) {
-  try {
-    run();
-  } catch (const error& raised) {
-    const int level_size = inter ? levels.inter().size() : levels.intra().size();
-    int peer = -1;
-    if (raised.peer() >= 0 && raised.peer() < level_size) {
-      peer = levels.rank_at(inter ? levels.position_of_inter_peer(raised.peer())
-                                  : levels.position_of_intra_peer(raised.peer()));
-    }
-    throw level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer);
+/// An error of one level's collective in the two-level call's words (level_error).
+template <class Levels>
+error on_level_error(const Levels& levels, bool inter, std::string_view operation, const error& raised) {
+  const int level_size = inter ? levels.inter().size() : levels.intra().size();
+  int peer = -1;
+  if (raised.peer() >= 0 && raised.peer() < level_size) {
+    peer = levels.rank_at(inter ? levels.position_of_inter_peer(raised.peer())
+                                : levels.position_of_intra_peer(raised.peer()));
   }
+  return level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer);
+}
+
+/// Starts one level's collective of Op: in flight where the level's
+/// transport can keep collectives in flight (shm, MPI), else run at once (a
+/// complete request). `counts`: a v form's, after the buffers.
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class... Counts>
+collective_request start_on_level(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
+  in_flight_handle h;
+  auto start = [&](auto launch) {
+    if constexpr (sizeof...(Counts) == 0) {
+      dispatch_even<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), launch);
+    } else {
+      dispatch_v<Op, Algorithm, Layout>(comm, launch, std::forward<Send>(send), std::forward<Recv>(recv), counts...);
+    }
+  };
+  if constexpr (can_be_in_flight<Comm>) {
+    start(start_in_flight{&h});
+  } else {
+    start(run_now{});
+  }
+  return collective_request(h);
+}
+
+/// `co_await on_level(levels, inter, operation, start)` in a hierarchical
+/// body: starts one level's collective (start() returns its request) and
+/// waits for it; its errors, at start or later, name the level.
+template <class Levels, class Start>
+auto on_level(const Levels& levels, bool inter, std::string_view operation, Start&& start) {
+  auto explain = [&levels, inter, operation](const error& raised) {
+    return on_level_error(levels, inter, operation, raised);
+  };
+  collective_request request;
+  try {
+    request = start();  // its checks and plan may refuse the call at once
+  } catch (const error& raised) {
+    throw explain(raised);
+  }
+  return step_awaiter<decltype(explain)>{std::move(request), explain};
 }
 
 /// Sizes as tensor extents.
@@ -123,19 +157,19 @@ inline std::size_t extent(int n) noexcept { return static_cast<std::size_t>(n); 
 /// ([N, s] with stride L x s), then Inner gathers the node's columns in
 /// place along dimension 1. No staging of whole results.
 template <class Inner, class Outer, class Intra, class Inter>
-void gather_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                        std::span<std::byte> out) {
+staged_task gather_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                               std::span<std::byte> out) {
   const std::size_t s = send.size();
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
   const std::size_t local = extent(levels.intra().rank());
   const tensor_view<const std::byte, 2> shard(send.data(), {1, s});
   const tensor_view<std::byte, 2> column(out.data() + local * s, {nodes, s}, {locals * s, 1});
-  on_level(levels, true, hierarchical_label<op::all_gather>(),
-           [&] { collective<op::all_gather, Inter, Outer, along<0>>::run(levels.inter(), shard, column); });
+  co_await on_level(levels, true, hierarchical_label<op::all_gather>(),
+                    [&] { return start_on_level<op::all_gather, Outer, along<0>>(levels.inter(), shard, column); });
   const tensor_view<std::byte, 3> whole(out.data(), {nodes, locals, s});
-  on_level(levels, false, hierarchical_label<op::all_gather>(),
-           [&] { collective<op::all_gather, Intra, Inner, along<1>>::run(levels.intra(), in_place, whole); });
+  co_await on_level(levels, false, hierarchical_label<op::all_gather>(),
+                    [&] { return start_on_level<op::all_gather, Inner, along<1>>(levels.intra(), in_place, whole); });
 }
 
 /// The all-to-all when rank r sits at position r. Viewed as [N, L, s], send
@@ -150,18 +184,18 @@ void gather_by_position(const two_level<Intra, Inter>& levels, std::span<const s
 /// 4x as long at 64 MiB through the executor's packing), and the bundle
 /// buffer is the two_level's own, kept between calls.
 template <class Inner, class Outer, class Intra, class Inter>
-void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                          std::span<std::byte> out) {
+staged_task exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                 std::span<std::byte> out) {
   const std::size_t row = send.size() / extent(levels.node_count());
   const std::span<std::byte> bundled = levels.staging(0, send.size());  // Inner writes every byte
   for (std::size_t at = 0; at < send.size(); at += row) {
-    on_level(levels, false, hierarchical_label<op::all_to_all>(), [&] {
-      collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send.subspan(at, row),
-                                                                bundled.subspan(at, row));
+    co_await on_level(levels, false, hierarchical_label<op::all_to_all>(), [&] {
+      return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), send.subspan(at, row),
+                                                               bundled.subspan(at, row));
     });
   }
-  on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
-    collective<op::all_to_all, Inter, Outer, contiguous>::run(levels.inter(), std::span<const std::byte>(bundled), out);
+  co_await on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
+    return start_on_level<op::all_to_all, Outer, contiguous>(levels.inter(), std::span<const std::byte>(bundled), out);
   });
 }
 
@@ -170,15 +204,15 @@ void exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const
 /// the node's shards of local rank l into row l and Inner gathers the rows in
 /// place: both levels move contiguous blocks.
 template <class Inner, class Outer, class Intra, class Inter>
-void gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                          std::span<std::byte> out) {
+staged_task gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                 std::span<std::byte> out) {
   const std::size_t row = extent(levels.node_count()) * send.size();
-  on_level(levels, true, hierarchical_label<op::all_gather>(), [&] {
-    collective<op::all_gather, Inter, Outer, contiguous>::run(levels.inter(), send,
-                                                              out.subspan(extent(levels.intra().rank()) * row, row));
+  co_await on_level(levels, true, hierarchical_label<op::all_gather>(), [&] {
+    return start_on_level<op::all_gather, Outer, contiguous>(levels.inter(), send,
+                                                             out.subspan(extent(levels.intra().rank()) * row, row));
   });
-  on_level(levels, false, hierarchical_label<op::all_gather>(),
-           [&] { collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), in_place, out); });
+  co_await on_level(levels, false, hierarchical_label<op::all_gather>(),
+                    [&] { return start_on_level<op::all_gather, Inner, contiguous>(levels.intra(), in_place, out); });
 }
 
 /// The all-to-all for the same placement. Viewed as [L, N, s], send block
@@ -188,18 +222,18 @@ void gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const
 /// lands there as column (this node) of the result, [l''][node]: the blocks
 /// from ranks l'' x N + node.
 template <class Inner, class Outer, class Intra, class Inter>
-void exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                            std::span<std::byte> out) {
+staged_task exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                   std::span<std::byte> out) {
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
   const std::span<std::byte> bundled = levels.staging(0, send.size());  // Inner writes every byte
-  on_level(levels, false, hierarchical_label<op::all_to_all>(),
-           [&] { collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(), send, bundled); });
+  co_await on_level(levels, false, hierarchical_label<op::all_to_all>(),
+                    [&] { return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), send, bundled); });
   const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
   const tensor_view<std::byte, 3> arrived(out.data(), {locals, nodes, s});
-  on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
-    collective<op::all_to_all, Inter, Outer, redistribute<1, 1>>::run(levels.inter(), columns, arrived);
+  co_await on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
+    return start_on_level<op::all_to_all, Outer, redistribute<1, 1>>(levels.inter(), columns, arrived);
   });
 }
 
@@ -226,9 +260,9 @@ inline share_range share_of(std::size_t bytes, std::size_t share, std::size_t sh
 /// The slow level carries each node's block once to every other node, as
 /// with equal nodes; the fast level also carries the rows (docs/hierarchical.md).
 template <class Inner, class Outer, class Intra, class Inter>
-void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                         std::span<std::byte> out) {
-  constexpr std::string_view label = hierarchical_label<op::all_gather>();
+staged_task gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                std::span<std::byte> out) {
+  const std::string_view label = hierarchical_label<op::all_gather>();
   const std::size_t s = send.size();
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t shares = extent(levels.smallest_node_size());
@@ -238,8 +272,9 @@ void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const 
     return out.subspan(extent(levels.node_offset(static_cast<int>(n))) * s,
                        extent(levels.node_size_of(static_cast<int>(n))) * s);
   };
-  on_level(levels, false, label,
-           [&] { collective<op::all_gather, Intra, Inner, contiguous>::run(levels.intra(), send, block_of(node)); });
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_gather, Inner, contiguous>(levels.intra(), send, block_of(node));
+  });
   // Staging row l holds share l of every node, nodes in order.
   std::vector<std::size_t> share_bytes(shares * nodes);
   std::vector<std::size_t> row_bytes(extent(levels.node_size()), 0);
@@ -255,13 +290,15 @@ void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const 
   if (local < shares) {
     const share_range mine = share_of(block_of(node).size(), local, shares);
     const std::span<const std::size_t> counts(share_bytes.data() + local * nodes, nodes);
-    on_level(levels, true, label, [&] {
-      all_gather_v<Outer, contiguous>(levels.inter(),
-                                      std::span<const std::byte>(block_of(node).subspan(mine.lo, mine.size())),
-                                      rows.subspan(row_at, row_bytes[local]), counts);
+    co_await on_level(levels, true, label, [&] {
+      return start_on_level<op::all_gather, Outer, contiguous>(
+          levels.inter(), std::span<const std::byte>(block_of(node).subspan(mine.lo, mine.size())),
+          rows.subspan(row_at, row_bytes[local]), counts);
     });
   }
-  on_level(levels, false, label, [&] { all_gather_v<Inner, contiguous>(levels.intra(), in_place, rows, row_bytes); });
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_gather, Inner, contiguous>(levels.intra(), in_place, rows, row_bytes);
+  });
   std::size_t at = 0;
   for (std::size_t l = 0; l < shares; ++l) {
     for (std::size_t n = 0; n < nodes; ++n) {
@@ -288,9 +325,9 @@ void gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const 
 /// Packing before step 1 and unpacking after steps 2 and 3 are host copies;
 /// the buffers are the two_level's own, kept between calls (docs/hierarchical.md).
 template <class Inner, class Outer, class Intra, class Inter>
-void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                           std::span<std::byte> out) {
-  constexpr std::string_view label = hierarchical_label<op::all_to_all>();
+staged_task exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                  std::span<std::byte> out) {
+  const std::string_view label = hierarchical_label<op::all_to_all>();
   const std::size_t ranks = extent(levels.size());
   const std::size_t b = send.size() / ranks;
   const std::size_t nodes = extent(levels.node_count());
@@ -310,9 +347,9 @@ void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<cons
   // 1. The node's own row, then the other nodes' blocks packed by node,
   //    relay, local rank; one Inner call per other node m leaves, at relay
   //    l, [m][source local l'][k served by l on m]: the order step 2 sends in.
-  on_level(levels, false, label, [&] {
-    collective<op::all_to_all, Intra, Inner, contiguous>::run(levels.intra(),
-                                                              send.subspan(offset_of(node) * b, locals * b), own_row);
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(),
+                                                             send.subspan(offset_of(node) * b, locals * b), own_row);
   });
   const std::span<std::byte> packed = levels.staging(0, foreign * b);
   std::size_t at = 0;
@@ -343,9 +380,10 @@ void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<cons
     std::size_t row = 0;
     for (std::size_t r = 0; r < relays; ++r) row += (to_local[r] = served(m, r) * b);
     if (relay) std::fill(from_local.begin(), from_local.end(), served(m, local) * b);
-    on_level(levels, false, label, [&] {
-      all_to_all_v<Inner, contiguous>(levels.intra(), std::span<const std::byte>(packed.subspan(packed_at, row)),
-                                      to_local, gathered.subspan(gathered_at, to_node[m]), from_local);
+    co_await on_level(levels, false, label, [&] {
+      return start_on_level<op::all_to_all, Inner, contiguous>(
+          levels.intra(), std::span<const std::byte>(packed.subspan(packed_at, row)),
+          gathered.subspan(gathered_at, to_node[m]), to_local, from_local);
     });
     packed_at += row;
     gathered_at += to_node[m];
@@ -356,9 +394,9 @@ void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<cons
   //    in position order.
   const std::span<std::byte> arrived = levels.staging(2, foreign * mine_served * b);
   if (relay) {
-    on_level(levels, true, label, [&] {
-      all_to_all_v<Outer, contiguous>(levels.inter(), std::span<const std::byte>(gathered), to_node, arrived,
-                                      from_node);
+    co_await on_level(levels, true, label, [&] {
+      return start_on_level<op::all_to_all, Outer, contiguous>(levels.inter(), std::span<const std::byte>(gathered),
+                                                               arrived, to_node, from_node);
     });
   }
 
@@ -380,10 +418,10 @@ void exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<cons
   } else {
     forward_from[local % relays] = foreign * b;
   }
-  on_level(levels, false, label, [&] {
-    all_to_all_v<Inner, contiguous>(levels.intra(),
-                                    std::span<const std::byte>(relay ? forwarded : std::span<std::byte>()), forward_to,
-                                    relay ? std::span<std::byte>() : forwarded, forward_from);
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_to_all, Inner, contiguous>(
+        levels.intra(), std::span<const std::byte>(relay ? forwarded : std::span<std::byte>()),
+        relay ? std::span<std::byte>() : forwarded, forward_to, forward_from);
   });
   if (!relay) {
     const std::size_t before = offset_of(node) * b;
@@ -407,14 +445,11 @@ void reorder_blocks(const Levels& levels, std::span<const std::byte> from, std::
   }
 }
 
-/// hierarchical<Inner, Outer> for Op on bytes: checks the sizes on this rank
-/// before any byte moves, then runs straight into the result for block and
-/// round-robin placements, and through staging in position order for any
-/// other rank table. Nodes of different sizes take their own paths
-/// (gather_uneven_nodes, exchange_uneven_nodes), in position order too.
-template <class Op, class Inner, class Outer, class Intra, class Inter>
-void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
-                      std::span<std::byte> recv) {
+/// hierarchical<Inner, Outer>'s size checks for Op on bytes, on this rank,
+/// before any byte moves (and before a nonblocking call returns).
+template <class Op, class Intra, class Inter>
+void check_hierarchical_sizes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                              std::span<const std::byte> recv) {
   constexpr bool gather = std::is_same_v<Op, op::all_gather>;
   const std::size_t ranks = extent(levels.size());
   const error_context at{levels.rank(), hierarchical_label<Op>()};
@@ -428,42 +463,54 @@ void run_hierarchical(const two_level<Intra, Inter>& levels, std::span<const std
   if (!gather && send.size() % ranks != 0) {
     fail(errc::size_mismatch, {"send holds ", send.size(), " bytes, which is not P = ", ranks, " equal blocks"}, at);
   }
-  if (recv.empty()) return;  // nothing moves on any rank: every rank's sizes are these
-  const auto by_position = [&](std::span<const std::byte> in, std::span<std::byte> out) {
+}
+
+/// hierarchical<Inner, Outer> for Op on bytes whose sizes are checked: runs
+/// straight into the result for block and round-robin placements, and
+/// through staging in position order for any other rank table. Nodes of
+/// different sizes take their own paths (gather_uneven_nodes,
+/// exchange_uneven_nodes), in position order too. A staged_task: the
+/// blocking form runs it, the nonblocking and persistent forms advance it.
+template <class Op, class Inner, class Outer, class Intra, class Inter>
+staged_task hierarchical_body(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                              std::span<std::byte> recv) {
+  constexpr bool gather = std::is_same_v<Op, op::all_gather>;
+  if (recv.empty()) co_return;  // nothing moves on any rank: every rank's sizes are these
+  const auto by_position = [&levels](std::span<const std::byte> in, std::span<std::byte> out) {
     if (!levels.even_nodes()) {
       if constexpr (gather) {
-        gather_uneven_nodes<Inner, Outer>(levels, in, out);
+        return gather_uneven_nodes<Inner, Outer>(levels, in, out);
       } else {
-        exchange_uneven_nodes<Inner, Outer>(levels, in, out);
+        return exchange_uneven_nodes<Inner, Outer>(levels, in, out);
       }
     } else if constexpr (gather) {
-      gather_by_position<Inner, Outer>(levels, in, out);
+      return gather_by_position<Inner, Outer>(levels, in, out);
     } else {
-      exchange_by_position<Inner, Outer>(levels, in, out);
+      return exchange_by_position<Inner, Outer>(levels, in, out);
     }
   };
   if (levels.node_major()) {
-    by_position(send, recv);
-    return;
+    co_await by_position(send, recv);
+    co_return;
   }
   if (levels.local_major()) {
     if constexpr (gather) {
-      gather_by_local_rank<Inner, Outer>(levels, send, recv);
+      co_await gather_by_local_rank<Inner, Outer>(levels, send, recv);
     } else {
-      exchange_by_local_rank<Inner, Outer>(levels, send, recv);
+      co_await exchange_by_local_rank<Inner, Outer>(levels, send, recv);
     }
-    return;
+    co_return;
   }
-  const std::size_t block = recv.size() / ranks;
+  const std::size_t block = recv.size() / extent(levels.size());
   const byte_buffer staged(recv.size());  // not zeroed: the levels write every byte
   const std::span<std::byte> staged_bytes(staged.data(), staged.size());
   if constexpr (gather) {
-    by_position(send, staged_bytes);
+    co_await by_position(send, staged_bytes);
   } else {
     const byte_buffer outgoing(send.size());
     const std::span<std::byte> outgoing_bytes(outgoing.data(), outgoing.size());
     reorder_blocks(levels, send, outgoing_bytes, block, false);
-    by_position(outgoing_bytes, staged_bytes);
+    co_await by_position(outgoing_bytes, staged_bytes);
   }
   reorder_blocks(levels, staged_bytes, recv, block, true);
 }
@@ -497,15 +544,93 @@ concept has_whole_communicator = requires(Comm& comm) {
   comm.world();
 };
 
-/// plait::all_gather / plait::all_to_all on a two_level communicator. `flat`
-/// runs the collective on a whole communicator (the public function itself).
-template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Flat>
-void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
+/// The v forms on a two_level communicator: flat, on its whole
+/// communicator (`flat(whole)` runs the form there). Hierarchical v forms are
+/// not written yet: the two-level issue's next step.
+template <class Algorithm, class Comm, class Flat>
+decltype(auto) two_level_v_collective(Comm& comm, Flat flat) {
+  if constexpr (is_hierarchical<Algorithm>) {
+    static_assert(dependent_false<Comm>,
+                  "plait: hierarchical<Inner, Outer> runs the even forms; the v forms on a plait::two_level run flat "
+                  "on its whole communicator: use plait::automatic or a flat algorithm (plait::mpi::node_levels has "
+                  "a whole communicator)");
+  } else if constexpr (!has_whole_communicator<Comm>) {
+    static_assert(dependent_false<Comm>,
+                  "plait: the v forms on a plait::two_level run flat on its whole communicator, and this two_level "
+                  "has none: call them on a communicator over all its ranks");
+  } else {
+    if constexpr (is_automatic<Algorithm>) comm.note_choice(level_choice{.hierarchical = false});
+    return flat(comm.world());
+  }
+}
+
+/// How long waits on a two_level's collectives spin before they yield: the
+/// intra level's setting where it has one.
+template <class Levels>
+std::chrono::nanoseconds staged_busy_poll(const Levels& levels) {
+  if constexpr (requires { levels.intra().busy_poll(); }) {
+    return levels.intra().busy_poll();
+  } else {
+    return std::chrono::microseconds(20);
+  }
+}
+
+/// The launches of a hierarchical collective's body (`make` builds it, a
+/// staged_task), one per form. All of them go through the levels' own
+/// engine (two_level::staged_progress(), in order) whenever collectives are
+/// in flight there, so that every rank starts the levels' collectives in
+/// the same order.
+struct two_level_now {  // blocking: runs the body to its end
+  static constexpr bool keeps_buffers = false;
+  template <class Levels, class Make>
+  void staged(const Levels& levels, Make make) const {
+    progress_engine& engine = levels.staged_progress();
+    if (!engine.active()) {
+      make().run();
+      return;
+    }
+    in_flight_handle h = staged_handle(engine, levels.rank(), staged_busy_poll(levels), std::move(make));
+    queue(h, true);
+    collective_request(h).wait();  // behind the collectives in flight, in order
+  }
+};
+struct two_level_in_flight {  // nonblocking: a request whose turns advance the body
+  static constexpr bool keeps_buffers = true;
+  template <class Levels, class Make>
+  collective_request staged(const Levels& levels, Make make) const {
+    in_flight_handle h =
+        staged_handle(levels.staged_progress(), levels.rank(), staged_busy_poll(levels), std::move(make));
+    queue(h, true);
+    return collective_request(h);
+  }
+};
+struct two_level_bound {  // persistent: a fresh body at every start()
+  static constexpr bool keeps_buffers = true;
+  template <class Levels, class Make>
+  persistent_collective staged(const Levels& levels, Make make) const {
+    return persistent_collective(
+        staged_handle(levels.staged_progress(), levels.rank(), staged_busy_poll(levels), std::move(make)));
+  }
+};
+
+/// Every form of plait::all_gather / plait::all_to_all on a two_level
+/// communicator. `flat(whole, send, recv)` runs the form on a whole
+/// communicator (the public function itself); `launch` runs the
+/// hierarchical body in the form (two_level_now, two_level_in_flight,
+/// two_level_bound). Returns what they return.
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Flat, class Launch>
+decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat, Launch launch) {
   using args = std::pair<std::remove_cvref_t<Send>, std::remove_cvref_t<Recv>>;
   constexpr bool serves_hierarchy =
       hierarchical_arguments<Layout, std::remove_reference_t<Send>, std::remove_reference_t<Recv>>;
   constexpr bool host_levels = std::is_same_v<typename Comm::intra_type::memory_space, host_memory> &&
                                std::is_same_v<typename Comm::inter_type::memory_space, host_memory>;
+  if constexpr (Launch::keeps_buffers) static_assert(check_kept_arguments<Send, Recv>());
+  // The body's views of the user's buffers (checked here, before the call returns).
+  const auto body = [&comm]<class Inner, class Outer>(std::span<const std::byte> s, std::span<std::byte> r) {
+    check_hierarchical_sizes<Op>(comm, s, r);
+    return [&comm, s, r] { return hierarchical_body<Op, Inner, Outer>(comm, s, r); };
+  };
   if constexpr (is_hierarchical<Algorithm> && !host_levels) {
     static_assert(dependent_false<args>,
                   "plait: hierarchical<Inner, Outer> needs two levels of host memory (shm, MPI): its staging and "
@@ -517,8 +642,8 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
                     "one element type with plait::contiguous; tensor views, other layouts, in_place and bundles run "
                     "flat on the whole communicator");
     } else if constexpr (check_hierarchical_levels<Algorithm, Op>()) {
-      run_hierarchical<Op, typename Algorithm::inner, typename Algorithm::outer>(comm, const_bytes(send),
-                                                                                 mutable_bytes(recv));
+      return launch.staged(comm, body.template operator()<typename Algorithm::inner, typename Algorithm::outer>(
+                                     const_bytes(send), mutable_bytes(recv)));
     }
   } else if constexpr (is_automatic<Algorithm> && serves_hierarchy && host_levels) {
     // automatic_with<Tuning> tunes both levels (and the flat choice) alike.
@@ -537,14 +662,13 @@ void two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat) {
       picked.hierarchical = picked.hierarchical_seconds <= picked.flat_seconds;
     }
     comm.note_choice(picked);
-    if (picked.hierarchical) {
-      run_hierarchical<Op, Algorithm, Algorithm>(comm, const_bytes(send), mutable_bytes(recv));
-    } else if constexpr (has_whole_communicator<Comm>) {
-      flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
+    if constexpr (has_whole_communicator<Comm>) {
+      if (!picked.hierarchical) return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
     }
+    return launch.staged(comm, body.template operator()<Algorithm, Algorithm>(const_bytes(send), mutable_bytes(recv)));
   } else if constexpr (has_whole_communicator<Comm>) {
     if constexpr (is_automatic<Algorithm>) comm.note_choice(level_choice{.hierarchical = false});
-    flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
+    return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
   } else if constexpr (is_automatic<Algorithm>) {
     static_assert(dependent_false<args>,
                   "plait: automatic on a plait::two_level runs hierarchically, which takes 1-D contiguous ranges of "

@@ -32,34 +32,12 @@
 #include "plait/layout/contiguous.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
+#include "plait/op/hierarchical.hpp"
 #include "plait/op/in_flight.hpp"
 #include "plait/op/request.hpp"
 
 namespace plait {
 inline namespace v0 {
-namespace detail {
-
-/// The i-forms' launch: the planned schedule becomes a run the request owns,
-/// queued in the engine under the call's tag (stream-ordered transports: run now).
-struct start_in_flight {
-  /// The call's buffers are used after it returns (op/dispatch.hpp checks them).
-  static constexpr bool keeps_buffers = true;
-  in_flight_handle* out;
-
-  template <class Comm, class Plan>
-  void operator()(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp) const {
-    if constexpr (stream_ordered<Comm>) {
-      run_now{}(comm, steps, plan, name, stamp);
-    } else {
-      const int tag = take_tag(comm, stamp);
-      *out = own_run(comm, steps, plan, name, stamp, tag, false);
-      queue(*out, true);
-    }
-  }
-};
-
-}  // namespace detail
-
 /// Nonblocking all_gather: the same arguments and checks as plait::all_gather
 /// (bundles and plait::in_place included); returns at once.
 ///   auto r = plait::iall_gather<plait::ring>(comm, next_layer_shard, next_layer);
@@ -67,28 +45,52 @@ struct start_in_flight {
 ///   r.wait();
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_gather(Comm& comm, Send&& send, Recv&& recv) {
-  detail::in_flight_handle h;
-  detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                           detail::start_in_flight{&h});
-  return collective_request(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
+    return detail::two_level_collective<op::all_gather, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [](auto& whole, auto&& s, auto&& r) {
+          return iall_gather<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
+        },
+        detail::two_level_in_flight{});
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                             detail::start_in_flight{&h});
+    return collective_request(h);
+  }
 }
 
 /// Nonblocking all_to_all: the same arguments and checks as plait::all_to_all; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_to_all(Comm& comm, Send&& send, Recv&& recv) {
-  detail::in_flight_handle h;
-  detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                           detail::start_in_flight{&h});
-  return collective_request(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
+    return detail::two_level_collective<op::all_to_all, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [](auto& whole, auto&& s, auto&& r) {
+          return iall_to_all<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
+        },
+        detail::two_level_in_flight{});
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                             detail::start_in_flight{&h});
+    return collective_request(h);
+  }
 }
 
 /// Nonblocking all_gather_v: the same arguments and checks as plait::all_gather_v; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 [[nodiscard]] collective_request iall_gather_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
-  detail::in_flight_handle h;
-  detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
-                                                        std::forward<Recv>(recv), recv_counts);
-  return collective_request(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
+    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
+      return iall_gather_v<Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts);
+    });
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
+                                                          std::forward<Recv>(recv), recv_counts);
+    return collective_request(h);
+  }
 }
 
 /// Nonblocking all_to_all_v: the same arguments and checks as
@@ -98,10 +100,17 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
           class RecvCounts>
 [[nodiscard]] collective_request iall_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv,
                                                const RecvCounts& recv_counts) {
-  detail::in_flight_handle h;
-  detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
-                                                        std::forward<Recv>(recv), send_counts, recv_counts);
-  return collective_request(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
+    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
+      return iall_to_all_v<Algorithm, Layout>(whole, std::forward<Send>(send), send_counts, std::forward<Recv>(recv),
+                                              recv_counts);
+    });
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
+                                                          std::forward<Recv>(recv), send_counts, recv_counts);
+    return collective_request(h);
+  }
 }
 
 }  // namespace v0

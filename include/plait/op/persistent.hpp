@@ -21,47 +21,49 @@
 #include "plait/layout/contiguous.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
+#include "plait/op/hierarchical.hpp"
 #include "plait/op/nonblocking.hpp"
 #include "plait/op/request.hpp"
 
 namespace plait {
 inline namespace v0 {
-namespace detail {
-
-/// The *_init forms' launch: the planned schedule becomes a run the
-/// persistent object owns, not started (no tag yet: start() takes one).
-struct bind_persistent {
-  /// The call's buffers are used at every start (op/dispatch.hpp checks them).
-  static constexpr bool keeps_buffers = true;
-  in_flight_handle* out;
-
-  template <class Comm, class Plan>
-  void operator()(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp) const {
-    *out = own_run(comm, steps, plan, name, stamp, user_tag, stream_ordered<Comm>);
-  }
-};
-
-}  // namespace detail
-
 /// A persistent all_gather of `send` into `recv` (arguments as
 /// plait::all_gather, bundles and plait::in_place included).
 ///   auto p = plait::all_gather_init<plait::ring>(comm, shard, full);
 ///   for (int step = 0; step < steps; ++step) { fill(shard); p.start(); p.wait(); use(full); }
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_gather_init(Comm& comm, Send&& send, Recv&& recv) {
-  detail::in_flight_handle h;
-  detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                           detail::bind_persistent{&h});
-  return persistent_collective(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
+    return detail::two_level_collective<op::all_gather, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [](auto& whole, auto&& s, auto&& r) {
+          return all_gather_init<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
+        },
+        detail::two_level_bound{});
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                             detail::bind_persistent{&h});
+    return persistent_collective(h);
+  }
 }
 
 /// A persistent all_to_all of `send` into `recv` (arguments as plait::all_to_all).
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_to_all_init(Comm& comm, Send&& send, Recv&& recv) {
-  detail::in_flight_handle h;
-  detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                           detail::bind_persistent{&h});
-  return persistent_collective(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
+    return detail::two_level_collective<op::all_to_all, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [](auto& whole, auto&& s, auto&& r) {
+          return all_to_all_init<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
+        },
+        detail::two_level_bound{});
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                             detail::bind_persistent{&h});
+    return persistent_collective(h);
+  }
 }
 
 /// A persistent all_gather_v (arguments as plait::all_gather_v). The counts
@@ -70,10 +72,17 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 ///   auto p = plait::all_gather_v_init<plait::ring>(comm, mine, all, counts);
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 [[nodiscard]] persistent_collective all_gather_v_init(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
-  detail::in_flight_handle h;
-  detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
-                                                        std::forward<Recv>(recv), recv_counts);
-  return persistent_collective(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
+    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
+      return all_gather_v_init<Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                  recv_counts);
+    });
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
+                                                          std::forward<Recv>(recv), recv_counts);
+    return persistent_collective(h);
+  }
 }
 
 /// A persistent all_to_all_v (arguments as plait::all_to_all_v). The counts
@@ -83,10 +92,17 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
           class RecvCounts>
 [[nodiscard]] persistent_collective all_to_all_v_init(Comm& comm, Send&& send, const SendCounts& send_counts,
                                                       Recv&& recv, const RecvCounts& recv_counts) {
-  detail::in_flight_handle h;
-  detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
-                                                        std::forward<Recv>(recv), send_counts, recv_counts);
-  return persistent_collective(h);
+  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
+    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
+      return all_to_all_v_init<Algorithm, Layout>(whole, std::forward<Send>(send), send_counts,
+                                                  std::forward<Recv>(recv), recv_counts);
+    });
+  } else {
+    detail::in_flight_handle h;
+    detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
+                                                          std::forward<Recv>(recv), send_counts, recv_counts);
+    return persistent_collective(h);
+  }
 }
 
 }  // namespace v0

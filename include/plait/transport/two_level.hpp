@@ -18,6 +18,7 @@
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/progress_engine.hpp"
 #include "plait/core/scratch.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/contiguous.hpp"
@@ -243,6 +244,13 @@ class two_level {
   /// Buffers staging() keeps.
   static constexpr std::size_t staging_slots = 4;
 
+  /// The engine of the collectives in flight on these levels as a whole
+  /// (the hierarchical nonblocking and persistent forms, and a blocking one
+  /// made while those are pending): in order, one at a time, so that every
+  /// rank starts the levels' own collectives in the same order, and the
+  /// staging buffers serve one collective at a time.
+  [[nodiscard]] detail::progress_engine& staged_progress() const noexcept { return staged_progress_; }
+
  private:
   [[nodiscard]] int position() const noexcept { return node_offset(node_) + intra_->rank(); }
 
@@ -349,6 +357,7 @@ class two_level {
   level_choice last_choice_{};
   // Scratch: one collective at a time, as on every communicator.
   mutable std::array<detail::byte_buffer, staging_slots> staging_;
+  mutable detail::progress_engine staged_progress_{true};
 };
 
 /// `plait::two_level levels{intra, inter};` deduces both communicator types.
