@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace {
@@ -150,4 +152,37 @@ TEST_CASE("a split child inherits the settings and names its parent rank in erro
   const plait::error e = caught([&] { child.check_peer(9, "isend"); });
   CHECK(e.parent_rank() == 5);
   CHECK(std::string(e.what()).find("rank 1 (parent rank 5)") != std::string::npos);
+}
+
+TEST_CASE("a timeout of hours::max() saturates: its deadlines lie at the clock's end instead of wrapping to the past",
+          "[core][timeout]") {
+  using namespace std::chrono;
+  core_user c(0, 2);
+  c.set_timeout(hours::max());
+  CHECK(c.timeout() == nanoseconds::max());
+  CHECK(c.deadline_from_now() == plait::deadline::max());
+  CHECK(plait::detail::after(hours::max()) == plait::deadline::max());
+  // What is left of an unbounded deadline, as the NVLink protocol hands it on (unsigned nanoseconds).
+  CHECK(plait::detail::after(duration<std::uint64_t, std::nano>(UINT64_MAX)) == plait::deadline::max());
+  CHECK(plait::detail::after(plait::deadline::max() - plait::clock::now()) == plait::deadline::max());
+  const auto before = plait::clock::now();
+  const plait::deadline past = plait::detail::after(-hours::max());
+  CHECK(past >= before);
+  CHECK(past <= plait::clock::now());
+  CHECK(plait::detail::after(seconds(5)) - before >= seconds(5));
+  CHECK(plait::detail::after(seconds(5)) - before < seconds(6));
+
+  CHECK(plait::detail::saturated(hours::max()) == nanoseconds::max());
+  CHECK(plait::detail::saturated(-hours::max()) == nanoseconds::min());
+  CHECK(plait::detail::saturated(duration<double>(1e300)) == nanoseconds::max());
+  CHECK(plait::detail::saturated(duration<double>(std::nan(""))) == nanoseconds::zero());
+  CHECK(plait::detail::saturated(minutes(2)) == seconds(120));
+  CHECK(plait::detail::saturated(duration<double>(0.25)) == milliseconds(250));
+
+  // Messages say so instead of "9.22e+09 s", and a huge negative one does not overflow on its way into the text.
+  CHECK(plait::detail::seconds_text(c.timeout()) == "forever");
+  const plait::error e = caught([&] { c.set_timeout(-hours::max()); });
+  CHECK(e.value() == plait::errc::invalid_argument);
+  CHECK_THAT(e.what(), Catch::Contains("timeout must be positive, got -3.32e+22 s"));
+  CHECK(c.timeout() == nanoseconds::max());
 }

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <plait/algorithm/automatic.hpp>
@@ -415,4 +416,24 @@ TEST_CASE("nvlink emulation: a peer process that dies is peer_lost for the survi
   CHECK(std::string(report + 2048) == "ok");
   munmap(shared, 4096);
   REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
+}
+
+// The deadline reaches the emulated device as the nanoseconds left (protocol
+// step_args::timeout_ns), which the step turned back into now + left: for an
+// unbounded deadline that wrapped to the past and timed out at once.
+TEST_CASE("nvlink emulation: with a timeout of hours::max() a collective waits for a peer that comes 2 s late",
+          "[nvlink][timeout]") {
+  const auto verdicts = run_nvlink(mode::threads, 2, tiny, [](gpu_comm& gpu) -> std::string {
+    gpu.set_timeout(std::chrono::hours::max());
+    if (gpu.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::vector<int> mine{gpu.rank() + 10}, all(2);
+    try {
+      plait::all_gather<plait::ring>(gpu, mine, all);
+      gpu.synchronize();
+    } catch (const plait::error& e) {
+      return e.what();
+    }
+    return all == std::vector<int>{10, 11} ? "" : "wrong result";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }

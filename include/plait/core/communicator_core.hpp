@@ -60,7 +60,9 @@ class communicator_core {
   // ---- timeouts and waiting --------------------------------------------
 
   /// How long one wait may take before it throws errc::timeout. Must be
-  /// positive (errc::invalid_argument otherwise); a huge value saturates.
+  /// positive (errc::invalid_argument otherwise); a huge value saturates
+  /// (`hours::max()` is stored as nanoseconds::max(), and deadlines made from
+  /// it saturate too: the wait is unbounded).
   template <class Rep, class Period>
   void set_timeout(std::chrono::duration<Rep, Period> timeout) {
     set_timeout_seconds(std::chrono::duration<double>(timeout).count(), "set_timeout");

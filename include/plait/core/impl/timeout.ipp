@@ -27,6 +27,7 @@ PLAIT_DECL std::chrono::nanoseconds default_timeout() {
 }
 
 PLAIT_DECL std::string seconds_text(clock::duration d) {
+  if (d == clock::duration::max()) return "forever";
   char text[32];
   std::snprintf(text, sizeof text, "%.3g s", std::chrono::duration<double>(d).count());
   return text;
