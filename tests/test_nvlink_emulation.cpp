@@ -437,3 +437,30 @@ TEST_CASE("nvlink emulation: with a timeout of hours::max() a collective waits f
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+// The NVLink communicator checks the PLAIT_* variables when it is created,
+// like every transport. One rank: setenv must not race another rank's getenv.
+TEST_CASE("nvlink emulation: a bad PLAIT_* value fails the communicator's creation naming it", "[nvlink][env]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 1, [](plait::shm::communicator& boot) -> std::string {
+    const char* saved = std::getenv("PLAIT_TIMEOUT");
+    const std::string restore = saved != nullptr ? saved : "";
+    setenv("PLAIT_TIMEOUT", "10abc", 1);
+    std::string verdict = "created";
+    try {
+      gpu_comm gpu(boot, 0, {}, tiny);
+    } catch (const plait::error& e) {
+      verdict = e.value() == plait::errc::invalid_argument &&
+                        std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
+                    ? ""
+                    : e.what();
+    }
+    if (saved != nullptr) {
+      setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
+    } else {
+      unsetenv("PLAIT_TIMEOUT");
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
+}

@@ -436,6 +436,30 @@ TEST_CASE("mpi with a timeout of hours::max() a collective waits for a rank that
   PLAIT_REQUIRE_ALL(failure.empty() && all == expected);
 }
 
+// Checked in the core's constructor, before MPI_Comm_dup: every rank refuses
+// alike, with no collective left half done.
+TEST_CASE("mpi a bad PLAIT_* value fails the communicator's creation naming it", "[mpi][env]") {
+  const char* saved = std::getenv("PLAIT_TIMEOUT");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("PLAIT_TIMEOUT", "10abc", 1);
+  std::string verdict = "created";
+  try {
+    plait::mpi::communicator comm{MPI_COMM_WORLD};
+  } catch (const plait::error& e) {
+    verdict = e.value() == plait::errc::invalid_argument &&
+                      std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
+                  ? ""
+                  : e.what();
+  }
+  if (saved != nullptr) {
+    ::setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
+  } else {
+    ::unsetenv("PLAIT_TIMEOUT");
+  }
+  CHECK(verdict == "");
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
 TEST_CASE("mpi messages over INT_MAX bytes arrive intact", "[.][huge][mpi]") {
   plait::mpi::communicator comm{MPI_COMM_WORLD};
   const std::size_t n = static_cast<std::size_t>(INT_MAX) + 4099;

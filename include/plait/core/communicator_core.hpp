@@ -39,7 +39,9 @@ class communicator_core {
  public:
   communicator_core() noexcept = default;
   /// This rank of a group of `size`, with the default settings: timeout from
-  /// PLAIT_TIMEOUT (300 s), check mode from PLAIT_CHECK, both read now.
+  /// PLAIT_TIMEOUT (300 s), check mode from PLAIT_CHECK, both read now. Every
+  /// PLAIT_* variable is checked here (detail::read_environment): a bad value
+  /// is errc::invalid_argument naming it, when the communicator is created.
   communicator_core(int rank, int size);
 
   /// Movable: the settings, counters and stamps move with it.
@@ -224,7 +226,7 @@ class communicator_core {
   int parent_rank_ = -1;
   int tag_ = user_tag;
   int tag_limit_ = (1 << 30) - 1;
-  std::chrono::nanoseconds timeout_ = detail::default_timeout();
+  std::chrono::nanoseconds timeout_ = std::chrono::seconds(300);  // a null core reads no environment
   std::chrono::nanoseconds busy_poll_{};
   std::uint64_t bytes_sent_ = 0;
   bool check_mode_ = false;

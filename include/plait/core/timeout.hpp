@@ -21,8 +21,10 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 
-/// PLAIT_TIMEOUT in seconds (fractions allowed) if set to a positive number,
-/// else 300 s: no wait may block forever, but a slow job must not fail either.
+/// PLAIT_TIMEOUT in seconds (a positive number below 1e9) if set, else 300 s:
+/// no wait may block forever, but a slow job must not fail either. A value
+/// that is not such a number is errc::invalid_argument naming it
+/// (core/environment.hpp).
 PLAIT_DECL std::chrono::nanoseconds default_timeout();
 
 /// `d` in the clock's unit, saturated at its largest and smallest value

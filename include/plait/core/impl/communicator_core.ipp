@@ -17,8 +17,11 @@
 namespace plait {
 inline namespace v0 {
 
-PLAIT_DECL communicator_core::communicator_core(int rank, int size)
-    : rank_(rank), size_(size), check_mode_(detail::check_mode_from_environment()) {}
+PLAIT_DECL communicator_core::communicator_core(int rank, int size) : rank_(rank), size_(size) {
+  const detail::environment_settings settings = detail::read_environment({rank});
+  timeout_ = settings.timeout;
+  check_mode_ = settings.check;
+}
 
 PLAIT_DECL communicator_core communicator_core::child(int rank, int size) const {
   communicator_core c;

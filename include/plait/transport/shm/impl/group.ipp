@@ -18,6 +18,7 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/transport/shm/communicator.hpp"
@@ -47,6 +48,7 @@ PLAIT_DECL communicator communicator::join(std::string_view name, int rank, int 
                 "group name \"" + std::string(name) + "\" must be 1-200 characters of letters, digits, '.', '_', '-'",
                 at);
   }
+  plait::detail::read_environment(at);  // a bad PLAIT_* value fails before the segment exists
   const std::string path = "/plait-" + std::string(name);
   const detail::geometry shape{static_cast<std::uint32_t>(size)};
   const deadline until = plait::detail::after(timeout);
