@@ -417,7 +417,7 @@ TEST_CASE("mpi default timeout comes from PLAIT_TIMEOUT", "[mpi][transport]") {
 
 // hours::max() says "wait as long as it takes"; now + timeout used to wrap to
 // the past, so the first wait timed out at once. One late rank, at np >= 2.
-TEST_CASE("mpi with a timeout of hours::max() a collective waits for a rank that comes 2 s late", "[mpi][timeout]") {
+TEST_CASE("mpi collectives under a timeout of hours::max() wait for a rank that comes 2 s late", "[mpi][timeout]") {
   const int p = plait_test::world_size();
   if (p < 2) return;
   plait::mpi::communicator comm{MPI_COMM_WORLD};
@@ -438,7 +438,7 @@ TEST_CASE("mpi with a timeout of hours::max() a collective waits for a rank that
 
 // Checked in the core's constructor, before MPI_Comm_dup: every rank refuses
 // alike, with no collective left half done.
-TEST_CASE("mpi a bad PLAIT_* value fails the communicator's creation naming it", "[mpi][env]") {
+TEST_CASE("mpi communicator creation refuses a bad PLAIT_* value and names it", "[mpi][env]") {
   const char* saved = std::getenv("PLAIT_TIMEOUT");
   const std::string restore = saved != nullptr ? saved : "";
   ::setenv("PLAIT_TIMEOUT", "10abc", 1);
