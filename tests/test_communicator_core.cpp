@@ -6,7 +6,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <string>
 
 namespace {
@@ -41,6 +47,56 @@ plait::error caught(F&& f) {
   }
   FAIL("no plait::error thrown");
   return plait::error(plait::errc::transport, "unreachable");
+}
+
+/// Sets (nullptr: unsets) one environment variable for a scope and puts the
+/// old value back: the test cases of one executable share the environment.
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+  ~scoped_env() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+/// The message of the error that creating a communicator (its core) raises
+/// under name=value; "" when it raises none.
+std::string creation_error(const char* name, const char* value) {
+  const scoped_env env(name, value);
+  try {
+    const core_user c(0, 2);
+  } catch (const plait::error& e) {
+    if (e.value() != plait::errc::invalid_argument) return std::string("not invalid_argument: ") + e.what();
+    return e.what();
+  }
+  return {};
+}
+
+/// Every bad value fails the creation with a message naming the variable, the
+/// value and `forms`.
+void check_refused(const char* name, std::initializer_list<const char*> bad, const std::string& forms) {
+  for (const char* value : bad) {
+    CAPTURE(name, value);
+    const std::string what = creation_error(name, value);
+    CHECK_THAT(what, Catch::Contains(std::string(name) + "=\"" + value + "\"") && Catch::Contains(forms));
+  }
 }
 
 }  // namespace
@@ -150,4 +206,131 @@ TEST_CASE("a split child inherits the settings and names its parent rank in erro
   const plait::error e = caught([&] { child.check_peer(9, "isend"); });
   CHECK(e.parent_rank() == 5);
   CHECK(std::string(e.what()).find("rank 1 (parent rank 5)") != std::string::npos);
+}
+
+TEST_CASE("a timeout of hours::max() saturates: its deadlines lie at the clock's end instead of wrapping to the past",
+          "[core][timeout]") {
+  using namespace std::chrono;
+  core_user c(0, 2);
+  c.set_timeout(hours::max());
+  CHECK(c.timeout() == nanoseconds::max());
+  CHECK(c.deadline_from_now() == plait::deadline::max());
+  CHECK(plait::detail::after(hours::max()) == plait::deadline::max());
+  // What is left of an unbounded deadline, as the NVLink protocol hands it on (unsigned nanoseconds).
+  CHECK(plait::detail::after(duration<std::uint64_t, std::nano>(UINT64_MAX)) == plait::deadline::max());
+  CHECK(plait::detail::after(plait::deadline::max() - plait::clock::now()) == plait::deadline::max());
+  const auto before = plait::clock::now();
+  const plait::deadline past = plait::detail::after(-hours::max());
+  CHECK(past >= before);
+  CHECK(past <= plait::clock::now());
+  CHECK(plait::detail::after(seconds(5)) - before >= seconds(5));
+  CHECK(plait::detail::after(seconds(5)) - before < seconds(6));
+
+  CHECK(plait::detail::saturated(hours::max()) == nanoseconds::max());
+  CHECK(plait::detail::saturated(-hours::max()) == nanoseconds::min());
+  CHECK(plait::detail::saturated(duration<double>(1e300)) == nanoseconds::max());
+  CHECK(plait::detail::saturated(duration<double>(std::nan(""))) == nanoseconds::zero());
+  CHECK(plait::detail::saturated(minutes(2)) == seconds(120));
+  CHECK(plait::detail::saturated(duration<double>(0.25)) == milliseconds(250));
+
+  // Messages say so instead of "9.22e+09 s", and a huge negative one does not overflow on its way into the text.
+  CHECK(plait::detail::seconds_text(c.timeout()) == "forever");
+  const plait::error e = caught([&] { c.set_timeout(-hours::max()); });
+  CHECK(e.value() == plait::errc::invalid_argument);
+  CHECK_THAT(e.what(), Catch::Contains("timeout must be positive, got -3.32e+22 s"));
+  CHECK(c.timeout() == nanoseconds::max());
+}
+
+TEST_CASE("PLAIT_TIMEOUT takes positive seconds below 1e9, and any other value fails the communicator's creation",
+          "[core][env]") {
+  using namespace std::chrono;
+  check_refused("PLAIT_TIMEOUT", {"0", "-1", "abc", "nan", "1e9", "10abc", "inf", "0x10", " 5", "5s", "1e-12", "0.5."},
+                "give seconds as a positive number below 1e9, e.g. 30 or 0.5");
+  CHECK(creation_error("PLAIT_TIMEOUT", "10abc") ==
+        "plait, rank 0: PLAIT_TIMEOUT=\"10abc\" is not a timeout: give seconds as a positive number below 1e9, e.g. 30 "
+        "or 0.5");
+  for (const auto& [text, expected] : {std::pair<const char*, nanoseconds>{"0.5", milliseconds(500)},
+                                       {"30", seconds(30)},
+                                       {"2e3", seconds(2000)},
+                                       {".25", milliseconds(250)},
+                                       {"", seconds(300)},
+                                       {nullptr, seconds(300)}}) {
+    CAPTURE(text != nullptr ? text : "unset");
+    const scoped_env env("PLAIT_TIMEOUT", text);
+    CHECK(core_user(0, 2).timeout() == expected);
+  }  // A null communicator reads nothing: declaring one never throws.
+  const scoped_env env("PLAIT_TIMEOUT", "abc");
+  CHECK_NOTHROW(core_user{});
+  CHECK_NOTHROW(plait::shm::communicator{});
+}
+
+TEST_CASE("PLAIT_CHECK takes 0 or 1, and any other value fails the communicator's creation", "[core][env]") {
+  check_refused("PLAIT_CHECK", {"2", "-1", "abc", "nan", "1e9", "10abc", "yes", "true", " 1"},
+                "give 1 (on) or 0 (off)");
+  for (const auto& [text, on] :
+       {std::pair<const char*, bool>{"1", true}, {"0", false}, {"", false}, {nullptr, false}}) {
+    const scoped_env env("PLAIT_CHECK", text);
+    CHECK(core_user(0, 2).check_mode() == on);
+  }
+}
+
+TEST_CASE("PLAIT_DEBUG takes 0 or 1, and any other value fails the communicator's creation", "[core][env]") {
+  check_refused("PLAIT_DEBUG", {"2", "-1", "abc", "nan", "1e9", "10abc", "on"}, "give 1 (on) or 0 (off)");
+  for (const auto& [text, on] : {std::pair<const char*, bool>{"1", true}, {"0", false}, {nullptr, false}}) {
+    const scoped_env env("PLAIT_DEBUG", text);
+    CHECK(creation_error("PLAIT_DEBUG", text).empty());
+    CHECK(plait::detail::debug_logging() == on);
+  }
+}
+
+TEST_CASE("PLAIT_SHM_SINGLE_COPY_BYTES takes a byte count, and any other value fails the communicator's creation",
+          "[core][env]") {
+  check_refused("PLAIT_SHM_SINGLE_COPY_BYTES",
+                {"-1", "abc", "nan", "1e9", "10abc", "4K", "+5", " 5", "99999999999999999999999"},
+                "give a whole number of bytes in decimal digits, e.g. 0 or 65536");
+  for (const auto& [text, bytes] : {std::pair<const char*, std::optional<std::size_t>>{"65536", 65536},
+                                    {"0", SIZE_MAX},  // 0: never
+                                    {nullptr, std::nullopt}}) {
+    const scoped_env env("PLAIT_SHM_SINGLE_COPY_BYTES", text);
+    CHECK(creation_error("PLAIT_SHM_SINGLE_COPY_BYTES", text).empty());
+    CHECK(plait::shm::detail::single_copy_bytes_from_environment() == bytes);
+  }
+}
+
+TEST_CASE("PLAIT_STREAM_COPY_BYTES takes a byte count, and any other value fails the communicator's creation",
+          "[core][env]") {
+  check_refused("PLAIT_STREAM_COPY_BYTES", {"-1", "abc", "nan", "1e9", "10abc", "4M", "0.5"},
+                "give a whole number of bytes in decimal digits, e.g. 0 or 65536");
+  for (const auto& [text, bytes] : {std::pair<const char*, std::size_t>{"65536", 65536},
+                                    {"0", SIZE_MAX},  // 0: never
+                                    {nullptr, plait::detail::default_stream_copy_bytes}}) {
+    const scoped_env env("PLAIT_STREAM_COPY_BYTES", text);
+    CHECK(creation_error("PLAIT_STREAM_COPY_BYTES", text).empty());
+    CHECK(plait::detail::stream_copy_bytes_from_environment() == bytes);
+  }
+}
+
+// Values read lazily later (PLAIT_STREAM_COPY_BYTES on the copy path) must be
+// reported here too, and before anything is started: no rank runs, no
+// process is forked, no segment is left.
+TEST_CASE("run_threads, run_processes and join report a bad PLAIT_* value before they start anything",
+          "[core][env][shm]") {
+  for (const auto& [name, value] :
+       {std::pair<const char*, const char*>{"PLAIT_TIMEOUT", "10abc"}, {"PLAIT_STREAM_COPY_BYTES", "4M"}}) {
+    CAPTURE(name, value);
+    const scoped_env env(name, value);
+    bool ran = false;
+    const auto refused = [&](const char* operation, auto&& create) {
+      CAPTURE(operation);
+      const plait::error e = caught(create);
+      CHECK(e.value() == plait::errc::invalid_argument);
+      CHECK_THAT(e.what(), Catch::Contains(std::string(name) + "=\"" + value + "\""));
+    };
+    refused("run_threads", [&] { plait::shm::run_threads(2, [&](plait::shm::communicator&) { ran = true; }); });
+    refused("run_processes", [&] { plait::shm::run_processes(2, [&](plait::shm::communicator&) { ran = true; }); });
+    const std::string group = "plait-env-test-" + std::to_string(getpid());
+    refused("join", [&] { (void)plait::shm::communicator::join(group, 0, 1); });
+    CHECK_FALSE(ran);
+    CHECK_FALSE(std::filesystem::exists("/dev/shm/plait-" + group));
+  }
 }

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <plait/algorithm/automatic.hpp>
@@ -411,5 +412,52 @@ TEST_CASE("nvlink emulation: a peer process that dies is peer_lost for the survi
   CHECK(std::string(report + 1024) == "ok");
   CHECK(std::string(report + 2048) == "ok");
   munmap(shared, 4096);
+  REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
+}
+
+// The deadline reaches the emulated device as the nanoseconds left (protocol
+// step_args::timeout_ns), which the step turned back into now + left: for an
+// unbounded deadline that wrapped to the past and timed out at once.
+TEST_CASE("nvlink emulation: with a timeout of hours::max() a collective waits for a peer that comes 2 s late",
+          "[nvlink][timeout]") {
+  const auto verdicts = run_nvlink(mode::threads, 2, tiny, [](gpu_comm& gpu) -> std::string {
+    gpu.set_timeout(std::chrono::hours::max());
+    if (gpu.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::vector<int> mine{gpu.rank() + 10}, all(2);
+    try {
+      plait::all_gather<plait::ring>(gpu, mine, all);
+      gpu.synchronize();
+    } catch (const plait::error& e) {
+      return e.what();
+    }
+    return all == std::vector<int>{10, 11} ? "" : "wrong result";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+// The NVLink communicator checks the PLAIT_* variables when it is created,
+// like every transport. One rank: setenv must not race another rank's getenv.
+TEST_CASE("nvlink emulation: a bad PLAIT_* value fails the communicator's creation naming it", "[nvlink][env]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 1, [](plait::shm::communicator& boot) -> std::string {
+    const char* saved = std::getenv("PLAIT_TIMEOUT");
+    const std::string restore = saved != nullptr ? saved : "";
+    setenv("PLAIT_TIMEOUT", "10abc", 1);
+    std::string verdict = "created";
+    try {
+      gpu_comm gpu(boot, 0, {}, tiny);
+    } catch (const plait::error& e) {
+      verdict = e.value() == plait::errc::invalid_argument &&
+                        std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
+                    ? ""
+                    : e.what();
+    }
+    if (saved != nullptr) {
+      setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
+    } else {
+      unsetenv("PLAIT_TIMEOUT");
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
   REQUIRE(plait_test::leaked_objects("plait-nvl-").empty());
 }

@@ -422,3 +422,22 @@ TEST_CASE("a group confined to one CPU never busy-polls", "[shm][backoff]") {
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+// hours::max() says "wait as long as it takes"; now + timeout used to wrap to
+// the past, so the first wait timed out at once ("timed out after 9.22e+09 s").
+TEST_CASE("with a timeout of hours::max() a collective waits for a peer that comes 2 s late", "[shm][timeout]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(std::chrono::hours::max());
+    if (comm.rank() == 1) std::this_thread::sleep_for(2s);
+    std::vector<int> mine{comm.rank() + 10}, all(2);
+    try {
+      plait::all_gather<plait::ring>(comm, mine, all);
+    } catch (const plait::error& e) {
+      return e.what();
+    }
+    return all == std::vector<int>{10, 11} ? "" : "wrong result";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

@@ -415,6 +415,51 @@ TEST_CASE("mpi default timeout comes from PLAIT_TIMEOUT", "[mpi][transport]") {
   if (saved != nullptr) ::setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
 }
 
+// hours::max() says "wait as long as it takes"; now + timeout used to wrap to
+// the past, so the first wait timed out at once. One late rank, at np >= 2.
+TEST_CASE("mpi collectives under a timeout of hours::max() wait for a rank that comes 2 s late", "[mpi][timeout]") {
+  const int p = plait_test::world_size();
+  if (p < 2) return;
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::hours::max());
+  if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::vector<int> mine{comm.rank() + 10}, all(static_cast<std::size_t>(p));
+  std::string failure;
+  try {
+    plait::all_gather<plait::ring>(comm, mine, all);
+  } catch (const plait::error& e) {
+    failure = e.what();
+  }
+  CHECK(failure == "");
+  std::vector<int> expected(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) expected[static_cast<std::size_t>(r)] = r + 10;
+  PLAIT_REQUIRE_ALL(failure.empty() && all == expected);
+}
+
+// Checked in the core's constructor, before MPI_Comm_dup: every rank refuses
+// alike, with no collective left half done.
+TEST_CASE("mpi communicator creation refuses a bad PLAIT_* value and names it", "[mpi][env]") {
+  const char* saved = std::getenv("PLAIT_TIMEOUT");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("PLAIT_TIMEOUT", "10abc", 1);
+  std::string verdict = "created";
+  try {
+    plait::mpi::communicator comm{MPI_COMM_WORLD};
+  } catch (const plait::error& e) {
+    verdict = e.value() == plait::errc::invalid_argument &&
+                      std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
+                  ? ""
+                  : e.what();
+  }
+  if (saved != nullptr) {
+    ::setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
+  } else {
+    ::unsetenv("PLAIT_TIMEOUT");
+  }
+  CHECK(verdict == "");
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
 TEST_CASE("mpi messages over INT_MAX bytes arrive intact", "[.][huge][mpi]") {
   plait::mpi::communicator comm{MPI_COMM_WORLD};
   const std::size_t n = static_cast<std::size_t>(INT_MAX) + 4099;

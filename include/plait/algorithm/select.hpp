@@ -75,8 +75,10 @@ consteval bool check_algorithm() {
   return true;
 }
 
-/// PLAIT_DEBUG=1 in the environment.
-PLAIT_DECL bool debug_logging();
+/// PLAIT_DEBUG=1 in the environment. Read at the first automatic choice of
+/// each size, where it must not throw: a bad value reads as 0 here and is
+/// reported when a communicator is created (core/environment.hpp).
+PLAIT_DECL bool debug_logging() noexcept;
 
 /// Logs an automatic choice to stderr when PLAIT_DEBUG=1.
 PLAIT_DECL void log_choice(op::all_gather, int rank, int size, std::size_t block_bytes, const choice& picked,

@@ -39,7 +39,9 @@ class communicator_core {
  public:
   communicator_core() noexcept = default;
   /// This rank of a group of `size`, with the default settings: timeout from
-  /// PLAIT_TIMEOUT (300 s), check mode from PLAIT_CHECK, both read now.
+  /// PLAIT_TIMEOUT (300 s), check mode from PLAIT_CHECK, both read now. Every
+  /// PLAIT_* variable is checked here (detail::read_environment): a bad value
+  /// is errc::invalid_argument naming it, when the communicator is created.
   communicator_core(int rank, int size);
 
   /// Movable: the settings, counters and stamps move with it.
@@ -60,7 +62,9 @@ class communicator_core {
   // ---- timeouts and waiting --------------------------------------------
 
   /// How long one wait may take before it throws errc::timeout. Must be
-  /// positive (errc::invalid_argument otherwise); a huge value saturates.
+  /// positive (errc::invalid_argument otherwise); a huge value saturates
+  /// (`hours::max()` is stored as nanoseconds::max(), and deadlines made from
+  /// it saturate too: the wait is unbounded).
   template <class Rep, class Period>
   void set_timeout(std::chrono::duration<Rep, Period> timeout) {
     set_timeout_seconds(std::chrono::duration<double>(timeout).count(), "set_timeout");
@@ -222,7 +226,7 @@ class communicator_core {
   int parent_rank_ = -1;
   int tag_ = user_tag;
   int tag_limit_ = (1 << 30) - 1;
-  std::chrono::nanoseconds timeout_ = detail::default_timeout();
+  std::chrono::nanoseconds timeout_ = std::chrono::seconds(300);  // a null core reads no environment
   std::chrono::nanoseconds busy_poll_{};
   std::uint64_t bytes_sent_ = 0;
   bool check_mode_ = false;

@@ -73,8 +73,10 @@ inline void stream_fence() noexcept {
 /// Copies of at least this many bytes stream by default (see the top of this file).
 inline constexpr std::size_t default_stream_copy_bytes = std::size_t{4} << 20;
 
-/// PLAIT_STREAM_COPY_BYTES (0: SIZE_MAX, never) when set to a number, else
-/// default_stream_copy_bytes.
+/// PLAIT_STREAM_COPY_BYTES (0: SIZE_MAX, never) when set, else
+/// default_stream_copy_bytes. Read lazily, on the copy path, so a bad value
+/// reads as unset here; read_environment (core/environment.hpp) reports it
+/// when a communicator is created.
 PLAIT_DECL std::size_t stream_copy_bytes_from_environment() noexcept;
 
 /// The threshold copy_bytes() streams from: PLAIT_STREAM_COPY_BYTES when set

@@ -451,7 +451,7 @@ class schedule_run {
   }
 
   void wait() {
-    comm_.wait_all(std::span(requests_.data(), located_messages_), clock::now() + comm_.timeout());
+    comm_.wait_all(std::span(requests_.data(), located_messages_), after(comm_.timeout()));
     for (std::size_t i = 0; i < located_messages_; ++i) requests_[i] = {};  // complete: released now
   }
 

@@ -31,6 +31,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/region.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
@@ -270,7 +271,7 @@ class boundary {
   template <class Comm>
   static void wait(Comm& comm, std::span<typename Comm::request> requests, const detail::call_site& at, int peer) {
     try {
-      comm.wait_all(requests, clock::now() + comm.timeout());
+      comm.wait_all(requests, plait::detail::after(comm.timeout()));
     } catch (const error& e) {
       throw e.within({at.rank, at.operation, -1, peer});
     }

@@ -10,14 +10,18 @@
 #include <string_view>
 
 #include "plait/algorithm/select.hpp"
+#include "plait/core/environment.hpp"
 
 namespace plait {
 inline namespace v0 {
 namespace detail {
 
-PLAIT_DECL bool debug_logging() {
-  const char* flag = std::getenv("PLAIT_DEBUG");
-  return flag != nullptr && std::string_view(flag) == "1";
+PLAIT_DECL bool debug_logging() noexcept {
+  try {
+    return environment_flag("PLAIT_DEBUG").value_or(false);
+  } catch (...) {  // reported by read_environment when the communicator was created
+    return false;
+  }
 }
 
 /// Writes one automatic choice to stderr; `candidates` holds each algorithm's

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -16,8 +17,11 @@
 namespace plait {
 inline namespace v0 {
 
-PLAIT_DECL communicator_core::communicator_core(int rank, int size)
-    : rank_(rank), size_(size), check_mode_(detail::check_mode_from_environment()) {}
+PLAIT_DECL communicator_core::communicator_core(int rank, int size) : rank_(rank), size_(size) {
+  const detail::environment_settings settings = detail::read_environment({rank});
+  timeout_ = settings.timeout;
+  check_mode_ = settings.check;
+}
 
 PLAIT_DECL communicator_core communicator_core::child(int rank, int size) const {
   communicator_core c;
@@ -35,16 +39,15 @@ PLAIT_DECL void communicator_core::set_timeout_seconds(double seconds, std::stri
   // Zero would make every wait fail at once and a negative one is a bug in
   // the caller: both are refused here, once, for every transport.
   if (!(seconds > 0)) {
-    detail::fail(
-        errc::invalid_argument,
-        {"timeout must be positive, got ", detail::seconds_text(std::chrono::duration_cast<clock::duration>(
-                                               std::chrono::duration<double>(std::isnan(seconds) ? 0 : seconds)))},
-        where(operation));
+    // Written from the double: -hours::max() does not fit in nanoseconds.
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g s", std::isnan(seconds) ? 0.0 : seconds);
+    detail::fail(errc::invalid_argument, {"timeout must be positive, got ", text}, where(operation));
   }
-  const double most = std::chrono::duration<double>(std::chrono::nanoseconds::max()).count();
-  timeout_ = seconds >= most
-                 ? std::chrono::nanoseconds::max()
-                 : std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+  // hours::max() does not fit in nanoseconds: stored as the largest value,
+  // which every deadline made from it (detail::after) keeps at the clock's end.
+  timeout_ = detail::saturated(std::chrono::duration<double>(seconds));
+  if (timeout_ <= std::chrono::nanoseconds::zero()) timeout_ = std::chrono::nanoseconds(1);  // below 1 ns, not zero
 }
 
 PLAIT_DECL void communicator_core::set_busy_poll_seconds(double seconds, std::string_view operation) {

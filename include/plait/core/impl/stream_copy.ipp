@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "plait/core/config.hpp"
+#include "plait/core/environment.hpp"
 #include "plait/core/stream_copy.hpp"
 
 namespace plait {
@@ -106,10 +108,10 @@ PLAIT_DECL void stream_copy(void* dst, const void* src, std::size_t n) noexcept 
 }
 
 PLAIT_DECL std::size_t stream_copy_bytes_from_environment() noexcept {
-  if (const char* text = std::getenv("PLAIT_STREAM_COPY_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(text, &end, 10);
-    if (end != text && *end == '\0') return value == 0 ? SIZE_MAX : static_cast<std::size_t>(value);
+  try {
+    const std::optional<std::size_t> bytes = environment_bytes("PLAIT_STREAM_COPY_BYTES");
+    if (bytes) return *bytes == 0 ? SIZE_MAX : *bytes;
+  } catch (...) {  // reported by read_environment when a communicator was created
   }
   return default_stream_copy_bytes;
 }

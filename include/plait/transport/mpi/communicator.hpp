@@ -211,7 +211,12 @@ class communicator : public communicator_core {
     }
     if (done == 0) {
       const auto now = clock::now();
-      if (now >= until) timed_out(requests, timeout() + (now - until));
+      if (now >= until) {
+        // How long it waited if `until` came from timeout(); saturated, as
+        // timeout() may be the largest duration there is.
+        const clock::duration late = now - until;
+        timed_out(requests, timeout() > clock::duration::max() - late ? clock::duration::max() : timeout() + late);
+      }
       return false;
     }
     store_handles(requests);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 
 namespace plait {
@@ -59,7 +60,7 @@ class bootstrap_ref : public bootstrap_link {
       requests.push_back(comm_->irecv(peer, theirs, tag));
       requests.push_back(comm_->isend(peer, mine, tag));
     }
-    comm_->wait_all(std::span(requests), clock::now() + comm_->timeout());
+    comm_->wait_all(std::span(requests), plait::detail::after(comm_->timeout()));
     if constexpr (requires { comm_->discount_control_bytes(std::uint64_t{}); }) {
       comm_->discount_control_bytes(comm_->bytes_sent() - before);  // handles are control traffic
     }

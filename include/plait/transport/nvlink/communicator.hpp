@@ -171,7 +171,7 @@ class basic_communicator : public communicator_core {
     raise_device_error();
   }
   /// wait_all with the deadline now + timeout().
-  void wait_all(std::span<request> requests) { wait_all(requests, clock::now() + timeout()); }
+  void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
   /// Completes one request (now + timeout()).
   void wait(request r) { wait_all(std::span<request>(&r, 1)); }
   /// Blocking send: isend + wait.

@@ -46,6 +46,7 @@
 #include "plait/core/backoff.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/nvlink/communicator.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
@@ -226,7 +227,9 @@ class host_emulation {
     std::array<detail::cursor, detail::max_lanes> cursors{};
     std::array<bool, detail::max_lanes> finished{};
     for (std::uint32_t i = 0; i < a.lane_count; ++i) detail::start_lane(ops, a, a.lanes[i], cursors[i]);
-    const deadline until = clock::now() + std::chrono::nanoseconds(a.timeout_ns);
+    // timeout_ns is what was left of the caller's deadline, up to 2^64 - 1 ns
+    // for an unbounded one: after() saturates instead of wrapping to the past.
+    const deadline until = plait::detail::after(std::chrono::duration<std::uint64_t, std::nano>(a.timeout_ns));
     plait::detail::backoff wait;
     unsigned slow_checks = 0;
     for (;;) {

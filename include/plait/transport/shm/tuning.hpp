@@ -35,8 +35,10 @@ inline constexpr std::size_t process_single_copy_bytes = std::size_t{16} << 10;
 inline constexpr std::chrono::milliseconds default_busy_poll{100};
 
 /// PLAIT_SHM_SINGLE_COPY_BYTES, when set: one threshold for both (0 turns
-/// single copy off; for measurements).
-PLAIT_DECL std::optional<std::size_t> single_copy_bytes_from_environment();
+/// single copy off; for measurements). A bad value reads as unset here: it
+/// was reported when the communicator was created (read_environment), and a
+/// null communicator, which reads it too, must not throw.
+PLAIT_DECL std::optional<std::size_t> single_copy_bytes_from_environment() noexcept;
 
 /// A message that arrives in chunks (below the single-copy threshold, or
 /// where process_vm_readv is refused) is copied out of the slots with

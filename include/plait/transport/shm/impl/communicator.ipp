@@ -290,7 +290,7 @@ PLAIT_DECL void communicator::barrier() {
     detail::atomic(h.barrier_generation).fetch_add(1, std::memory_order_release);
     return;
   }
-  const deadline until = clock::now() + timeout();
+  const deadline until = deadline_from_now();
   plait::detail::backoff wait(plait::detail::backoff::default_yield_polls, busy_poll());
   while (detail::atomic(h.barrier_generation).load(std::memory_order_acquire) == generation) {
     try {

@@ -18,7 +18,9 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/shared_buffer.hpp"
@@ -46,9 +48,10 @@ PLAIT_DECL communicator communicator::join(std::string_view name, int rank, int 
                 "group name \"" + std::string(name) + "\" must be 1-200 characters of letters, digits, '.', '_', '-'",
                 at);
   }
+  plait::detail::read_environment(at);  // a bad PLAIT_* value fails before the segment exists
   const std::string path = "/plait-" + std::string(name);
   const detail::geometry shape{static_cast<std::uint32_t>(size)};
-  const deadline until = clock::now() + timeout;
+  const deadline until = plait::detail::after(timeout);
   auto seg = rank == 0 ? detail::segment::create(path, shape, at) : detail::segment::open(path, shape, until, at);
   seg->claim(rank, name, at);  // before attaching: a rank taken twice is refused, the segment untouched
   communicator comm(std::move(seg), rank, timeout);
@@ -76,7 +79,7 @@ PLAIT_DECL communicator communicator::split(int color, int key) {
   const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
   const detail::geometry shape{static_cast<std::uint32_t>(members.size())};
   const error_context at = where("split");
-  const deadline until = clock::now() + timeout();
+  const deadline until = deadline_from_now();
   std::array<char, 64> name{};
   std::shared_ptr<detail::segment> seg;
   if (new_rank == 0) {

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
@@ -103,12 +104,13 @@ PLAIT_DECL error recorded_failure(const rank_record& shared, int rank) {
 
 PLAIT_DECL void run_threads(int ranks, rank_function fn) {
   detail::check_group_size(ranks, "run_threads");
+  // A bad PLAIT_* value fails here, once, before any rank starts.
+  const auto timeout = plait::detail::read_environment({-1, "run_threads"}).timeout;
   auto seg = detail::segment::create_private(detail::geometry{static_cast<std::uint32_t>(ranks)}, {-1, "run_threads"});
   // Every rank is a thread of this process: known before any starts, so a
   // rank's first message does not take a process's path (chunks, the sender
   // copying for itself) because its peer's thread has not run yet.
   for (int rank = 0; rank < ranks; ++rank) seg->mark_local(rank);
-  const auto timeout = detail::default_timeout();
   std::exception_ptr first;
   std::mutex first_lock;
   auto body = [&](int rank) {
@@ -138,9 +140,10 @@ PLAIT_DECL void run_threads(int ranks, rank_function fn) {
 
 PLAIT_DECL void run_processes(int ranks, rank_function fn) {
   detail::check_group_size(ranks, "run_processes");
+  // In the parent, before any fork: a bad PLAIT_* value is one error, not one per child.
+  const auto timeout = plait::detail::read_environment({-1, "run_processes"}).timeout;
   auto seg =
       detail::segment::create_private(detail::geometry{static_cast<std::uint32_t>(ranks)}, {-1, "run_processes"});
-  const auto timeout = detail::default_timeout();
   std::fflush(nullptr);  // or buffered output would be written once per child
   std::vector<pid_t> children;
   for (int rank = 0; rank < ranks; ++rank) {

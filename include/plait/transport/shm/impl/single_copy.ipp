@@ -19,6 +19,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/scratch.hpp"
 #include "plait/core/stream_copy.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/pieces.hpp"
 #include "plait/transport/shm/segment.hpp"
@@ -317,7 +318,8 @@ PLAIT_DECL void communicator::withdraw_references() noexcept {
     }
     // A copy is under way: it ends by itself (a bounded memcpy or syscall)
     // unless the reader dies, which the pid check notices.
-    const deadline until = clock::now() + std::min<std::chrono::nanoseconds>(timeout(), std::chrono::seconds(10));
+    const deadline until =
+        plait::detail::after(std::min<std::chrono::nanoseconds>(timeout(), std::chrono::seconds(10)));
     plait::detail::backoff wait;
     while (state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(detail::reference_state::copying) &&
            clock::now() < until &&
