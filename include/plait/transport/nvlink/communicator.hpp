@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "plait/core/blocking_calls.hpp"
 #include "plait/core/call_stamp.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/error.hpp"
@@ -75,7 +76,7 @@ static_assert(!stamp_bits_conflict(call_stamp{}.bits(), call_stamp::of(call_kind
 /// accounting are plait::communicator_core's (its accessors are this
 /// communicator's).
 template <class Ops>
-class basic_communicator : public communicator_core {
+class basic_communicator : public communicator_core, public blocking_calls<basic_communicator<Ops>> {
  public:
   /// Opts in to plait::transport.
   using transport_concept = transport_tag;
@@ -172,12 +173,7 @@ class basic_communicator : public communicator_core {
   }
   /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
-  /// Completes one request (now + timeout()).
-  void wait(request r) { wait_all(std::span<request>(&r, 1)); }
-  /// Blocking send: isend + wait.
-  void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
-  /// Blocking receive of exactly bytes.size() bytes: irecv + wait.
-  void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
+  // wait(request), send and recv: blocking_calls (core/blocking_calls.hpp).
 
   /// Waits for everything enqueued on the stream and raises any error the
   /// device found (or a CUDA error) as plait::error.

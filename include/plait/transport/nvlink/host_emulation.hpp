@@ -48,6 +48,7 @@
 #include "plait/core/region.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/core/wait_loop.hpp"
 #include "plait/transport/nvlink/communicator.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
 
@@ -229,9 +230,8 @@ class host_emulation {
     for (std::uint32_t i = 0; i < a.lane_count; ++i) detail::start_lane(ops, a, a.lanes[i], cursors[i]);
     // timeout_ns is what was left of the caller's deadline, up to 2^64 - 1 ns
     // for an unbounded one: after() saturates instead of wrapping to the past.
-    const deadline until = plait::detail::after(std::chrono::duration<std::uint64_t, std::nano>(a.timeout_ns));
-    plait::detail::backoff wait;
-    unsigned slow_checks = 0;
+    plait::detail::wait_loop loop(plait::detail::after(std::chrono::duration<std::uint64_t, std::nano>(a.timeout_ns)),
+                                  std::chrono::nanoseconds::zero(), plait::detail::backoff::default_yield_polls, 8);
     for (;;) {
       bool moved = false;
       bool all = true;
@@ -256,11 +256,11 @@ class host_emulation {
       }
       if (all) return;
       if (moved) {
-        wait.reset();
+        loop.moved();
         continue;
       }
       // Asleep between polls: cheap enough to ask whether the peers we wait for still exist.
-      if (wait.sleeping() && ++slow_checks % 8 == 0) {
+      if (loop.slow_check_due()) {
         for (std::uint32_t i = 0; i < a.lane_count; ++i) {
           const detail::lane& l = a.lanes[i];
           const std::int64_t pid = pids_[static_cast<std::size_t>(l.peer)];
@@ -270,7 +270,7 @@ class host_emulation {
           return;
         }
       }
-      if (clock::now() > until) {
+      if (loop.expired()) {
         for (std::uint32_t i = 0; i < a.lane_count; ++i) {
           if (finished[i]) continue;
           const detail::lane& l = a.lanes[i];
@@ -279,7 +279,7 @@ class host_emulation {
           return;
         }
       }
-      wait.pause();
+      loop.pause();
     }
   }
 

@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "plait/core/blocking_calls.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
@@ -107,7 +108,7 @@ struct peer_state {
 
 /// The shared-memory transport: ranks that are threads or processes of one node, over one POSIX segment (see the file
 /// comment).
-class communicator : public communicator_core {
+class communicator : public communicator_core, public blocking_calls<communicator> {
  public:
   /// Opts in to plait::transport.
   using transport_concept = transport_tag;
@@ -252,13 +253,7 @@ class communicator : public communicator_core {
   /// wait_all). Fails as wait_all does, and with errc::timeout once `until`
   /// has passed with some still pending.
   bool test_all(std::span<request> requests, deadline until);
-  /// Completes one request (now + timeout()).
-  void wait(request r) { wait_all(std::span<request>(&r, 1)); }
-
-  /// Blocking send: isend + wait.
-  void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) { wait(isend(peer, bytes, tag)); }
-  /// Blocking receive of exactly bytes.size() bytes: irecv + wait.
-  void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) { wait(irecv(peer, bytes, tag)); }
+  // wait(request), send and recv: blocking_calls (core/blocking_calls.hpp).
 
   /// Blocks until every rank has called barrier (bounded by the timeout).
   void barrier();

@@ -20,6 +20,7 @@
 #include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/stream_copy.hpp"
+#include "plait/core/wait_loop.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/tuning.hpp"
@@ -212,21 +213,17 @@ PLAIT_DECL communicator::request communicator::irecv(int peer, std::span<std::by
 PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline until) {
   check_usable("wait_all");
   try {
-    plait::detail::backoff wait(plait::detail::backoff::default_yield_polls, busy_poll());
-    unsigned slow_checks = 0;
-    unsigned idle_polls = 0;
+    plait::detail::wait_loop loop(until, busy_poll());
     for (;;) {
       const bool moved = progress();
       if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
       if (moved) {
-        wait.reset();
+        loop.moved();
         continue;
       }
       check_group(first_waiting(requests));
-      // The clock every 16th spinning poll (a read costs about a poll; the
-      // deadline is seconds away), and at every yielding or sleeping one.
-      if ((!wait.spinning() || ++idle_polls % 16 == 0) && clock::now() > until) throw timed_out(requests);
-      if (wait.sleeping() && ++slow_checks % 64 == 0 && !peers_alive(requests)) {
+      if (loop.expired()) throw timed_out(requests);
+      if (loop.slow_check_due() && !peers_alive(requests)) {
         // A process that ended cannot write any more: whatever it sent is in
         // the channel now, so one more pass decides whether we can finish.
         progress();
@@ -234,7 +231,7 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
           throw lost_process(requests);
         }
       }
-      wait.pause();
+      loop.pause();
     }
   } catch (const error& e) {
     if (e.value() == errc::timeout || e.value() == errc::peer_lost || e.value() == errc::transport ||
@@ -290,12 +287,11 @@ PLAIT_DECL void communicator::barrier() {
     detail::atomic(h.barrier_generation).fetch_add(1, std::memory_order_release);
     return;
   }
-  const deadline until = deadline_from_now();
-  plait::detail::backoff wait(plait::detail::backoff::default_yield_polls, busy_poll());
+  plait::detail::wait_loop loop(deadline_from_now(), busy_poll());
   while (detail::atomic(h.barrier_generation).load(std::memory_order_acquire) == generation) {
     try {
       check_group(-1);
-      if (clock::now() > until) {
+      if (loop.expired()) {
         throw error(errc::timeout,
                     "barrier timed out after " + detail::seconds_text(timeout()) + " waiting for the other ranks",
                     where("barrier"));
@@ -304,7 +300,7 @@ PLAIT_DECL void communicator::barrier() {
       poison_group(e);
       throw;
     }
-    wait.pause();
+    loop.pause();
   }
 }
 

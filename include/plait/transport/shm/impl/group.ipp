@@ -21,6 +21,7 @@
 #include "plait/core/environment.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
+#include "plait/core/wait_loop.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/segment.hpp"
 #include "plait/transport/shm/shared_buffer.hpp"
@@ -220,24 +221,24 @@ PLAIT_DECL std::shared_ptr<shm::memory_resource> communicator::shared_memory_res
 
 PLAIT_DECL void communicator::await_attached(deadline until, std::string_view operation) {
   auto& h = segment_->header();
-  plait::detail::backoff wait;
+  plait::detail::wait_loop loop(until);
   for (;;) {
     const std::uint32_t attached = detail::atomic(h.attached).load(std::memory_order_acquire);
     if (attached >= static_cast<std::uint32_t>(size())) break;
-    if (wait.sleeping()) {
+    if (loop.sleeping()) {
       if (const std::string ended = segment_->ended_member(); !ended.empty()) {
         segment_->unlink();
         throw error(errc::peer_lost, ended, where(operation));
       }
     }
-    if (clock::now() > until) {
+    if (loop.expired()) {
       segment_->unlink();
       throw error(errc::timeout,
                   "only " + std::to_string(attached) + " of " + std::to_string(size()) + " ranks attached within " +
                       detail::seconds_text(timeout()),
                   {rank(), operation});
     }
-    wait.pause();
+    loop.pause();
   }
   segment_->remove_name();  // everyone is in: the name is no longer needed (any rank may remove it)
 }

@@ -48,7 +48,8 @@ PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
 
 PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
   for (const request& r : requests) {
-    if (!complete(r) && detail::process_ended(detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed))) {
+    if (!complete(r) &&
+        detail::process_ended(detail::atomic(segment_->record(r.peer).pid).load(std::memory_order_relaxed))) {
       return false;
     }
   }
