@@ -148,6 +148,24 @@ TEST_CASE("a rank that skips node_levels leaves the others with a timeout naming
   }
 }
 
+TEST_CASE("a rank that skips node_local_shm leaves the others with a timeout naming node_local_shm", "[mpi][setup]") {
+  if (plait_test::world_size() < 2) return;
+  const int skipper = plait_test::world_size() - 1;
+  std::optional<plait::error> e;
+  bool poisoned = false;
+  plait::mpi::communicator w{MPI_COMM_WORLD};
+  w.set_timeout(1s);
+  if (w.rank() != skipper) {
+    e = error_of([&] { (void)plait::mpi::node_local_shm(w); });
+    poisoned = w.poisoned();
+  }
+  keep_until_exit(std::move(w));
+  MPI_Barrier(MPI_COMM_WORLD);
+  CAPTURE(what_of(e));
+  const bool timed_out = e && e->code() == plait::errc::timeout && e->operation() == "node_local_shm";
+  PLAIT_REQUIRE_ALL(plait_test::world_rank() == skipper || (timed_out && poisoned));
+}
+
 TEST_CASE("ranks that mix the two node_levels forms all throw invalid_argument naming both calls", "[mpi][setup]") {
   if (plait_test::world_size() < 2) return;  // one rank cannot mix
   plait::mpi::communicator w{MPI_COMM_WORLD};

@@ -38,7 +38,7 @@ inline namespace v0 {
 namespace mpi {
 
 namespace detail {
-class node_levels_parts;
+struct setup_access;
 }  // namespace detail
 
 /// A plait transport over MPI point-to-point, for any number of nodes.
@@ -332,8 +332,8 @@ class communicator : public communicator_core {
   /// its busy phase (about 1-2 us of polling).
   static constexpr unsigned clock_polls = 16;
 
-  // node_levels runs its agreements on its world (agree()).
-  friend class detail::node_levels_parts;
+  // node_levels and node_local_shm run their agreements on it.
+  friend struct detail::setup_access;
 
   /// detail::agree on this communicator, bounded by timeout(): every rank's
   /// `value`, or the error every rank throws. An exchange that did not finish
@@ -542,6 +542,17 @@ class communicator : public communicator_core {
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
 };
+
+namespace detail {
+/// The agreement before a blocking setup step of plait's own on a
+/// communicator (node_levels, node_local_shm); not for users, who need none.
+struct setup_access {
+  static std::vector<int> agree(communicator& comm, setup_call call, const setup_verdict& mine,
+                                std::string_view operation, int value = 0) {
+    return comm.agree(call, mine, operation, value);
+  }
+};
+}  // namespace detail
 
 static_assert(plait::detail::check_transport<communicator>());
 static_assert(transport<communicator>);

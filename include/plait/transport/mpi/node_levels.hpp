@@ -62,10 +62,10 @@ class node_levels_parts {
       mine = {static_cast<int>(errc::invalid_argument), plait::detail::concat({"node id ", node_id, " is negative"})};
     }
     // The first exchange also tells the two forms apart: ranks that mix them all throw.
-    std::vector<int> ids = world.agree(call, mine, "node_levels", node_id);
+    std::vector<int> ids = setup_access::agree(world, call, mine, "node_levels", node_id);
     if (call == setup_call::node_levels_shared) {
       node_id = shared_node_id(world);
-      ids = world.agree(call, {}, "node_levels", node_id);
+      ids = setup_access::agree(world, call, {}, "node_levels", node_id);
     }
     node_ids_ = census(ids, node_id);
 
@@ -84,7 +84,7 @@ class node_levels_parts {
     // Every rank learns every rank's position (its node's first position + local rank).
     int position = node_intra_ ? node_intra_.rank() : 0;
     for (int n = 0; n < node_ids_.index; ++n) position += node_ids_.sizes[static_cast<std::size_t>(n)];
-    const std::vector<int> positions = world.agree(call, joined, "node_levels", position);
+    const std::vector<int> positions = setup_access::agree(world, call, joined, "node_levels", position);
     node_table_.assign(positions.size(), -1);
     for (std::size_t r = 0; r < positions.size(); ++r)
       node_table_[static_cast<std::size_t>(positions[r])] = static_cast<int>(r);
@@ -111,7 +111,7 @@ class node_levels_parts {
   }
 
   // The ranks of `node` (world's ranks with this node id, in world order), joined over shm.
-  static shm::communicator join_node(const communicator& node, int node_id, const plait::error_context& at) {
+  static shm::communicator join_node(communicator& node, int node_id, const plait::error_context& at) {
     shm::communicator joined = node_local_shm(node);
     if (joined.size() != node.size()) {
       plait::detail::fail(errc::invalid_argument,

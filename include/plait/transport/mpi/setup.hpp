@@ -32,7 +32,7 @@ namespace detail {
 
 /// The setup calls an agreement names, so that ranks in different ones
 /// (which MPI would match as one collective, or hang on) are told apart.
-enum class setup_call : int { communicator = 1, split, node_levels_shared, node_levels_named };
+enum class setup_call : int { communicator = 1, split, node_levels_shared, node_levels_named, node_local_shm };
 
 /// How an error message names a setup call.
 inline std::string_view setup_call_name(int call) noexcept {
@@ -41,6 +41,7 @@ inline std::string_view setup_call_name(int call) noexcept {
     case setup_call::split: return "split(color, key)";
     case setup_call::node_levels_shared: return "node_levels(world)";
     case setup_call::node_levels_named: return "node_levels(world, node_id)";
+    case setup_call::node_local_shm: return "node_local_shm(comm)";
   }
   return "an unknown call";
 }
@@ -161,7 +162,7 @@ inline setup_outcome agree(MPI_Comm comm, setup_call call, const setup_verdict& 
       stalled("MPI_Ibcast");
       return out;
     }
-    text.resize(text.find('\0'));
+    if (const auto end = text.find('\0'); end != std::string::npos) text.resize(end);
     const int code = field(first, 1);
     const bool known = code >= static_cast<int>(errc::invalid_argument) && code <= static_cast<int>(errc::unsupported);
     out.failure =
