@@ -1,10 +1,11 @@
 // Setup steps are bounded by the timeout (issue 27): communicator
-// construction, split and node_levels. A rank that rejects its own arguments
-// makes every rank throw the same error naming it; a rank that skips a step
-// makes the others time out, not hang. Each skipping rank waits in
-// MPI_Barrier of MPI_COMM_WORLD, which the others reach once they have timed
-// out, so every rank ends every test case. The checks are agreed on by all
-// ranks (PLAIT_REQUIRE_ALL) after that barrier only.
+// construction, split, node_levels, node_local_shm and the two_level census
+// (already bounded: its exchanges are plait collectives). A rank that rejects
+// its own arguments makes every rank throw the same error naming it; a rank
+// that skips a step makes the others time out, not hang. Each skipping rank
+// waits in MPI_Barrier of MPI_COMM_WORLD, which the others reach once they
+// have timed out, so every rank ends every test case. The checks are agreed
+// on by all ranks (PLAIT_REQUIRE_ALL) after that barrier only.
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
@@ -34,7 +35,7 @@ std::optional<plait::error> error_of(F&& run) {
   return std::nullopt;
 }
 
-/// What a test expects of an error, and what it got, for one CAPTURE.
+/// The error's message for CAPTURE, or "no error".
 std::string what_of(const std::optional<plait::error>& e) { return e ? e->what() : "no error"; }
 
 /// Sets PLAIT_TIMEOUT for one scope (construction has no other timeout), then
