@@ -31,10 +31,15 @@
 #include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/node.hpp"
 #include "plait/transport/mpi/request.hpp"
+#include "plait/transport/mpi/setup.hpp"
 
 namespace plait {
 inline namespace v0 {
 namespace mpi {
+
+namespace detail {
+struct setup_access;
+}  // namespace detail
 
 /// A plait transport over MPI point-to-point, for any number of nodes.
 ///
@@ -80,6 +85,9 @@ class communicator : public communicator_core {
   /// communicator. busy_poll() starts at 100 ms when this machine has at
   /// least as many online CPUs as ranks (of `comm` under the same kernel or,
   /// where the launcher says, of the job on this node), else at zero.
+  /// Bounded by PLAIT_TIMEOUT (else 300 s): when some rank of `comm` does not
+  /// construct one, the others throw errc::timeout, and `comm` keeps an
+  /// unfinished exchange, so it must not be used for collectives again.
   explicit communicator(MPI_Comm comm) : communicator_core(-1, 0) {
     int initialized = 0;
     MPI_Initialized(&initialized);
@@ -88,11 +96,21 @@ class communicator : public communicator_core {
                   where("mpi::communicator"));
     }
     if (comm == MPI_COMM_NULL) return;
+    int rank = -1;
+    detail::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", where("mpi::communicator"));
+    const error_context at{rank, "mpi::communicator"};
+    // MPI_Comm_dup waits for every rank with no way out: agree first.
+    (void)detail::agree(comm, detail::setup_call::communicator, {}, 0, timeout(), at).take();
     MPI_Comm dup = MPI_COMM_NULL;
-    detail::check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup", where("mpi::communicator"));
+    detail::check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup", at);
     adopt(dup);
-    set_busy_poll(detail::oversubscribed(comm_) ? std::chrono::nanoseconds::zero()
-                                                : std::chrono::nanoseconds(detail::default_busy_poll));
+    // Ranks under this kernel: an all-gather of the machine's colour, where
+    // an MPI_Comm_split on it would block.
+    const int color = detail::machine_color();
+    const std::vector<int> colors = agree(detail::setup_call::communicator, {}, "mpi::communicator", color);
+    const auto here = static_cast<int>(std::count(colors.begin(), colors.end(), color));
+    set_busy_poll(detail::oversubscribed(here) ? std::chrono::nanoseconds::zero()
+                                               : std::chrono::nanoseconds(detail::default_busy_poll));
   }
 
   communicator(const communicator&) = delete;
@@ -270,10 +288,20 @@ class communicator : public communicator_core {
   /// `plait::no_group` joins none and returns a null communicator. The child
   /// inherits timeout(), busy_poll() (the node is as full as it was for the
   /// parent) and check_mode(), counts its own bytes_sent(), and its errors
-  /// name this rank as the parent rank.
-  [[nodiscard]] communicator split(int color, int key) const {
+  /// name this rank as the parent rank. A colour one rank rejects is
+  /// invalid_argument naming that rank on every rank; a rank that does not
+  /// call split leaves the others with errc::timeout after timeout(), and
+  /// this communicator poisoned (its unfinished exchange stays in MPI).
+  [[nodiscard]] communicator split(int color, int key) {
     require_usable("split");
-    check_split_color(color);
+    detail::setup_verdict mine;
+    try {
+      check_split_color(color);
+    } catch (const error& e) {
+      mine = detail::setup_verdict::of(e);
+    }
+    // MPI_Comm_split has no nonblocking form: agree first.
+    (void)agree(detail::setup_call::split, mine, "split");
     MPI_Comm out = MPI_COMM_NULL;
     detail::check(MPI_Comm_split(comm_, color == no_group ? MPI_UNDEFINED : color, key, &out), "MPI_Comm_split",
                   where("split"));
@@ -308,6 +336,21 @@ class communicator : public communicator_core {
   /// Polls of MPI_Testall between two reads of the clock while a wait is in
   /// its busy phase (about 1-2 us of polling).
   static constexpr unsigned clock_polls = 16;
+
+  // node_levels and node_local_shm run their agreements on it.
+  friend struct detail::setup_access;
+
+  /// detail::agree on this communicator, bounded by timeout(): every rank's
+  /// `value`, or the error every rank throws. An exchange that did not finish
+  /// poisons the communicator: it stays pending in MPI, where a later
+  /// collective would match it, and the duplicate is then never freed.
+  std::vector<int> agree(detail::setup_call call, const detail::setup_verdict& mine, std::string_view operation,
+                         int value = 0) {
+    require_usable(operation);
+    detail::setup_outcome outcome = detail::agree(comm_, call, mine, value, timeout(), where(operation));
+    if (!outcome.complete) poison(*outcome.failure);
+    return outcome.take();
+  }
 
   void swap(communicator& other) noexcept {
     using std::swap;
@@ -517,6 +560,17 @@ class communicator : public communicator_core {
   std::vector<MPI_Status> statuses_;
   std::vector<int> finished_;  // MPI_Testsome's indices, on a timeout only
 };
+
+namespace detail {
+/// The agreement before a blocking setup step of plait's own on a
+/// communicator (node_levels, node_local_shm); not for users, who need none.
+struct setup_access {
+  static std::vector<int> agree(communicator& comm, setup_call call, const setup_verdict& mine,
+                                std::string_view operation, int value = 0) {
+    return comm.agree(call, mine, operation, value);
+  }
+};
+}  // namespace detail
 
 static_assert(plait::detail::check_transport<communicator>());
 static_assert(transport<communicator>);

@@ -30,8 +30,8 @@ namespace detail {
 inline constexpr std::chrono::milliseconds default_busy_poll{100};
 
 /// A number that every process under one running kernel shares: FNV-1a of
-/// the kernel's boot id (else of MPI's processor name), made non-negative for
-/// MPI_Comm_split. Ranks with the same number share the machine's CPUs, also
+/// the kernel's boot id (else of MPI's processor name), non-negative. Ranks
+/// with the same number share the machine's CPUs, also
 /// across network and UTS namespaces (emulated hosts), where
 /// MPI_COMM_TYPE_SHARED sees separate nodes.
 inline int machine_color() noexcept {
@@ -66,18 +66,12 @@ inline int launcher_local_ranks() noexcept {
   return most;
 }
 
-/// Whether this machine runs more ranks than it has online CPUs: the ranks
-/// of `comm` under the same kernel (MPI_Comm_split on machine_color(),
-/// collective over `comm`) or the launcher's count of the job's ranks on this
-/// node, whichever is larger. An MPI failure here counts as oversubscribed.
-inline bool oversubscribed(MPI_Comm comm) noexcept {
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split(comm, machine_color(), 0, &node) != MPI_SUCCESS || node == MPI_COMM_NULL) return true;
-  int node_size = 0;
-  const int code = MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
-  if (code != MPI_SUCCESS) return true;
-  return std::max(node_size, launcher_local_ranks()) > plait::detail::online_cpus();
+/// Whether this machine runs more ranks than it has online CPUs:
+/// `machine_ranks` (the communicator's ranks under this kernel, those with
+/// this machine_color()) or the launcher's count of the job's ranks on this
+/// node, whichever is larger.
+inline bool oversubscribed(int machine_ranks) noexcept {
+  return std::max(machine_ranks, launcher_local_ranks()) > plait::detail::online_cpus();
 }
 
 }  // namespace detail

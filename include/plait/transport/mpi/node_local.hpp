@@ -14,6 +14,7 @@
 #include "plait/core/error.hpp"
 #include "plait/transport/mpi/communicator.hpp"
 #include "plait/transport/mpi/error.hpp"
+#include "plait/transport/mpi/setup.hpp"
 #include "plait/transport/shm/communicator.hpp"
 
 namespace plait {
@@ -25,14 +26,18 @@ namespace mpi {
 /// order of `comm`'s ranks. The node's first rank picks an unguessable segment
 /// name (128 random bits) and broadcasts it, so no other user can predict and
 /// pre-create the segment; the shm group inherits comm.timeout() and
-/// comm.busy_poll() (whether its waits may spin first).
+/// comm.busy_poll() (whether its waits may spin first). Each step waits at
+/// most comm.timeout(): a rank of `comm` that does not call it leaves the
+/// others with errc::timeout and `comm` poisoned.
 ///   plait::mpi::communicator world{MPI_COMM_WORLD};
 ///   auto node = plait::mpi::node_local_shm(world);
 ///   plait::all_gather<plait::ring>(node, mine, node_all);
-inline shm::communicator node_local_shm(const communicator& comm) {
+inline shm::communicator node_local_shm(communicator& comm) {
   const error_context at{comm.rank(), "node_local_shm", -1, -1};
   if (!comm) throw error(errc::invalid_argument, "called on a null communicator", at);
   if (comm.poisoned()) throw error(errc::invalid_argument, "the communicator is poisoned by an earlier failure", at);
+  // MPI_Comm_split_type blocks until every rank calls it: agree first.
+  (void)detail::setup_access::agree(comm, detail::setup_call::node_local_shm, {}, "node_local_shm");
 
   MPI_Comm node = MPI_COMM_NULL;
   detail::check(MPI_Comm_split_type(comm.native_handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
