@@ -33,9 +33,9 @@
 #include "../harness.hpp"
 #include "../reference.hpp"
 
-// The two-level API (DESIGN.md 2b) comes with plait/transport/two_level.hpp;
+// The two-level API (DESIGN.md 2b) comes with plait/levels/two_level.hpp;
 // without it the hierarchical variant is refused, never measured as something else.
-#if __has_include(<plait/transport/two_level.hpp>)
+#if __has_include(<plait/levels/two_level.hpp>)
 #define PLAIT_TWO_HOSTS_HIERARCHICAL 1
 #endif
 
@@ -70,7 +70,7 @@ struct options {
 #ifdef PLAIT_TWO_HOSTS_HIERARCHICAL
                "hierarchical variant: available\n"
 #else
-               "hierarchical variant: not in this build (no plait/transport/two_level.hpp)\n"
+               "hierarchical variant: not in this build (no plait/levels/two_level.hpp)\n"
 #endif
   );
   std::exit(code);
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
 #else
       if (wants(o.variants, "hierarchical")) {
         throw plait::error(plait::errc::unsupported,
-                           "this plait has no two-level API (plait/transport/two_level.hpp): run without "
+                           "this plait has no two-level API (plait/levels/two_level.hpp): run without "
                            "the hierarchical variant");
       }
       int local_ranks = 0;  // no levels: no formula

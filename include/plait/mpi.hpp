@@ -11,6 +11,6 @@
 
 #include "plait/transport/mpi/communicator.hpp"
 #include "plait/transport/mpi/error.hpp"
-#include "plait/transport/mpi/node_levels.hpp"
-#include "plait/transport/mpi/node_local.hpp"
+#include "plait/levels/mpi/node_levels.hpp"
+#include "plait/levels/mpi/node_local.hpp"
 #include "plait/transport/mpi/request.hpp"

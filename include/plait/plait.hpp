@@ -52,7 +52,7 @@
 #include "plait/transport/shm/allocator.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
-#include "plait/transport/two_level.hpp"
+#include "plait/levels/two_level.hpp"
 
 // Last: in compiled mode, the template instances the compiled core holds
 // (extern template declarations; nothing header-only). The core itself

@@ -49,7 +49,7 @@
 #include "plait/op/impl/split_all_gather.ipp"
 
 // ---- transport ---------------------------------------------------------
-#include "plait/transport/impl/two_level.ipp"
+#include "plait/levels/impl/two_level.ipp"
 
 // ---- transport/shm -----------------------------------------------------
 #include "plait/transport/shm/impl/chunk_channel.ipp"

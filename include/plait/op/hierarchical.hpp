@@ -33,7 +33,7 @@
 #include "plait/op/launch.hpp"
 #include "plait/op/request.hpp"
 #include "plait/op/staged.hpp"
-#include "plait/transport/two_level.hpp"
+#include "plait/levels/two_level.hpp"
 
 namespace plait {
 inline namespace v0 {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "plait/core/backoff.hpp"
+#include "plait/core/blocking_calls.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/cost_model.hpp"
 #include "plait/core/error.hpp"
@@ -63,7 +64,7 @@ struct setup_access;
 /// handed to MPI until MPI_Finalize, so MPI never gives its context to a
 /// later communicator that would receive them (docs/mpi.md, "What a failure
 /// leaves behind"). After MPI_Finalize it does nothing.
-class communicator : public communicator_core {
+class communicator : public communicator_core, public blocking_calls<communicator> {
  public:
   /// Opts in to plait::transport.
   using transport_concept = transport_tag;
@@ -242,17 +243,7 @@ class communicator : public communicator_core {
     return true;
   }
 
-  /// Blocking send: isend + wait_all.
-  void send(int peer, std::span<const std::byte> bytes, int tag = user_tag) {
-    request r = isend(peer, bytes, tag);
-    wait_all(std::span(&r, 1));
-  }
-
-  /// Blocking receive of exactly `bytes.size()` bytes: irecv + wait_all.
-  void recv(int peer, std::span<std::byte> bytes, int tag = user_tag) {
-    request r = irecv(peer, bytes, tag);
-    wait_all(std::span(&r, 1));
-  }
+  // wait(request), send and recv: blocking_calls (core/blocking_calls.hpp).
 
   /// The largest tag MPI accepts here (MPI_TAG_UB, at least 32767): next_tag()
   /// cycles through [1, tag_upper_bound()], and isend/irecv refuse larger tags.

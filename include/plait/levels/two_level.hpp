@@ -379,5 +379,5 @@ concept two_level_communicator = requires(const C& c) {
 }  // namespace plait
 
 #if !defined(PLAIT_SEPARATE_COMPILATION)
-#include "plait/transport/impl/two_level.ipp"
+#include "plait/levels/impl/two_level.ipp"
 #endif

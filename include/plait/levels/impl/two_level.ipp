@@ -1,4 +1,4 @@
-// Definitions for plait/transport/two_level.hpp: the node census and the checks' messages.
+// Definitions for plait/levels/two_level.hpp: the node census and the checks' messages.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plait/core/error.hpp"
-#include "plait/transport/two_level.hpp"
+#include "plait/levels/two_level.hpp"
 
 namespace plait {
 inline namespace v0 {
