@@ -59,7 +59,7 @@ namespace {
   plait::all_gather<plait::hierarchical<plait::hierarchical<plait::ring, plait::ring>, plait::ring>>(levels, send, recv);
 #endif
 
-// expect-error(hierarchical_tensor): plait: hierarchical<Inner, Outer> takes 1-D contiguous ranges
+// expect-error(hierarchical_tensor): plait: hierarchical<Inner, Outer> runs all_gather and all_to_all on 1-D contiguous ranges
 // max-lines(hierarchical_tensor): 20
 #if defined(PLAIT_CASE_hierarchical_tensor)
   plait::all_gather<plait::hierarchical<plait::ring, plait::ring>, plait::along<1>>(levels, tensor, tensor);

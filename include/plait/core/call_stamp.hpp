@@ -25,8 +25,17 @@ enum class call_kind : std::uint8_t {
   all_to_all_v = 7,
 };
 
+/// The first call kind free for operations of one's own: an operation's
+/// description names its kinds (Op::kind, Op::v_kind) from here up to 255.
+inline constexpr std::uint8_t first_custom_call_kind = 64;
+
 /// The name of a call kind, as error messages write it.
 PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept;
+
+/// Names a kind from first_custom_call_kind on in error messages; `name`
+/// must live as long as the program (an operation tag's static name). The
+/// engine calls it the first time an operation of one's own runs. Thread-safe.
+PLAIT_DECL void name_call_kind(call_kind kind, const std::string_view* name) noexcept;
 
 /// What one collective call is, in 32 bits: its kind and a digest of the
 /// algorithm and layout that run. A transport whose messages carry a header

@@ -3,17 +3,12 @@
 // packed displacements; context parallelism's sequences of different lengths).
 #pragma once
 
-#include <algorithm>
-#include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/automatic.hpp"
-#include "plait/core/transport.hpp"
-#include "plait/core/views.hpp"
+#include "plait/core/operation.hpp"
 #include "plait/layout/contiguous.hpp"
-#include "plait/layout/uneven_plans.hpp"
-#include "plait/op/dispatch.hpp"
-#include "plait/op/hierarchical.hpp"
+#include "plait/op/forms.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -28,14 +23,8 @@ inline namespace v0 {
 ///   plait::all_gather_v<plait::ring>(comm, mine, all, counts);
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 void all_gather_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return all_gather_v<Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts);
-    });
-  } else {
-    detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
-                                                          std::forward<Recv>(recv), recv_counts);
-  }
+  run_collective_v<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                      recv_counts);
 }
 
 }  // namespace v0

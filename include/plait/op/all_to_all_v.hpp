@@ -4,17 +4,12 @@
 // displacements).
 #pragma once
 
-#include <algorithm>
-#include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/automatic.hpp"
-#include "plait/core/transport.hpp"
-#include "plait/core/views.hpp"
+#include "plait/core/operation.hpp"
 #include "plait/layout/contiguous.hpp"
-#include "plait/layout/uneven_plans.hpp"
-#include "plait/op/dispatch.hpp"
-#include "plait/op/hierarchical.hpp"
+#include "plait/op/forms.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -31,15 +26,8 @@ inline namespace v0 {
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class SendCounts, class Recv,
           class RecvCounts>
 void all_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv, const RecvCounts& recv_counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return all_to_all_v<Algorithm, Layout>(whole, std::forward<Send>(send), send_counts, std::forward<Recv>(recv),
-                                             recv_counts);
-    });
-  } else {
-    detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
-                                                          std::forward<Recv>(recv), send_counts, recv_counts);
-  }
+  run_collective_v<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                      send_counts, recv_counts);
 }
 
 }  // namespace v0

@@ -115,11 +115,20 @@ consteval bool check_policies() {
   return true;
 }
 
+/// Names Op's call kinds for the stamps' messages (an operation of one's
+/// own; the built-ins' are named already). Initialised when the program
+/// starts in every process whose code runs Op anywhere, so that a rank which
+/// never ran it still names it when a peer's message carries its stamp.
+template <class Op>
+inline const bool call_kinds_named = (name_call_kind(Op::kind, &Op::name), name_call_kind(Op::v_kind, &Op::v_name),
+                                      true);
+
 /// "all_gather<ring>" or, for the uneven form, "all_gather_v<ring>": built
 /// once per program (a small call's own work is a few thousand
 /// instructions, and formatting its name took a tenth).
 template <class Op, class Algorithm, bool Uneven>
 const operation_label& requested_label() {
+  (void)call_kinds_named<Op>;
   static const operation_label label(Uneven ? std::string_view(Op::v_name) : std::string_view(Op::name),
                                      algorithm_name<Algorithm>());
   return label;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstring>
 #include <ranges>
@@ -28,12 +29,12 @@
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/redistribute.hpp"
+#include "plait/levels/two_level.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
 #include "plait/op/launch.hpp"
 #include "plait/op/request.hpp"
 #include "plait/op/staged.hpp"
-#include "plait/levels/two_level.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -75,6 +76,12 @@ consteval bool check_hierarchical_levels() {
   }
   return false;
 }
+
+/// The operations hierarchical<Inner, Outer> has routes for (its bodies
+/// below): the algorithm's own description, as an algorithm's plan overloads
+/// are (schedules<A, Op>). Any other operation runs flat on a two_level.
+template <class Op>
+inline constexpr bool hierarchical_routes = std::same_as<Op, op::all_gather> || std::same_as<Op, op::all_to_all>;
 
 /// Whether a two-level collective can run hierarchically on these arguments:
 /// 1-D contiguous ranges of one element type with plait::contiguous.
@@ -622,6 +629,7 @@ template <class Op, class Algorithm, class Layout, class Comm, class Send, class
 decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat, Launch launch) {
   using args = std::pair<std::remove_cvref_t<Send>, std::remove_cvref_t<Recv>>;
   constexpr bool serves_hierarchy =
+      hierarchical_routes<Op> &&
       hierarchical_arguments<Layout, std::remove_reference_t<Send>, std::remove_reference_t<Recv>>;
   constexpr bool host_levels = std::is_same_v<typename Comm::intra_type::memory_space, host_memory> &&
                                std::is_same_v<typename Comm::inter_type::memory_space, host_memory>;
@@ -638,9 +646,9 @@ decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat f
   } else if constexpr (is_hierarchical<Algorithm>) {
     if constexpr (!serves_hierarchy) {
       static_assert(dependent_false<args>,
-                    "plait: hierarchical<Inner, Outer> takes 1-D contiguous ranges (std::vector, std::span, ...) of "
-                    "one element type with plait::contiguous; tensor views, other layouts, in_place and bundles run "
-                    "flat on the whole communicator");
+                    "plait: hierarchical<Inner, Outer> runs all_gather and all_to_all on 1-D contiguous ranges "
+                    "(std::vector, std::span, ...) of one element type with plait::contiguous; tensor views, other "
+                    "layouts, in_place, bundles and other operations run flat on the whole communicator");
     } else if constexpr (check_hierarchical_levels<Algorithm, Op>()) {
       return launch.staged(comm, body.template operator()<typename Algorithm::inner, typename Algorithm::outer>(
                                      const_bytes(send), mutable_bytes(recv)));

@@ -18,22 +18,12 @@
 // stream order (synchronize() or a stream event waits for them).
 #pragma once
 
-#include <ranges>
-#include <string_view>
-#include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/automatic.hpp"
-#include "plait/algorithm/schedule.hpp"
-#include "plait/core/call_stamp.hpp"
-#include "plait/core/tensor_view.hpp"
-#include "plait/core/transport.hpp"
-#include "plait/core/views.hpp"
+#include "plait/core/operation.hpp"
 #include "plait/layout/contiguous.hpp"
-#include "plait/op/collective.hpp"
-#include "plait/op/dispatch.hpp"
-#include "plait/op/hierarchical.hpp"
-#include "plait/op/in_flight.hpp"
+#include "plait/op/forms.hpp"
 #include "plait/op/request.hpp"
 
 namespace plait {
@@ -45,52 +35,20 @@ inline namespace v0 {
 ///   r.wait();
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_gather(Comm& comm, Send&& send, Recv&& recv) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
-    return detail::two_level_collective<op::all_gather, Algorithm, Layout>(
-        comm, std::forward<Send>(send), std::forward<Recv>(recv),
-        [](auto& whole, auto&& s, auto&& r) {
-          return iall_gather<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
-        },
-        detail::two_level_in_flight{});
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::start_in_flight{&h});
-    return collective_request(h);
-  }
+  return start_collective<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv));
 }
 
 /// Nonblocking all_to_all: the same arguments and checks as plait::all_to_all; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] collective_request iall_to_all(Comm& comm, Send&& send, Recv&& recv) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
-    return detail::two_level_collective<op::all_to_all, Algorithm, Layout>(
-        comm, std::forward<Send>(send), std::forward<Recv>(recv),
-        [](auto& whole, auto&& s, auto&& r) {
-          return iall_to_all<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
-        },
-        detail::two_level_in_flight{});
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::start_in_flight{&h});
-    return collective_request(h);
-  }
+  return start_collective<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv));
 }
 
 /// Nonblocking all_gather_v: the same arguments and checks as plait::all_gather_v; returns at once.
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 [[nodiscard]] collective_request iall_gather_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return iall_gather_v<Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts);
-    });
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
-                                                          std::forward<Recv>(recv), recv_counts);
-    return collective_request(h);
-  }
+  return start_collective_v<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                               recv_counts);
 }
 
 /// Nonblocking all_to_all_v: the same arguments and checks as
@@ -100,17 +58,8 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
           class RecvCounts>
 [[nodiscard]] collective_request iall_to_all_v(Comm& comm, Send&& send, const SendCounts& send_counts, Recv&& recv,
                                                const RecvCounts& recv_counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return iall_to_all_v<Algorithm, Layout>(whole, std::forward<Send>(send), send_counts, std::forward<Recv>(recv),
-                                              recv_counts);
-    });
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
-                                                          std::forward<Recv>(recv), send_counts, recv_counts);
-    return collective_request(h);
-  }
+  return start_collective_v<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                               send_counts, recv_counts);
 }
 
 }  // namespace v0

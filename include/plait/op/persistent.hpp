@@ -9,20 +9,12 @@
 // are read at every start; their addresses and sizes are fixed at init.
 #pragma once
 
-#include <string_view>
-#include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/automatic.hpp"
-#include "plait/algorithm/schedule.hpp"
-#include "plait/core/call_stamp.hpp"
-#include "plait/core/transport.hpp"
-#include "plait/core/views.hpp"
+#include "plait/core/operation.hpp"
 #include "plait/layout/contiguous.hpp"
-#include "plait/op/collective.hpp"
-#include "plait/op/dispatch.hpp"
-#include "plait/op/hierarchical.hpp"
-#include "plait/op/nonblocking.hpp"
+#include "plait/op/forms.hpp"
 #include "plait/op/request.hpp"
 
 namespace plait {
@@ -33,37 +25,13 @@ inline namespace v0 {
 ///   for (int step = 0; step < steps; ++step) { fill(shard); p.start(); p.wait(); use(full); }
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_gather_init(Comm& comm, Send&& send, Recv&& recv) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
-    return detail::two_level_collective<op::all_gather, Algorithm, Layout>(
-        comm, std::forward<Send>(send), std::forward<Recv>(recv),
-        [](auto& whole, auto&& s, auto&& r) {
-          return all_gather_init<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
-        },
-        detail::two_level_bound{});
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_even<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::bind_persistent{&h});
-    return persistent_collective(h);
-  }
+  return init_collective<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv));
 }
 
 /// A persistent all_to_all of `send` into `recv` (arguments as plait::all_to_all).
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv>
 [[nodiscard]] persistent_collective all_to_all_init(Comm& comm, Send&& send, Recv&& recv) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // op/hierarchical.hpp
-    return detail::two_level_collective<op::all_to_all, Algorithm, Layout>(
-        comm, std::forward<Send>(send), std::forward<Recv>(recv),
-        [](auto& whole, auto&& s, auto&& r) {
-          return all_to_all_init<Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r));
-        },
-        detail::two_level_bound{});
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_even<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                             detail::bind_persistent{&h});
-    return persistent_collective(h);
-  }
+  return init_collective<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv));
 }
 
 /// A persistent all_gather_v (arguments as plait::all_gather_v). The counts
@@ -72,17 +40,8 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 ///   auto p = plait::all_gather_v_init<plait::ring>(comm, mine, all, counts);
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
 [[nodiscard]] persistent_collective all_gather_v_init(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return all_gather_v_init<Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                  recv_counts);
-    });
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_v<op::all_gather, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
-                                                          std::forward<Recv>(recv), recv_counts);
-    return persistent_collective(h);
-  }
+  return init_collective_v<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                              recv_counts);
 }
 
 /// A persistent all_to_all_v (arguments as plait::all_to_all_v). The counts
@@ -92,17 +51,8 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
           class RecvCounts>
 [[nodiscard]] persistent_collective all_to_all_v_init(Comm& comm, Send&& send, const SendCounts& send_counts,
                                                       Recv&& recv, const RecvCounts& recv_counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return all_to_all_v_init<Algorithm, Layout>(whole, std::forward<Send>(send), send_counts,
-                                                  std::forward<Recv>(recv), recv_counts);
-    });
-  } else {
-    detail::in_flight_handle h;
-    detail::dispatch_v<op::all_to_all, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
-                                                          std::forward<Recv>(recv), send_counts, recv_counts);
-    return persistent_collective(h);
-  }
+  return init_collective_v<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                              send_counts, recv_counts);
 }
 
 }  // namespace v0

@@ -2,6 +2,9 @@
 // messages.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -12,7 +15,25 @@
 namespace plait {
 inline namespace v0 {
 
+namespace detail {
+/// The names of the kinds from first_custom_call_kind on (null: unnamed).
+inline std::array<std::atomic<const std::string_view*>, 256>& custom_call_kind_names() noexcept {
+  static std::array<std::atomic<const std::string_view*>, 256> names{};
+  return names;
+}
+}  // namespace detail
+
+PLAIT_DECL void name_call_kind(call_kind kind, const std::string_view* name) noexcept {
+  const auto index = static_cast<std::size_t>(kind);
+  if (index >= first_custom_call_kind) detail::custom_call_kind_names()[index].store(name, std::memory_order_release);
+}
+
 PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept {
+  if (static_cast<std::size_t>(kind) >= first_custom_call_kind) {
+    const std::string_view* name =
+        detail::custom_call_kind_names()[static_cast<std::size_t>(kind)].load(std::memory_order_acquire);
+    return name != nullptr ? *name : "an operation of one's own";
+  }
   switch (kind) {
     case call_kind::unknown: return "an unnamed call";
     case call_kind::all_gather: return "all_gather";
