@@ -19,6 +19,7 @@
 
 #include "support/custom_operation.hpp"
 #include "support/harness.hpp"
+#include "support/shm_levels.hpp"
 
 namespace {
 
@@ -96,17 +97,6 @@ std::string every_form(Comm& comm, int rank, int size) {
   return out;
 }
 
-/// Two shm levels that also offer the whole group: what the forms need to
-/// run an operation hierarchical<...> has no routes for on a two_level.
-struct levels_with_world : plait::two_level<plait::shm::communicator, plait::shm::communicator> {
-  levels_with_world(plait::shm::communicator& intra, plait::shm::communicator& inter, plait::shm::communicator& whole)
-      : two_level(intra, inter), whole_(&whole) {}
-  [[nodiscard]] plait::shm::communicator& world() const noexcept { return *whole_; }
-
- private:
-  plait::shm::communicator* whole_;
-};
-
 }  // namespace
 
 TEST_CASE("an operation and an algorithm defined in a test get every form, with and without check mode",
@@ -130,7 +120,7 @@ TEST_CASE("an operation defined in a test gets every form on a two_level, flat o
     const int node = world.rank() / 2;
     auto intra = world.split(node, world.rank() % 2);
     auto inter = world.split(world.rank() % 2, node);
-    levels_with_world levels(intra, inter, world);
+    plait_test::shm_levels levels(intra, inter, world);
     return every_form(levels, world.rank(), world.size());
   });
   REQUIRE(plait_test::failures(verdicts) == "");
