@@ -22,8 +22,9 @@ struct all_gather {
   static constexpr std::string_view name = "all_gather";
   /// The uneven form's name (shards of different lengths).
   static constexpr std::string_view v_name = "all_gather_v";
-  /// The call kinds of the even and the uneven form, for the call stamp.
+  /// The even form's call kind, for the call stamp.
   static constexpr call_kind kind = call_kind::all_gather;
+  /// The uneven form's call kind.
   static constexpr call_kind v_kind = call_kind::all_gather_v;
   /// all_gather_v takes one count array: every rank's part (recv_counts).
   static constexpr int v_count_arrays = 1;
@@ -33,6 +34,7 @@ struct all_gather {
   /// each of its `contiguous_as_parameters` dimension parameters 0 (along<0>),
   /// so the two calls have the same stamp and check-mode signature.
   static constexpr std::string_view contiguous_as = "along";
+  /// How many dimension parameters that layout has (along<D>: one).
   static constexpr int contiguous_as_parameters = 1;
   /// P blocks on P ranks: block j is rank j's shard.
   static constexpr int blocks(int size) noexcept { return size; }
@@ -49,8 +51,9 @@ struct all_to_all {
   static constexpr std::string_view name = "all_to_all";
   /// The uneven form's name (blocks of different lengths).
   static constexpr std::string_view v_name = "all_to_all_v";
-  /// The call kinds of the even and the uneven form, for the call stamp.
+  /// The even form's call kind, for the call stamp.
   static constexpr call_kind kind = call_kind::all_to_all;
+  /// The uneven form's call kind.
   static constexpr call_kind v_kind = call_kind::all_to_all_v;
   /// all_to_all_v takes two: what goes to each rank and what comes from each.
   static constexpr int v_count_arrays = 2;
@@ -58,6 +61,7 @@ struct all_to_all {
   static constexpr bool allows_in_place = false;
   /// contiguous moves the same bytes to the same places as redistribute<0, 0>.
   static constexpr std::string_view contiguous_as = "redistribute";
+  /// How many dimension parameters that layout has (redistribute<S, C>: two).
   static constexpr int contiguous_as_parameters = 2;
   /// P*P blocks on P ranks.
   static constexpr int blocks(int size) noexcept { return size * size; }
