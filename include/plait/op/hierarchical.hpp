@@ -1,10 +1,12 @@
 // Collectives on a plait::two_level communicator: hierarchical<Inner, Outer>
-// runs one collective per level (Outer over inter, Inner over intra) through
-// the ordinary collective<...> path of each level; automatic chooses between
-// that and a flat collective over the whole communicator, when the object has
-// one (plait::mpi::node_levels: world()). plait::all_gather and
-// plait::all_to_all come here for a two_level communicator. Steps, bytes and
-// messages on each level: docs/hierarchical.md.
+// runs one collective per level (Outer over inter, Inner over intra), each
+// an ordinary nonblocking collective of that level awaited by a coroutine
+// body (op/staged.hpp), so one body serves the blocking, nonblocking and
+// persistent forms; automatic chooses between that and a flat collective
+// over the whole communicator, when the object has one
+// (plait::mpi::node_levels: world()). Every form (op/forms.hpp) comes here
+// for a two_level communicator. Steps, bytes and messages on each level:
+// docs/hierarchical.md.
 #pragma once
 
 #include <chrono>
