@@ -10,6 +10,6 @@
 #error "<plait/cuda.hpp> needs nvcc: compile this translation unit as CUDA (a .cu file, or -x cu)"
 #endif
 
+#include "plait/cuda/nvlink_device_ops.cuh"
 #include "plait/cuda/pack.cuh"
 #include "plait/layout/pack_functors.hpp"
-#include "plait/cuda/nvlink_device_ops.cuh"

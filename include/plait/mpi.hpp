@@ -9,8 +9,8 @@
 
 #include "plait/plait.hpp"
 
-#include "plait/transport/mpi/communicator.hpp"
-#include "plait/transport/mpi/error.hpp"
 #include "plait/levels/mpi/node_levels.hpp"
 #include "plait/levels/mpi/node_local.hpp"
+#include "plait/transport/mpi/communicator.hpp"
+#include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/request.hpp"

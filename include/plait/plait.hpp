@@ -49,10 +49,10 @@
 #include "plait/op/request.hpp"
 #include "plait/op/split_all_gather.hpp"
 
+#include "plait/levels/two_level.hpp"
 #include "plait/transport/shm/allocator.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/run.hpp"
-#include "plait/levels/two_level.hpp"
 
 // Last: in compiled mode, the template instances the compiled core holds
 // (extern template declarations; nothing header-only). The core itself

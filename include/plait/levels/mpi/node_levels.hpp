@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "plait/core/error.hpp"
+#include "plait/levels/mpi/node_local.hpp"
+#include "plait/levels/two_level.hpp"
 #include "plait/transport/mpi/communicator.hpp"
 #include "plait/transport/mpi/error.hpp"
-#include "plait/levels/mpi/node_local.hpp"
 #include "plait/transport/mpi/setup.hpp"
 #include "plait/transport/shm/communicator.hpp"
-#include "plait/levels/two_level.hpp"
 
 namespace plait {
 inline namespace v0 {
