@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 
+#include "support/scoped_env.hpp"
+
 namespace {
 
 /// The smallest transport-side user of the core: exposes the protected
@@ -49,37 +51,10 @@ plait::error caught(F&& f) {
   return plait::error(plait::errc::transport, "unreachable");
 }
 
-/// Sets (nullptr: unsets) one environment variable for a scope and puts the
-/// old value back: the test cases of one executable share the environment.
-class scoped_env {
- public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-  ~scoped_env() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 /// The message of the error that creating a communicator (its core) raises
 /// under name=value; "" when it raises none.
 std::string creation_error(const char* name, const char* value) {
-  const scoped_env env(name, value);
+  const plait_test::scoped_env env(name, value);
   try {
     const core_user c(0, 2);
   } catch (const plait::error& e) {
@@ -256,10 +231,10 @@ TEST_CASE("PLAIT_TIMEOUT takes positive seconds below 1e9, and any other value f
                                        {"", seconds(300)},
                                        {nullptr, seconds(300)}}) {
     CAPTURE(text != nullptr ? text : "unset");
-    const scoped_env env("PLAIT_TIMEOUT", text);
+    const plait_test::scoped_env env("PLAIT_TIMEOUT", text);
     CHECK(core_user(0, 2).timeout() == expected);
   }  // A null communicator reads nothing: declaring one never throws.
-  const scoped_env env("PLAIT_TIMEOUT", "abc");
+  const plait_test::scoped_env env("PLAIT_TIMEOUT", "abc");
   CHECK_NOTHROW(core_user{});
   CHECK_NOTHROW(plait::shm::communicator{});
 }
@@ -269,7 +244,7 @@ TEST_CASE("PLAIT_CHECK takes 0 or 1, and any other value fails the communicator'
                 "give 1 (on) or 0 (off)");
   for (const auto& [text, on] :
        {std::pair<const char*, bool>{"1", true}, {"0", false}, {"", false}, {nullptr, false}}) {
-    const scoped_env env("PLAIT_CHECK", text);
+    const plait_test::scoped_env env("PLAIT_CHECK", text);
     CHECK(core_user(0, 2).check_mode() == on);
   }
 }
@@ -277,7 +252,7 @@ TEST_CASE("PLAIT_CHECK takes 0 or 1, and any other value fails the communicator'
 TEST_CASE("PLAIT_DEBUG takes 0 or 1, and any other value fails the communicator's creation", "[core][env]") {
   check_refused("PLAIT_DEBUG", {"2", "-1", "abc", "nan", "1e9", "10abc", "on"}, "give 1 (on) or 0 (off)");
   for (const auto& [text, on] : {std::pair<const char*, bool>{"1", true}, {"0", false}, {nullptr, false}}) {
-    const scoped_env env("PLAIT_DEBUG", text);
+    const plait_test::scoped_env env("PLAIT_DEBUG", text);
     CHECK(creation_error("PLAIT_DEBUG", text).empty());
     CHECK(plait::detail::debug_logging() == on);
   }
@@ -291,7 +266,7 @@ TEST_CASE("PLAIT_SHM_SINGLE_COPY_BYTES takes a byte count, and any other value f
   for (const auto& [text, bytes] : {std::pair<const char*, std::optional<std::size_t>>{"65536", 65536},
                                     {"0", SIZE_MAX},  // 0: never
                                     {nullptr, std::nullopt}}) {
-    const scoped_env env("PLAIT_SHM_SINGLE_COPY_BYTES", text);
+    const plait_test::scoped_env env("PLAIT_SHM_SINGLE_COPY_BYTES", text);
     CHECK(creation_error("PLAIT_SHM_SINGLE_COPY_BYTES", text).empty());
     CHECK(plait::shm::detail::single_copy_bytes_from_environment() == bytes);
   }
@@ -304,7 +279,7 @@ TEST_CASE("PLAIT_STREAM_COPY_BYTES takes a byte count, and any other value fails
   for (const auto& [text, bytes] : {std::pair<const char*, std::size_t>{"65536", 65536},
                                     {"0", SIZE_MAX},  // 0: never
                                     {nullptr, plait::detail::default_stream_copy_bytes}}) {
-    const scoped_env env("PLAIT_STREAM_COPY_BYTES", text);
+    const plait_test::scoped_env env("PLAIT_STREAM_COPY_BYTES", text);
     CHECK(creation_error("PLAIT_STREAM_COPY_BYTES", text).empty());
     CHECK(plait::detail::stream_copy_bytes_from_environment() == bytes);
   }
@@ -318,7 +293,7 @@ TEST_CASE("run_threads, run_processes and join report a bad PLAIT_* value before
   for (const auto& [name, value] :
        {std::pair<const char*, const char*>{"PLAIT_TIMEOUT", "10abc"}, {"PLAIT_STREAM_COPY_BYTES", "4M"}}) {
     CAPTURE(name, value);
-    const scoped_env env(name, value);
+    const plait_test::scoped_env env(name, value);
     bool ran = false;
     const auto refused = [&](const char* operation, auto&& create) {
       CAPTURE(operation);

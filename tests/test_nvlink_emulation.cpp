@@ -39,6 +39,7 @@
 #include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 #include "support/layout_sweep.hpp"
+#include "support/scoped_env.hpp"
 
 using plait_test::mode;
 using gpu_comm = plait::nvlink::emulated_communicator;
@@ -439,10 +440,8 @@ TEST_CASE("nvlink emulation: with a timeout of hours::max() a collective waits f
 // like every transport. One rank: setenv must not race another rank's getenv.
 TEST_CASE("nvlink emulation: a bad PLAIT_* value fails the communicator's creation naming it", "[nvlink][env]") {
   const auto verdicts = plait_test::run_ranks(mode::threads, 1, [](plait::shm::communicator& boot) -> std::string {
-    const char* saved = std::getenv("PLAIT_TIMEOUT");
-    const std::string restore = saved != nullptr ? saved : "";
-    setenv("PLAIT_TIMEOUT", "10abc", 1);
     std::string verdict = "created";
+    const plait_test::scoped_env bad("PLAIT_TIMEOUT", "10abc");
     try {
       gpu_comm gpu(boot, 0, {}, tiny);
     } catch (const plait::error& e) {
@@ -450,11 +449,6 @@ TEST_CASE("nvlink emulation: a bad PLAIT_* value fails the communicator's creati
                         std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
                     ? ""
                     : e.what();
-    }
-    if (saved != nullptr) {
-      setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
-    } else {
-      unsetenv("PLAIT_TIMEOUT");
     }
     return verdict;
   });

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/scoped_env.hpp"
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
@@ -439,22 +440,17 @@ TEST_CASE("mpi collectives under a timeout of hours::max() wait for a rank that 
 // Checked in the core's constructor, before MPI_Comm_dup: every rank refuses
 // alike, with no collective left half done.
 TEST_CASE("mpi communicator creation refuses a bad PLAIT_* value and names it", "[mpi][env]") {
-  const char* saved = std::getenv("PLAIT_TIMEOUT");
-  const std::string restore = saved != nullptr ? saved : "";
-  ::setenv("PLAIT_TIMEOUT", "10abc", 1);
   std::string verdict = "created";
-  try {
-    plait::mpi::communicator comm{MPI_COMM_WORLD};
-  } catch (const plait::error& e) {
-    verdict = e.value() == plait::errc::invalid_argument &&
-                      std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
-                  ? ""
-                  : e.what();
-  }
-  if (saved != nullptr) {
-    ::setenv("PLAIT_TIMEOUT", restore.c_str(), 1);
-  } else {
-    ::unsetenv("PLAIT_TIMEOUT");
+  {
+    const plait_test::scoped_env bad("PLAIT_TIMEOUT", "10abc");
+    try {
+      plait::mpi::communicator comm{MPI_COMM_WORLD};
+    } catch (const plait::error& e) {
+      verdict = e.value() == plait::errc::invalid_argument &&
+                        std::string(e.what()).find("PLAIT_TIMEOUT=\"10abc\" is not a timeout") != std::string::npos
+                    ? ""
+                    : e.what();
+    }
   }
   CHECK(verdict == "");
   PLAIT_REQUIRE_ALL(verdict.empty());
