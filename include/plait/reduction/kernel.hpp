@@ -1,0 +1,131 @@
+// The type-erased form of a reduction that the collective engine runs: a
+// handful of function pointers over byte arrays, so that the engine's
+// schedules, staging and transports stay untyped and one engine serves every
+// (element type, reduction) pair. kernel_for<T>(r) makes one, after
+// detail::check_reduction<R, T>() has rejected a type r does not accept.
+//
+// The loops are plain loops over contiguous elements, loading and storing
+// with memcpy: the engine's buffers carry no alignment promise, and memcpy of
+// a fixed small size compiles to ordinary loads and stores that the compiler
+// can vectorise. Each element is loaded from both sides before its result is
+// stored, which is what lets `out` be exactly `left` or `right`.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+
+#include "plait/reduction/reductions.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// A reduction on one element type, as bytes. Copyable; it points at the
+/// reduction value (`state`), which must outlive every call.
+struct reduction_kernel {
+  /// sizeof(T): every byte count the engine passes is elements * element_bytes.
+  std::size_t element_bytes = 0;
+  /// The reduction value (premul_sum's scale, a user callable); outlives the call.
+  const void* state = nullptr;
+  /// out[i] = left[i] op right[i] for i < elements; out may alias left or right
+  /// (exactly, the same pointer). left holds the lower ranks' partial.
+  void (*combine)(const void* state, const std::byte* left, const std::byte* right, std::byte* out,
+                  std::size_t elements) = nullptr;
+  /// Applied once to each rank's own input before it enters any combine
+  /// (premul_sum's scale); nullptr when none. out may alias in.
+  void (*prepare)(const void* state, const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+  /// Applied once to a final result (avg divides by `ranks`); nullptr when none.
+  void (*finish)(const void* state, std::byte* data, std::size_t elements, int ranks) = nullptr;
+  /// "sum", "ordered<sum>", "user reduction", ...: for diagnostics.
+  std::string_view name;
+  /// Whether partials may be combined in any order (else the lower rank's
+  /// partial goes on the left).
+  bool commutative = true;
+  /// Whether the exact left fold over ranks is required (plait::ordered).
+  bool ordered = false;
+};
+
+/// Element `i` of a byte array of T, read without an alignment assumption.
+template <class T>
+T load(const std::byte* data, std::size_t i) {
+  if constexpr (std::is_default_constructible_v<T>) {
+    T value;
+    std::memcpy(&value, data + i * sizeof(T), sizeof(T));
+    return value;
+  } else {
+    std::array<std::byte, sizeof(T)> raw;
+    std::memcpy(raw.data(), data + i * sizeof(T), sizeof(T));
+    return std::bit_cast<T>(raw);
+  }
+}
+
+/// Element `i` of a byte array of T, written without an alignment assumption.
+template <class T>
+void store(std::byte* data, std::size_t i, const T& value) {
+  std::memcpy(data + i * sizeof(T), &value, sizeof(T));
+}
+
+template <class T, class R>
+void combine_elements(const void* state, const std::byte* left, const std::byte* right, std::byte* out,
+                      std::size_t elements) {
+  const R& r = *static_cast<const R*>(state);
+  for (std::size_t i = 0; i < elements; ++i) {
+    const T a = load<T>(left, i);
+    const T b = load<T>(right, i);
+    store(out, i, r(a, b));
+  }
+}
+
+template <class T, class R>
+void prepare_elements(const void* state, const std::byte* in, std::byte* out, std::size_t elements) {
+  const R& r = *static_cast<const R*>(state);
+  for (std::size_t i = 0; i < elements; ++i) store(out, i, r.prepare(load<T>(in, i)));
+}
+
+template <class T, class R>
+void finish_elements(const void* state, std::byte* data, std::size_t elements, int ranks) {
+  const R& r = *static_cast<const R*>(state);
+  for (std::size_t i = 0; i < elements; ++i) store(data, i, r.finish(load<T>(data, i), ranks));
+}
+
+/// One shared instance of each stateless reduction, so that a kernel made from
+/// a temporary plait::sum{} does not point at a dead object.
+template <class R>
+inline constexpr R stateless_instance{};
+
+/// The kernel that reduces elements of type T with `r`. `r` must outlive the
+/// kernel's use (a stateless reduction need not: the kernel points at a shared
+/// instance). A type `r` does not accept is a compile error naming `r`.
+template <class T, class Reduction>
+reduction_kernel kernel_for(const Reduction& r) {
+  check_reduction<Reduction, T>();
+  reduction_kernel kernel;
+  if constexpr (reduction_accepts<Reduction, T>) {  // else check_reduction has already failed
+    if constexpr (is_ordered_v<Reduction>) {
+      kernel = kernel_for<T>(r.reduction);
+      kernel.name = Reduction::name;
+      kernel.ordered = true;
+    } else {
+      kernel.element_bytes = sizeof(T);
+      if constexpr (std::is_empty_v<Reduction> && std::is_trivially_default_constructible_v<Reduction>) {
+        kernel.state = &stateless_instance<Reduction>;
+      } else {
+        kernel.state = &r;
+      }
+      kernel.combine = &combine_elements<T, Reduction>;
+      if constexpr (requires(const T& x) { r.prepare(x); }) kernel.prepare = &prepare_elements<T, Reduction>;
+      if constexpr (requires(const T& x) { r.finish(x, 1); }) kernel.finish = &finish_elements<T, Reduction>;
+      kernel.name = Reduction::name;
+      kernel.commutative = is_commutative_v<Reduction>;
+    }
+  }
+  return kernel;
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait
