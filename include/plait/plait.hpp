@@ -34,6 +34,7 @@
 
 #include "plait/op/all_gather.hpp"
 #include "plait/op/all_gather_v.hpp"
+#include "plait/op/all_reduce.hpp"
 #include "plait/op/all_to_all.hpp"
 #include "plait/op/all_to_all_v.hpp"
 #include "plait/op/check.hpp"
@@ -46,6 +47,7 @@
 #include "plait/op/nonblocking.hpp"
 #include "plait/op/persistent.hpp"
 #include "plait/op/progress_thread.hpp"
+#include "plait/op/reduce_scatter.hpp"
 #include "plait/op/request.hpp"
 #include "plait/op/split_all_gather.hpp"
 

@@ -131,6 +131,9 @@ constexpr bool is_run(const std::vector<int>& blocks) {
 }  // namespace detail
 
 /// The model's time for one rank's schedule with blocks of `bytes_per_block` bytes.
+/// A reduction's combine of a block (a receive with a fold) is charged as
+/// packing it (beta_pack per byte: it reads and writes the block once more);
+/// folding in the rank's own contribution moves nothing over the wire.
 constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_block, const cost_model& m) {
   const double bytes = static_cast<double>(bytes_per_block);
   double total = 0;
@@ -138,17 +141,21 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
     std::size_t sent = 0;
     std::size_t received = 0;
     std::size_t packed = 0;
+    std::size_t messages = st.sends.size();
     for (const transfer& x : st.sends) {
       sent += x.blocks.size();
       if (!detail::is_run(x.blocks)) packed += x.blocks.size();
     }
     for (const transfer& x : st.recvs) {
+      if (x.arrival != fold::none) packed += x.blocks.size();
+      if (x.peer == own_contribution) continue;
+      ++messages;
       received += x.blocks.size();
       if (!detail::is_run(x.blocks)) packed += x.blocks.size();
     }
-    const std::size_t concurrent = std::max(st.sends.size(), st.recvs.size());
+    const std::size_t concurrent = std::max(st.sends.size(), messages - st.sends.size());
     const double spread = 1 + m.contention * static_cast<double>(concurrent > 0 ? concurrent - 1 : 0);
-    total += m.alpha + m.alpha_message * static_cast<double>(st.sends.size() + st.recvs.size()) +
+    total += m.alpha + m.alpha_message * static_cast<double>(messages) +
              m.beta * bytes * static_cast<double>(std::max(sent, received)) * spread +
              m.beta_pack * bytes * static_cast<double>(packed);
   }

@@ -11,6 +11,15 @@
 // (8) peers each way per step; step j covers the offsets j·W+1 .. (j+1)·W:
 // rank r sends block (r, r+k) to r+k and receives block (r-k, r) from r-k.
 // Bytes sent per rank: (P-1)·n; latency ceil((P-1)/8)·alpha.
+//
+// reduce-scatter, 1 step: rank r sends its contribution to block d to rank d
+// for every d != r, and folds the P-1 arriving contributions to block r with
+// its own in rank order: x0, then x1, ... (its own at its place), so the
+// result is the exact left fold ((x0 op x1) op x2) ... (every fold_order,
+// plait::ordered included). Bytes sent per rank: (P-1)·n, n = one block.
+//
+// all-reduce: that reduce-scatter, then every rank sends its combined block
+// to every other: 2 steps, 2(P-1)·n bytes sent per rank.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +58,28 @@ struct direct {
     return s;
   }
 
+  /// Rank `rank`'s reduce-scatter schedule on `size` ranks (every fold order).
+  template <op::fold_order Order>
+  static constexpr schedule plan(op::reduce_scatter<Order>, int rank, int size) {
+    schedule s;
+    if (size > 1) fold_step(s.next_step(), rank, size);
+    return s;
+  }
+
+  /// Rank `rank`'s all-reduce schedule on `size` ranks (every fold order).
+  template <op::fold_order Order>
+  static constexpr schedule plan(op::all_reduce<Order>, int rank, int size) {
+    schedule s;
+    if (size == 1) return s;
+    fold_step(s.next_step(), rank, size);
+    step& spread = s.next_step();
+    for (int k = 1; k < size; ++k) {
+      const int from = (rank - k + size) % size;
+      spread.send((rank + k) % size, {rank}).recv(from, {from});
+    }
+    return s;
+  }
+
   /// Rank `rank`'s all-to-all schedule on `size` ranks.
   static constexpr schedule plan(op::all_to_all, int rank, int size) {
     schedule s;
@@ -61,6 +92,20 @@ struct direct {
       }
     }
     return s;
+  }
+
+ private:
+  /// Every rank's contribution to block d goes to rank d; rank `rank` folds
+  /// those to its block in rank order, its own at its place.
+  static constexpr void fold_step(step& only, int rank, int size) {
+    for (int k = 1; k < size; ++k) only.send((rank + k) % size, {(rank + k) % size});
+    for (int from = 0; from < size; ++from) {
+      if (from == rank) {
+        if (rank > 0) only.recv(own_contribution, {rank}, fold::from_right);
+      } else {
+        only.recv(from, {rank}, from == 0 ? fold::none : fold::from_right);
+      }
+    }
   }
 };
 

@@ -10,6 +10,15 @@
 // everything else. lg p2 + 2 steps on ranks below rem; the extra phase costs
 // 2·alpha plus (P-1)·n·beta for the pairs involved, so the bandwidth term is
 // ~2·(P-1)·n·beta on the critical path.
+//
+// all-reduce (commutative reductions, and associative ones in rank order: a
+// partial always covers a run of consecutive ranks, and the lower run goes on
+// the left, so both partners compute the same bits). For P a power of two:
+// lg P steps; in step k rank r swaps all it holds with r XOR 2^k and folds.
+// Bytes sent per rank: lg P·N for data of N bytes; latency lg P·alpha, the
+// choice for small data. Any other P = p2 + rem: ranks 2i+1 (i < rem) first
+// hand everything to 2i, the p2 remaining ranks run the exchange, then 2i
+// sends 2i+1 the result: two more steps and 2N more bytes on those pairs.
 #pragma once
 
 #include <string_view>
@@ -27,6 +36,34 @@ struct recursive_doubling {
   using algorithm_concept = algorithm_tag;
   /// The name errors and check mode show.
   static constexpr std::string_view name = "recursive_doubling";
+
+  /// Rank `rank`'s all-reduce schedule on `size` ranks (not plait::ordered:
+  /// its partials are combined pairwise, not folded one rank at a time).
+  template <op::fold_order Order>
+  requires(Order != op::fold_order::left) static constexpr schedule plan(op::all_reduce<Order>, int rank, int size) {
+    schedule s;
+    int p2 = 1;
+    while (p2 * 2 <= size) p2 *= 2;
+    const int rem = size - p2;
+    const std::vector<int> everything = all_but(-1, size);
+    if (rank < 2 * rem && rank % 2 == 1) {  // hands its data to rank - 1, then takes the result
+      s.next_step().send(rank - 1, everything);
+      s.next_step().recv(rank - 1, everything);
+      return s;
+    }
+    if (rank < 2 * rem) s.next_step().recv(rank + 1, everything, fold::from_right);
+    // Virtual rank v stands for ranks 2v, 2v+1 (v < rem) or v + rem: runs in rank order.
+    const int virtual_rank = rank < 2 * rem ? rank / 2 : rank - rem;
+    const auto real = [rem](int v) { return v < rem ? 2 * v : v + rem; };
+    for (int mask = 1; mask < p2; mask <<= 1) {
+      const int partner = virtual_rank ^ mask;
+      s.next_step()
+          .send(real(partner), everything)
+          .recv(real(partner), everything, partner < virtual_rank ? fold::from_left : fold::from_right);
+    }
+    if (rank < 2 * rem) s.next_step().send(rank + 1, everything);
+    return s;
+  }
 
   /// Rank `rank`'s all-gather schedule on `size` ranks.
   static constexpr schedule plan(op::all_gather, int rank, int size) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "plait/algorithm/bruck.hpp"
+#include "plait/algorithm/chain.hpp"
 #include "plait/algorithm/direct.hpp"
 #include "plait/algorithm/neighbor_exchange.hpp"
 #include "plait/algorithm/pairwise.hpp"
@@ -33,7 +34,8 @@
   X(bruck)                           \
   X(recursive_doubling)              \
   X(direct)                          \
-  X(neighbor_exchange)
+  X(neighbor_exchange)               \
+  X(chain)
 
 namespace plait {
 inline namespace v0 {

@@ -14,12 +14,33 @@
 namespace plait {
 inline namespace v0 {
 
+/// What a receive does with the blocks it brings. Operations that place
+/// blocks (all_gather, all_to_all) only ever place; the reductions' schedules
+/// say for each received partial on which side of the one held it goes, so
+/// that every combine puts the lower ranks' partial on the left.
+enum class fold : unsigned char {
+  /// The block arrives as it is (replacing what is held, for a reduction).
+  none,
+  /// held = arriving op held: the arriving partial covers lower ranks.
+  from_left,
+  /// held = held op arriving: the arriving partial covers higher ranks.
+  from_right,
+};
+
+/// The peer of a receive that brings nothing over the wire: it folds this
+/// rank's own contribution to the blocks in at that point of the step
+/// (direct and chain place it between the partials of lower and higher
+/// ranks, which keeps the exact left fold).
+inline constexpr int own_contribution = -2;
+
 /// One message: the listed blocks, concatenated in this order, to or from `peer`.
 struct transfer {
-  /// The rank at the other end.
+  /// The rank at the other end (own_contribution: see there).
   int peer = -1;
   /// Block numbers (Op's block model), in message order.
   std::vector<int> blocks;
+  /// For a receive: how each block combines with what the rank holds.
+  fold arrival = fold::none;
 
   /// Equal when peer and blocks are.
   constexpr bool operator==(const transfer&) const = default;
@@ -39,12 +60,14 @@ struct step {
   // automatic compiles all of them (compile cost; a schedule is built once per call).
   /// Adds a send of `blocks` to `peer`; returns the step for chaining.
   [[gnu::noinline]] constexpr step& send(int peer, std::vector<int> blocks) {
-    sends.push_back(transfer{peer, std::move(blocks)});
+    sends.push_back(transfer{peer, std::move(blocks), fold::none});
     return *this;
   }
   /// Adds a receive of `blocks` from `peer`; returns the step for chaining.
-  [[gnu::noinline]] constexpr step& recv(int peer, std::vector<int> blocks) {
-    recvs.push_back(transfer{peer, std::move(blocks)});
+  /// A reduction's schedule says how they combine (`arrival`). Receives are
+  /// combined in the order they are listed, once the whole step has arrived.
+  [[gnu::noinline]] constexpr step& recv(int peer, std::vector<int> blocks, fold arrival = fold::none) {
+    recvs.push_back(transfer{peer, std::move(blocks), arrival});
     return *this;
   }
   /// Equal when both transfer lists are.

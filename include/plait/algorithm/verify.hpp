@@ -10,6 +10,15 @@
 //   * no deadlock under rendezvous semantics: a message completes only when
 //     both sides have posted it, a rank leaves a step when all its transfers
 //     completed; if no rank can move and some are not done, it is a deadlock.
+// For a reduction (Op::combines) the rules on holding blocks give way to
+// what a combine needs: every rank starts with its own contribution to every
+// block; a receive places, or folds the arriving partial on the side its fold
+// says, or folds in the rank's own contribution (own_contribution); at the end
+// every block a rank needs is combined from every rank's contribution exactly
+// once, in rank order unless Op::order is any, as the exact left fold under
+// fold_order::left, and the same way on every rank that needs it (so that
+// every rank holds the same bits). verify follows each block symbolically as
+// the expression of the combines that made it.
 // Everything is constexpr (std::vector only), so a user algorithm can be
 // checked with static_assert(plait::verify<my_algorithm, plait::op::all_gather>(8)),
 // or with static_assert(plait::verify_or_explain<my_algorithm, plait::op::all_gather, 8>())
@@ -32,19 +41,23 @@ inline namespace v0 {
 /// What verify found wrong first (none when the schedules are correct).
 enum class verify_fault {
   none,
-  bad_size,           ///< size < 1
-  unsupported,        ///< the algorithm does not accept this size (accepts() is false)
-  bad_peer,           ///< a peer outside [0, size)
-  self_transfer,      ///< a send or receive with the rank itself
-  bad_block,          ///< a block outside [0, Op::blocks(size))
-  duplicate_block,    ///< one message lists a block twice
-  send_unheld,        ///< a send of a block the rank does not hold at that step
-  recv_held,          ///< a receive of a block the rank already holds
-  recv_twice,         ///< a block received twice
-  missing_block,      ///< a block Op::needs_finally names never arrives
-  unmatched,          ///< a send without its receive, or a receive without its send
-  mismatched_blocks,  ///< a matched send and receive list different blocks
-  deadlock,           ///< the ranks wait on each other forever
+  bad_size,             ///< size < 1
+  unsupported,          ///< the algorithm does not accept this size (accepts() is false)
+  bad_peer,             ///< a peer outside [0, size)
+  self_transfer,        ///< a send or receive with the rank itself
+  bad_block,            ///< a block outside [0, Op::blocks(size))
+  duplicate_block,      ///< one message lists a block twice
+  send_unheld,          ///< a send of a block the rank does not hold at that step
+  recv_held,            ///< a receive of a block the rank already holds
+  recv_twice,           ///< a block received twice
+  missing_block,        ///< a block Op::needs_finally names never arrives
+  unmatched,            ///< a send without its receive, or a receive without its send
+  mismatched_blocks,    ///< a matched send and receive list different blocks
+  deadlock,             ///< the ranks wait on each other forever
+  wrong_contributions,  ///< a reduction's result lacks a rank's contribution or has one twice
+  out_of_order,         ///< a reduction that must keep rank order combines out of it
+  not_left_fold,        ///< an ordered reduction's result is not ((x0 op x1) op x2) ...
+  divergent_result,     ///< ranks end with the same block combined in different ways
 };
 
 /// verify's finding with where it happened (-1 where it does not apply).
@@ -128,13 +141,180 @@ constexpr verify_result check_holdings(const schedule& plan, int rank, int size)
   return {};
 }
 
+/// A reduction's per-rank rules that need no other rank: peers and blocks in
+/// range, no block twice in a message, own contributions only received.
+template <class Op>
+constexpr verify_result check_fold_messages(const schedule& plan, int rank, int size) {
+  const int blocks = Op::blocks(size);
+  for (int t = 0; t < static_cast<int>(plan.steps.size()); ++t) {
+    const step& st = plan.steps[static_cast<std::size_t>(t)];
+    for (int side = 0; side < 2; ++side) {
+      for (const transfer& x : side == 0 ? st.sends : st.recvs) {
+        const bool own = side == 1 && x.peer == own_contribution;
+        if (!own && (x.peer < 0 || x.peer >= size)) return {verify_fault::bad_peer, rank, t, x.peer, -1};
+        if (x.peer == rank) return {verify_fault::self_transfer, rank, t, x.peer, -1};
+        for (std::size_t i = 0; i < x.blocks.size(); ++i) {
+          const int b = x.blocks[i];
+          if (b < 0 || b >= blocks) return {verify_fault::bad_block, rank, t, x.peer, b};
+          for (std::size_t j = 0; j < i; ++j) {
+            if (x.blocks[j] == b) return {verify_fault::duplicate_block, rank, t, x.peer, b};
+          }
+        }
+      }
+    }
+  }
+  return {};
+}
+
+/// A combine expression in prefix form: a rank's contribution is its rank,
+/// `combined` stands before its left and then its right operand. (Vectors,
+/// not strings: g++ 12 cannot evaluate some std::string code in constant
+/// expressions.)
+using fold_expression = std::vector<int>;
+inline constexpr int combined = -1;
+
+/// `left` op `right`.
+constexpr fold_expression combine_expressions(const fold_expression& left, const fold_expression& right) {
+  fold_expression e;
+  e.reserve(1 + left.size() + right.size());
+  e.push_back(combined);
+  e.insert(e.end(), left.begin(), left.end());
+  e.insert(e.end(), right.begin(), right.end());
+  return e;
+}
+
+/// ((x0 op x1) op x2) ...: the exact left fold over `size` ranks.
+constexpr fold_expression left_fold_expression(int size) {
+  fold_expression e(static_cast<std::size_t>(size > 0 ? size - 1 : 0), combined);
+  for (int r = 0; r < size; ++r) e.push_back(r);
+  return e;
+}
+
+/// Where a received message comes from: the sending rank and its step
+/// (rank -1 for a rank's own contribution).
+struct message_source {
+  int rank = -1;
+  int step = -1;
+};
+
+/// Follows every block of a reduction through the schedules (already
+/// matched and free of deadlock): `source[d][t][i]` is the (rank, step) whose
+/// send receive i of rank d's step t takes. Steps run in the order of the
+/// rendezvous simulation; a send carries what its rank held when it entered
+/// the step.
+template <class Op>
+constexpr verify_result check_folds(const std::vector<schedule>& plans,
+                                    const std::vector<std::vector<std::vector<message_source>>>& source) {
+  const int size = static_cast<int>(plans.size());
+  const auto blocks = static_cast<std::size_t>(Op::blocks(size));
+  using holding = std::vector<fold_expression>;  // per block: the expression held (empty: none)
+  std::vector<holding> now(static_cast<std::size_t>(size), holding(blocks));
+  std::vector<std::vector<holding>> entered(static_cast<std::size_t>(size));  // per rank, per step: at entry
+  for (int r = 0; r < size; ++r) {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (Op::holds_initially(r, static_cast<int>(b), size)) now[static_cast<std::size_t>(r)][b] = {r};
+    }
+    if (!plans[static_cast<std::size_t>(r)].steps.empty()) {
+      entered[static_cast<std::size_t>(r)].push_back(now[static_cast<std::size_t>(r)]);
+    }
+  }
+  std::vector<int> at(static_cast<std::size_t>(size), 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < size; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      const schedule& plan = plans[ri];
+      while (at[ri] < static_cast<int>(plan.steps.size())) {
+        const int t = at[ri];
+        const step& st = plan.steps[static_cast<std::size_t>(t)];
+        bool ready = true;
+        for (const message_source& from : source[ri][static_cast<std::size_t>(t)]) {
+          if (from.rank >= 0 && static_cast<int>(entered[static_cast<std::size_t>(from.rank)].size()) <= from.step) {
+            ready = false;
+          }
+        }
+        if (!ready) break;
+        for (const transfer& x : st.sends) {
+          for (int b : x.blocks) {
+            if (now[ri][static_cast<std::size_t>(b)].empty()) return {verify_fault::send_unheld, r, t, x.peer, b};
+          }
+        }
+        for (std::size_t i = 0; i < st.recvs.size(); ++i) {
+          const transfer& x = st.recvs[i];
+          const message_source from = source[ri][static_cast<std::size_t>(t)][i];
+          for (int b : x.blocks) {
+            const auto bi = static_cast<std::size_t>(b);
+            fold_expression arriving{r};
+            if (x.peer != own_contribution) {
+              arriving = entered[static_cast<std::size_t>(from.rank)][static_cast<std::size_t>(from.step)][bi];
+            }
+            fold_expression& held = now[ri][bi];
+            if (x.arrival == fold::none) {
+              held = arriving;
+            } else if (held.empty()) {
+              return {verify_fault::send_unheld, r, t, x.peer, b};  // nothing to fold into
+            } else if (x.arrival == fold::from_left) {
+              held = combine_expressions(arriving, held);
+            } else {
+              held = combine_expressions(held, arriving);
+            }
+          }
+        }
+        ++at[ri];
+        if (at[ri] < static_cast<int>(plan.steps.size())) entered[ri].push_back(now[ri]);
+        moved = true;
+      }
+    }
+  }
+  const fold_expression left_fold = left_fold_expression(size);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    int first = -1;
+    for (int r = 0; r < size; ++r) {
+      if (!Op::needs_finally(r, static_cast<int>(b), size)) continue;
+      const fold_expression& result = now[static_cast<std::size_t>(r)][b];
+      std::vector<int> seen(static_cast<std::size_t>(size), 0);
+      bool ascending = true;
+      int leaves = 0;
+      int previous = -1;
+      for (int leaf : result) {
+        if (leaf == combined) continue;
+        if (leaf >= size || seen[static_cast<std::size_t>(leaf)]++ != 0) {
+          return {verify_fault::wrong_contributions, r, -1, leaf, static_cast<int>(b)};
+        }
+        ascending = ascending && leaf > previous;
+        previous = leaf;
+        ++leaves;
+      }
+      if (leaves != size) {
+        return {verify_fault::wrong_contributions, r, -1, -1, static_cast<int>(b)};
+      }
+      if (Op::order != op::fold_order::any && !ascending) {
+        return {verify_fault::out_of_order, r, -1, -1, static_cast<int>(b)};
+      }
+      if (Op::order == op::fold_order::left && result != left_fold) {
+        return {verify_fault::not_left_fold, r, -1, -1, static_cast<int>(b)};
+      }
+      if (first < 0) {
+        first = r;
+      } else if (result != now[static_cast<std::size_t>(first)][b]) {
+        return {verify_fault::divergent_result, r, -1, first, static_cast<int>(b)};
+      }
+    }
+  }
+  return {};
+}
+
 /// Checks holdings, matching and progress for the given per-rank schedules.
 template <class Op>
 constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
   const int size = static_cast<int>(plans.size());
   if (size < 1) return {verify_fault::bad_size};
   for (int r = 0; r < size; ++r) {
-    if (auto res = check_holdings<Op>(plans[static_cast<std::size_t>(r)], r, size); !res) return res;
+    if constexpr (combines_blocks<Op>) {
+      if (auto res = check_fold_messages<Op>(plans[static_cast<std::size_t>(r)], r, size); !res) return res;
+    } else {
+      if (auto res = check_holdings<Op>(plans[static_cast<std::size_t>(r)], r, size); !res) return res;
+    }
   }
 
   // Messages per ordered pair (s, d), in posting order: steps in order, and
@@ -156,12 +336,23 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
         sent[pair_index(r, st.sends[static_cast<std::size_t>(i)].peer)].push_back({t, i});
       }
       for (int i = 0; i < static_cast<int>(st.recvs.size()); ++i) {
-        received[pair_index(st.recvs[static_cast<std::size_t>(i)].peer, r)].push_back({t, i});
+        const int from = st.recvs[static_cast<std::size_t>(i)].peer;
+        if (from != own_contribution) received[pair_index(from, r)].push_back({t, i});
       }
     }
   }
 
   std::vector<std::vector<step_dependency>> waits(static_cast<std::size_t>(first_step[static_cast<std::size_t>(size)]));
+  // A reduction's receives by rank, step and index: whose send each takes.
+  std::vector<std::vector<std::vector<message_source>>> source;
+  if constexpr (combines_blocks<Op>) {
+    source.resize(static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      for (const step& st : plans[static_cast<std::size_t>(r)].steps) {
+        source[static_cast<std::size_t>(r)].emplace_back(st.recvs.size());
+      }
+    }
+  }
   for (int s = 0; s < size; ++s) {
     for (int d = 0; d < size; ++d) {
       const auto& out = sent[pair_index(s, d)];
@@ -183,6 +374,10 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
             }
           }
           return {verify_fault::mismatched_blocks, s, out[k].step, d, block};
+        }
+        if constexpr (combines_blocks<Op>) {
+          source[static_cast<std::size_t>(d)][static_cast<std::size_t>(in[k].step)]
+                [static_cast<std::size_t>(in[k].index)] = {s, out[k].step};
         }
         waits[static_cast<std::size_t>(first_step[static_cast<std::size_t>(s)] + out[k].step)].push_back(
             {d, in[k].step});
@@ -231,6 +426,7 @@ constexpr verify_result verify_plans(const std::vector<schedule>& plans) {
       return {verify_fault::deadlock, r, t, peer, -1};
     }
   }
+  if constexpr (combines_blocks<Op>) return check_folds<Op>(plans, source);
   return {};
 }
 
@@ -295,6 +491,18 @@ constexpr bool explain_verify_fault() {
                 "plait: verify: rule mismatched_blocks: the message rank Rank sends to Peer in step Step and Peer's "
                 "receive list different blocks, first differing at block Block (see Rank, Step, Peer, Block in this "
                 "instantiation)");
+  static_assert(Rule != verify_fault::wrong_contributions,
+                "plait: verify: rule wrong_contributions: rank Rank's block Block lacks a rank's contribution or "
+                "has one (Peer's, if known) twice (see Rank, Peer, Block in this instantiation)");
+  static_assert(Rule != verify_fault::out_of_order,
+                "plait: verify: rule out_of_order: rank Rank combines block Block out of rank order, which this "
+                "reduction must keep (see Rank and Block in this instantiation)");
+  static_assert(Rule != verify_fault::not_left_fold,
+                "plait: verify: rule not_left_fold: rank Rank's block Block is not the left fold "
+                "((x0 op x1) op x2) ... that an ordered reduction needs (see Rank and Block in this instantiation)");
+  static_assert(Rule != verify_fault::divergent_result,
+                "plait: verify: rule divergent_result: ranks Rank and Peer combine block Block in different ways, so "
+                "their bits could differ (see Rank, Peer, Block in this instantiation)");
   static_assert(Rule != verify_fault::deadlock,
                 "plait: verify: rule deadlock: rank Rank waits in step Step for Peer, which never posts the other "
                 "side (see Rank, Step, Peer, Block in this instantiation)");
@@ -332,6 +540,10 @@ constexpr std::string_view to_string(verify_fault fault) noexcept {
     case verify_fault::unmatched: return "unmatched";
     case verify_fault::mismatched_blocks: return "mismatched_blocks";
     case verify_fault::deadlock: return "deadlock";
+    case verify_fault::wrong_contributions: return "wrong_contributions";
+    case verify_fault::out_of_order: return "out_of_order";
+    case verify_fault::not_left_fold: return "not_left_fold";
+    case verify_fault::divergent_result: return "divergent_result";
   }
   return "unknown";
 }

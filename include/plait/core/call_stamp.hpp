@@ -23,6 +23,9 @@ enum class call_kind : std::uint8_t {
   control = 5,           ///< a transport's own control exchange (split tables, handles)
   all_gather_v = 6,
   all_to_all_v = 7,
+  reduce_scatter = 8,
+  reduce_scatter_v = 9,
+  all_reduce = 10,
 };
 
 /// The first call kind free for operations of one's own: an operation's

@@ -79,6 +79,84 @@ struct all_to_all {
   }
 };
 
+/// The order in which a reduction's contributions may be combined, which
+/// decides the algorithms that can run it (each says so by the schedules it
+/// has: an algorithm without a plan for an order cannot keep it).
+enum class fold_order : unsigned char {
+  /// Any order and grouping: commutative reductions (sum, max, ...).
+  any,
+  /// Any grouping, operands in rank order: associative reductions that do not commute.
+  rank,
+  /// Exactly ((x0 op x1) op x2) ... op x(P-1): plait::ordered<Reduction>.
+  left,
+};
+
+/// reduce-scatter: block j is rank j's part of the result. Every rank starts
+/// with its contribution to every block; rank r ends with block r combined
+/// over all ranks, in the order Order allows.
+template <fold_order Order = fold_order::any>
+struct reduce_scatter {
+  /// The name errors show.
+  static constexpr std::string_view name = "reduce_scatter";
+  /// The uneven form's name (parts of different lengths).
+  static constexpr std::string_view v_name = "reduce_scatter_v";
+  /// The even form's call kind, for the call stamp.
+  static constexpr call_kind kind = call_kind::reduce_scatter;
+  /// The uneven form's call kind.
+  static constexpr call_kind v_kind = call_kind::reduce_scatter_v;
+  /// reduce_scatter_v takes one count array: every rank's part (recv_counts).
+  static constexpr int v_count_arrays = 1;
+  /// plait::in_place: the result stays in this rank's own block of the buffer.
+  static constexpr bool allows_in_place = true;
+  /// Blocks are combined on arrival, never placed as they are.
+  static constexpr bool combines = true;
+  /// How contributions may be combined.
+  static constexpr fold_order order = Order;
+  /// contiguous has no other name here.
+  static constexpr std::string_view contiguous_as = "contiguous";
+  /// No dimension parameters.
+  static constexpr int contiguous_as_parameters = 0;
+  /// P blocks on P ranks: block j is rank j's part.
+  static constexpr int blocks(int size) noexcept { return size; }
+  /// Every rank contributes to every block.
+  static constexpr bool holds_initially(int /*rank*/, int /*block*/, int /*size*/) noexcept { return true; }
+  /// Rank r ends with block r, combined.
+  static constexpr bool needs_finally(int rank, int block, int /*size*/) noexcept { return block == rank; }
+};
+
+/// all-reduce: the data cut into P blocks (so that a schedule may spread the
+/// combining over the ranks); every rank contributes to every block and ends
+/// with every block combined over all ranks, the same bits on every rank.
+template <fold_order Order = fold_order::any>
+struct all_reduce {
+  /// The name errors show.
+  static constexpr std::string_view name = "all_reduce";
+  /// all_reduce has no uneven form (every rank holds the whole result).
+  static constexpr std::string_view v_name = "all_reduce";
+  /// The call kind, for the call stamp.
+  static constexpr call_kind kind = call_kind::all_reduce;
+  /// No uneven form: the even one's kind.
+  static constexpr call_kind v_kind = call_kind::all_reduce;
+  /// No uneven form, so no count arrays.
+  static constexpr int v_count_arrays = 0;
+  /// plait::in_place: one buffer holds the contribution and receives the result.
+  static constexpr bool allows_in_place = true;
+  /// Blocks are combined on arrival, never placed as they are.
+  static constexpr bool combines = true;
+  /// How contributions may be combined.
+  static constexpr fold_order order = Order;
+  /// contiguous has no other name here.
+  static constexpr std::string_view contiguous_as = "contiguous";
+  /// No dimension parameters.
+  static constexpr int contiguous_as_parameters = 0;
+  /// P blocks on P ranks (pieces of the data).
+  static constexpr int blocks(int size) noexcept { return size; }
+  /// Every rank contributes to every block.
+  static constexpr bool holds_initially(int /*rank*/, int /*block*/, int /*size*/) noexcept { return true; }
+  /// Every rank ends with every block, combined.
+  static constexpr bool needs_finally(int /*rank*/, int /*block*/, int /*size*/) noexcept { return true; }
+};
+
 }  // namespace op
 
 /// True for the operation tags plait knows (the block model above).
@@ -101,6 +179,19 @@ concept described_operation = operation<Op> && requires {
   { Op::v_count_arrays } -> std::convertible_to<int>;
   { Op::contiguous_as } -> std::convertible_to<std::string_view>;
   { Op::contiguous_as_parameters } -> std::convertible_to<int>;
+};
+
+/// Whether Op combines the blocks that arrive (reductions) instead of placing
+/// them (Op::combines; false when the description does not say).
+template <class Op>
+inline constexpr bool combines_blocks = requires {
+  requires Op::combines;
+};
+
+/// An operation whose blocks are combined: reduce_scatter and all_reduce.
+template <class Op>
+concept combining_operation = operation<Op> && combines_blocks<Op> && requires {
+  { Op::order } -> std::convertible_to<op::fold_order>;
 };
 
 }  // namespace v0

@@ -525,6 +525,9 @@ class schedule_run {
 }  // namespace v0
 }  // namespace plait
 
+// The run of a reduction's plan: schedule_run's specialisation for fold plans.
+#include "plait/op/fold_run.hpp"  // IWYU pragma: export
+
 #if !defined(PLAIT_SEPARATE_COMPILATION)
 #include "plait/op/impl/executor.ipp"
 #endif

@@ -9,6 +9,8 @@
 //   start_collective<Op, Algorithm, Layout>(comm, send, recv)      nonblocking: a collective_request
 //   init_collective<Op, Algorithm, Layout>(comm, send, recv)       persistent: a persistent_collective
 //   run_collective_v / start_collective_v / init_collective_v      the same, counts after the buffers
+//   run_reduction / start_reduction / init_reduction               an operation that combines (reduce_scatter,
+//                                                                  all_reduce): the reduction after the buffers
 //
 // Bundles are arguments (plait::bundle(...)), so each of these serves them;
 // on a two_level communicator they run as op/hierarchical.hpp says.
@@ -21,6 +23,7 @@
 #include "plait/levels/two_level.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
+#include "plait/op/fold_collective.hpp"
 #include "plait/op/hierarchical.hpp"
 #include "plait/op/launch.hpp"
 #include "plait/op/request.hpp"
@@ -131,6 +134,54 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
                                               std::forward<Recv>(recv), counts...);
     return persistent_collective(h);
   }
+}
+
+namespace detail {
+/// The one error for a reduction on a two_level communicator (not served yet).
+template <class Comm>
+consteval bool check_reduction_communicator() {
+  static_assert(!two_level_communicator<Comm>,
+                "plait: reductions run on one communicator (shm, MPI); on a plait::two_level they are not served "
+                "yet: call them on the whole communicator (plait::mpi::node_levels::world())");
+  return !two_level_communicator<Comm>;
+}
+}  // namespace detail
+
+/// A combining Op (reduce_scatter, all_reduce), blocking: every rank's
+/// contributions combined with `reduction`.
+template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
+          class Reduction>
+void run_reduction(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
+  if constexpr (detail::check_reduction_communicator<Comm>()) {
+    detail::dispatch_fold<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), reduction,
+                                                 detail::run_now{});
+  }
+}
+
+/// A combining Op, nonblocking: the same arguments and checks; returns at once.
+/// The reduction is copied: it may be a temporary.
+template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
+          class Reduction>
+[[nodiscard]] collective_request start_reduction(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
+  detail::in_flight_handle h;
+  if constexpr (detail::check_reduction_communicator<Comm>()) {
+    detail::dispatch_fold<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), reduction,
+                                                 detail::start_in_flight{&h});
+  }
+  return collective_request(h);
+}
+
+/// A combining Op, persistent: checks and plans once; start() moves and
+/// combines the buffers' contents as they are then. The reduction is copied.
+template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
+          class Reduction>
+[[nodiscard]] persistent_collective init_reduction(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
+  detail::in_flight_handle h;
+  if constexpr (detail::check_reduction_communicator<Comm>()) {
+    detail::dispatch_fold<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), reduction,
+                                                 detail::bind_persistent{&h});
+  }
+  return persistent_collective(h);
 }
 
 }  // namespace v0

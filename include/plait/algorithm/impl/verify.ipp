@@ -36,6 +36,18 @@ PLAIT_DECL std::string describe(const verify_result& result) {
              " and that rank's receive list different blocks (first difference: block " + num(result.block) + ")";
     case verify_fault::deadlock:
       return at + ": deadlock, waiting for rank " + num(result.peer) + " which never posts the other side";
+    case verify_fault::wrong_contributions:
+      return "rank " + num(result.rank) + "'s block " + num(result.block) +
+             (result.peer >= 0 ? " has rank " + num(result.peer) + "'s contribution twice"
+                               : " lacks a rank's contribution");
+    case verify_fault::out_of_order:
+      return "rank " + num(result.rank) + " combines block " + num(result.block) + " out of rank order";
+    case verify_fault::not_left_fold:
+      return "rank " + num(result.rank) + "'s block " + num(result.block) +
+             " is not the left fold ((x0 op x1) op x2) ... over the ranks";
+    case verify_fault::divergent_result:
+      return "ranks " + num(result.peer) + " and " + num(result.rank) + " combine block " + num(result.block) +
+             " in different ways";
   }
   return "unknown fault";
 }

@@ -43,6 +43,9 @@ PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept {
     case call_kind::control: return "a control exchange";
     case call_kind::all_gather_v: return "all_gather_v";
     case call_kind::all_to_all_v: return "all_to_all_v";
+    case call_kind::reduce_scatter: return "reduce_scatter";
+    case call_kind::reduce_scatter_v: return "reduce_scatter_v";
+    case call_kind::all_reduce: return "all_reduce";
   }
   return "an unknown kind of call";
 }

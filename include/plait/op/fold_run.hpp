@@ -1,0 +1,275 @@
+// The fold run: one rank's schedule of a reduction (reduce_scatter,
+// all_reduce) on any host-memory transport. It is the executor's run for fold
+// plans (layout/fold_plans.hpp), with the same phases and the same interface
+// (run, advance, restart), so every launch (blocking, nonblocking,
+// persistent) serves reductions unchanged.
+//
+// Each block this rank works on has an accumulator: until something arrives
+// for it, the rank's own contribution (read where it lies, or prepared once
+// into the accumulator when the reduction prepares inputs, as premul_sum
+// does). A send carries the accumulator. Every receive lands in staging, and
+// once the whole step has arrived the receives are applied in the order the
+// schedule lists them: placed (the accumulator becomes the arriving block) or
+// combined with the kernel, the arriving partial on the side the schedule
+// says (the lower ranks' partial on the left), or the own contribution folded
+// in (own_contribution). After the last step every block the rank ends with
+// is finished (avg divides) and written to its result: a result is written
+// only then, so an in-place call reads its contributions until the end.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/scratch.hpp"
+#include "plait/core/timeout.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/layout/fold_plans.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+template <class Comm, class Plan>
+class schedule_run;
+
+/// schedule_run for a reduction's plan: see the top of this header.
+template <class Comm, fold_plan Plan>
+class schedule_run<Comm, Plan> {
+  static_assert(!has_copy_engine<Comm>,
+                "plait: reductions run on host-memory transports (shm, MPI); device buffers have no combine "
+                "kernels yet");
+
+ public:
+  schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag)
+      : comm_(comm),
+        steps_(steps),
+        plan_(plan),
+        operation_(operation),
+        tag_(tag),
+        blocks_(static_cast<std::size_t>(plan.ranks())) {}
+
+  /// Runs every step, blocking in the transport's waits.
+  void run() { advance(true); }
+
+  /// Moves the run on, as schedule_run::advance does; true once done.
+  bool advance(bool blocking) {
+    if (!started_) {
+      for (block_state& b : blocks_) b.folded = false;
+      started_ = true;
+    }
+    for (; next_step_ < steps_.steps.size(); ++next_step_) {
+      const step& current = steps_.steps[next_step_];
+      const int step_number = static_cast<int>(next_step_);
+      try {
+        if (!posted_) {
+          post(current);
+          posted_ = true;
+          step_deadline_ = after(comm_.timeout());
+        }
+        if constexpr (tests_requests<Comm>) {
+          if (blocking) {
+            wait();
+          } else if (!test()) {
+            return false;
+          }
+        } else {
+          wait();
+        }
+      } catch (const error& e) {
+        posted_ = false;
+        throw e.within({comm_.rank(), operation_, step_number, -1});
+      }
+      posted_ = false;
+      fold_arrivals(current);
+    }
+    write_results();
+    return true;
+  }
+
+  /// Ready to run again from the first step under `tag` (a persistent
+  /// collective's next start): the contributions are read again.
+  void restart(int tag) {
+    tag_ = tag;
+    next_step_ = 0;
+    started_ = false;
+    posted_ = false;
+  }
+
+ private:
+  struct block_state {
+    byte_buffer partial;  // the accumulator once anything is folded in or prepared
+    bool folded = false;  // partial holds the block (else the own contribution stands for it)
+  };
+
+  [[nodiscard]] const reduction_kernel& kernel() const { return plan_.kernel(); }
+  [[nodiscard]] std::size_t elements(std::size_t bytes) const { return bytes / kernel().element_bytes; }
+
+  std::byte* partial_of(int block) {
+    block_state& b = blocks_[static_cast<std::size_t>(block)];
+    const std::size_t bytes = plan_.block_bytes(block);
+    if (b.partial.size() < bytes) b.partial = byte_buffer(bytes);
+    return b.partial.data();
+  }
+
+  /// The own contribution to `block` as contiguous bytes: where it lies, or,
+  /// when the reduction prepares inputs, prepared into `scratch`.
+  const std::byte* own(int block, byte_buffer& scratch) {
+    const region at = plan_.contribution(block);
+    const std::size_t bytes = at.bytes();
+    if (kernel().prepare == nullptr && at.is_contiguous()) return at.data;
+    if (scratch.size() < bytes) scratch = byte_buffer(bytes);
+    pack(at, scratch.data());
+    if (kernel().prepare != nullptr) kernel().prepare(kernel().state, scratch.data(), scratch.data(), elements(bytes));
+    return scratch.data();
+  }
+
+  /// What a send of `block` carries now.
+  const std::byte* current(int block) {
+    block_state& b = blocks_[static_cast<std::size_t>(block)];
+    if (b.folded) return b.partial.data();
+    if (kernel().prepare == nullptr && plan_.contribution(block).is_contiguous()) return plan_.contribution(block).data;
+    // Prepared (or packed) once into the accumulator, which then stands for it.
+    std::byte* into = partial_of(block);
+    byte_buffer none;
+    const std::byte* mine = own(block, none);
+    copy_bytes(into, mine, plan_.block_bytes(block));
+    b.folded = true;
+    return into;
+  }
+
+  void post(const step& current_step) {
+    requests_.clear();
+    // Receives into staging, one run per message, in list order.
+    std::size_t recv_bytes = 0;
+    for (const transfer& t : current_step.recvs) {
+      if (t.peer == own_contribution) continue;
+      for (int b : t.blocks) recv_bytes += plan_.block_bytes(b);
+    }
+    std::size_t send_bytes = 0;
+    for (const transfer& t : current_step.sends) {
+      if (t.blocks.size() > 1) {
+        for (int b : t.blocks) send_bytes += plan_.block_bytes(b);
+      }
+    }
+    if (recv_staging_.size() < recv_bytes) recv_staging_ = byte_buffer(recv_bytes);
+    if (send_staging_.size() < send_bytes) send_staging_ = byte_buffer(send_bytes);
+    std::size_t at = 0;
+    for (const transfer& t : current_step.recvs) {
+      if (t.peer == own_contribution) continue;
+      std::size_t bytes = 0;
+      for (int b : t.blocks) bytes += plan_.block_bytes(b);
+      requests_.push_back(comm_.irecv(t.peer, std::span<std::byte>(recv_staging_.data() + at, bytes), tag_));
+      at += bytes;
+    }
+    at = 0;
+    for (const transfer& t : current_step.sends) {
+      if (t.blocks.size() == 1) {
+        const int b = t.blocks.front();
+        requests_.push_back(comm_.isend(t.peer, std::span<const std::byte>(current(b), plan_.block_bytes(b)), tag_));
+        continue;
+      }
+      std::byte* out = send_staging_.data() + at;
+      std::size_t bytes = 0;
+      for (int b : t.blocks) {
+        copy_bytes(out + bytes, current(b), plan_.block_bytes(b));
+        bytes += plan_.block_bytes(b);
+      }
+      requests_.push_back(comm_.isend(t.peer, std::span<const std::byte>(out, bytes), tag_));
+      at += bytes;
+    }
+  }
+
+  void wait() {
+    comm_.wait_all(std::span(requests_.data(), requests_.size()), after(comm_.timeout()));
+    for (auto& r : requests_) r = {};
+  }
+
+  bool test() {
+    if (!comm_.test_all(std::span(requests_.data(), requests_.size()), step_deadline_)) return false;
+    for (auto& r : requests_) r = {};
+    return true;
+  }
+
+  /// The step's receives, in the schedule's order, into the accumulators.
+  void fold_arrivals(const step& current_step) {
+    std::size_t at = 0;
+    for (const transfer& t : current_step.recvs) {
+      for (int b : t.blocks) {
+        const std::size_t bytes = plan_.block_bytes(b);
+        const std::byte* arriving = nullptr;
+        if (t.peer == own_contribution) {
+          arriving = own(b, own_scratch_);
+        } else {
+          arriving = recv_staging_.data() + at;
+          at += bytes;
+        }
+        fold_into(b, arriving, t.arrival);
+      }
+    }
+  }
+
+  void fold_into(int block, const std::byte* arriving, fold arrival) {
+    block_state& b = blocks_[static_cast<std::size_t>(block)];
+    const std::size_t bytes = plan_.block_bytes(block);
+    if (bytes == 0) {
+      b.folded = true;
+      return;
+    }
+    std::byte* into = partial_of(block);
+    if (arrival == fold::none) {
+      copy_bytes(into, arriving, bytes);
+    } else {
+      const std::byte* held = b.folded ? into : own(block, own_scratch_);
+      const std::byte* left = arrival == fold::from_left ? arriving : held;
+      const std::byte* right = arrival == fold::from_left ? held : arriving;
+      kernel().combine(kernel().state, left, right, into, elements(bytes));
+    }
+    b.folded = true;
+  }
+
+  /// Every block this rank ends with, finished, into its result.
+  void write_results() {
+    for (int block = 0; block < plan_.ranks(); ++block) {
+      if (!plan_.has_result(block)) continue;
+      const region to = plan_.result(block);
+      const std::size_t bytes = plan_.block_bytes(block);
+      if (bytes == 0) continue;
+      block_state& b = blocks_[static_cast<std::size_t>(block)];
+      const std::byte* from = b.folded ? b.partial.data() : own(block, own_scratch_);
+      if (from != to.data) unpack(from, to);
+      if (kernel().finish != nullptr) {
+        // The result region is the caller's contiguous buffer (fold plans cut blocks of contiguous data).
+        kernel().finish(kernel().state, to.data, elements(bytes), plan_.ranks());
+      }
+    }
+  }
+
+  static void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
+    if (bytes != 0 && to != from)
+      plait::copy(region::contiguous(const_cast<std::byte*>(from), bytes), region::contiguous(to, bytes));
+  }
+
+  Comm& comm_;
+  const schedule& steps_;
+  const Plan& plan_;
+  std::string_view operation_;
+  int tag_;
+  std::vector<block_state> blocks_;
+  std::vector<typename Comm::request> requests_;
+  byte_buffer recv_staging_;
+  byte_buffer send_staging_;
+  byte_buffer own_scratch_;
+  std::size_t next_step_ = 0;
+  bool started_ = false;
+  bool posted_ = false;
+  deadline step_deadline_{};
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait

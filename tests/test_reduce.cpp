@@ -1,0 +1,425 @@
+// plait-test-labels: quick shm sanitize
+// plait-test-timeout: 600
+// Reductions (reduce_scatter, all_reduce) on the shared-memory transport:
+// every algorithm that schedules them, every form (blocking, in place,
+// nonblocking, persistent), threads and processes, P = 1..8 with zero-size
+// data, against a serial reference. Floating-point results under
+// plait::ordered equal the serial left fold bit for bit, on data whose other
+// orders differ; every rank's all_reduce result is the same bits, NaNs and
+// signed zeros included; a reduction that does not commute gets rank order.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "support/algorithm_lists.hpp"
+#include "support/harness.hpp"
+
+using plait_test::mode;
+
+namespace {
+
+using any_all_reduce = plait::op::all_reduce<>;
+using any_reduce_scatter = plait::op::reduce_scatter<>;
+
+/// Rank r's contribution to element i: negative, large and small values, so
+/// that sums overflow (and must wrap) and min/max/bitwise results vary.
+std::int32_t contribution(int rank, std::size_t i, int salt) {
+  const auto x = static_cast<std::uint32_t>(rank + 1) * 2654435761u + static_cast<std::uint32_t>(i) * 40503u +
+                 static_cast<std::uint32_t>(salt) * 977u;
+  return static_cast<std::int32_t>(x);
+}
+
+template <class Reduction>
+std::int32_t serial(const Reduction& reduction, int ranks, std::size_t i, int salt) {
+  std::int32_t acc = contribution(0, i, salt);
+  for (int r = 1; r < ranks; ++r) acc = reduction(acc, contribution(r, i, salt));
+  return acc;
+}
+
+template <class Reduction>
+std::string check_result(const std::vector<std::int32_t>& got, const Reduction& reduction, int ranks, std::size_t first,
+                         int salt, std::string_view what) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const std::int32_t want = serial(reduction, ranks, first + i, salt);
+    if (got[i] != want) {
+      return std::string(what) + ": element " + std::to_string(first + i) + " is " + std::to_string(got[i]) +
+             ", want " + std::to_string(want);
+    }
+  }
+  return {};
+}
+
+/// Every form of all_reduce and reduce_scatter with one algorithm and reduction.
+template <class Algorithm, class Reduction>
+std::string every_form(plait::shm::communicator& comm, std::size_t block, const Reduction& reduction) {
+  const int p = comm.size();
+  const std::size_t n = block * static_cast<std::size_t>(p);
+  const auto fill = [&](std::vector<std::int32_t>& v, int salt) {
+    v.resize(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = contribution(comm.rank(), i, salt);
+  };
+  std::vector<std::int32_t> send;
+  std::vector<std::int32_t> recv(n, -7);
+  std::vector<std::int32_t> part(block, -7);
+  std::string verdict;
+  const auto note = [&](std::string v) {
+    if (verdict.empty()) verdict = std::move(v);
+  };
+  const std::size_t mine = static_cast<std::size_t>(comm.rank()) * block;
+  const auto my_block = [&](const std::vector<std::int32_t>& v) {
+    return std::vector<std::int32_t>(v.begin() + static_cast<std::ptrdiff_t>(mine),
+                                     v.begin() + static_cast<std::ptrdiff_t>(mine + block));
+  };
+
+  if constexpr (plait_test::has_schedule<Algorithm, any_all_reduce>) {
+    fill(send, 1);
+    plait::all_reduce<Algorithm>(comm, send, recv, reduction);
+    note(check_result(recv, reduction, p, 0, 1, "all_reduce"));
+    std::vector<std::int32_t> buffer;
+    fill(buffer, 2);
+    plait::all_reduce<Algorithm>(comm, plait::in_place, buffer, reduction);
+    note(check_result(buffer, reduction, p, 0, 2, "in-place all_reduce"));
+    fill(send, 3);
+    auto request = plait::iall_reduce<Algorithm>(comm, send, recv, reduction);
+    request.wait();
+    note(check_result(recv, reduction, p, 0, 3, "iall_reduce"));
+    auto persistent = plait::all_reduce_init<Algorithm>(comm, send, recv, reduction);
+    for (int salt : {4, 5}) {  // the contents at each start are what counts
+      fill(send, salt);
+      persistent.start();
+      persistent.wait();
+      note(check_result(recv, reduction, p, 0, salt, "all_reduce_init"));
+    }
+  }
+  if constexpr (plait_test::has_schedule<Algorithm, any_reduce_scatter>) {
+    fill(send, 6);
+    plait::reduce_scatter<Algorithm>(comm, send, part, reduction);
+    note(check_result(part, reduction, p, mine, 6, "reduce_scatter"));
+    std::vector<std::int32_t> buffer;
+    fill(buffer, 7);
+    plait::reduce_scatter<Algorithm>(comm, plait::in_place, buffer, reduction);
+    note(check_result(my_block(buffer), reduction, p, mine, 7, "in-place reduce_scatter"));
+    fill(send, 8);
+    auto request = plait::ireduce_scatter<Algorithm>(comm, send, part, reduction);
+    request.wait();
+    note(check_result(part, reduction, p, mine, 8, "ireduce_scatter"));
+    auto persistent = plait::reduce_scatter_init<Algorithm>(comm, send, part, reduction);
+    for (int salt : {9, 10}) {
+      fill(send, salt);
+      persistent.start();
+      persistent.wait();
+      note(check_result(part, reduction, p, mine, salt, "reduce_scatter_init"));
+    }
+  }
+  return verdict;
+}
+
+/// A 2x2 integer matrix: its product does not commute, so a wrong operand
+/// order changes the result (exactly: unsigned arithmetic wraps).
+struct matrix {
+  std::array<std::uint32_t, 4> m;
+  bool operator==(const matrix&) const = default;
+};
+constexpr matrix times(const matrix& a, const matrix& b) {
+  return {{a.m[0] * b.m[0] + a.m[1] * b.m[2], a.m[0] * b.m[1] + a.m[1] * b.m[3], a.m[2] * b.m[0] + a.m[3] * b.m[2],
+           a.m[2] * b.m[1] + a.m[3] * b.m[3]}};
+}
+matrix matrix_of(int rank, std::size_t i) {
+  const auto r = static_cast<std::uint32_t>(rank);
+  const auto k = static_cast<std::uint32_t>(i);
+  return {{1 + r, 2 + k, 3 * r + k, 1 + r * k}};
+}
+
+/// Floats whose sum depends on the order: large values of both signs and
+/// small ones, so ((x0 + x1) + x2) ... differs from other orders.
+float float_contribution(int rank, std::size_t i) {
+  const float big = (rank % 2 == 0 ? 1.0f : -1.0f) * 3.0e7f * static_cast<float>(1 + (rank + i) % 3);
+  return big + 0.37f * static_cast<float>(rank + 1) + 0.011f * static_cast<float>(i);
+}
+float left_fold(int ranks, std::size_t i) {
+  float acc = float_contribution(0, i);
+  for (int r = 1; r < ranks; ++r) acc = acc + float_contribution(r, i);
+  return acc;
+}
+float right_fold(int ranks, std::size_t i) {
+  float acc = float_contribution(ranks - 1, i);
+  for (int r = ranks - 2; r >= 0; --r) acc = float_contribution(r, i) + acc;
+  return acc;
+}
+
+using order_keeping = std::tuple<plait::tree, plait::recursive_doubling, plait::direct, plait::chain, plait::automatic>;
+using ordered_algorithms = std::tuple<plait::direct, plait::chain, plait::automatic>;
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("integer reductions equal a serial reference in every form, for every algorithm and P",
+                        "[reduce]", plait_test::algorithms_for<any_all_reduce>) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
+  const std::size_t block = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{257});
+  CAPTURE(plait_test::to_string(m), ranks, block);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
+    std::string v = every_form<Algorithm>(comm, block, plait::sum{});
+    if (v.empty()) v = every_form<Algorithm>(comm, block, plait::max{});
+    if (v.empty() && block < 10) {
+      v = every_form<Algorithm>(comm, block, plait::prod{});
+      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::min{});
+      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::bit_xor{});
+      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::bit_and{});
+      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::logical_or{});
+    }
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("the reductions' schedules pass verify for every algorithm, order and P", "[reduce][verify]") {
+  using order = plait::op::fold_order;
+  for (int p = 1; p <= 12; ++p) {
+    CAPTURE(p);
+    CHECK(plait::verify_report<plait::ring, plait::op::all_reduce<order::any>>(p) == "");
+    CHECK(plait::verify_report<plait::ring, plait::op::reduce_scatter<order::any>>(p) == "");
+    CHECK(plait::verify_report<plait::tree, plait::op::all_reduce<order::rank>>(p) == "");
+    CHECK(plait::verify_report<plait::tree, plait::op::reduce_scatter<order::rank>>(p) == "");
+    CHECK(plait::verify_report<plait::recursive_doubling, plait::op::all_reduce<order::rank>>(p) == "");
+    CHECK(plait::verify_report<plait::direct, plait::op::all_reduce<order::left>>(p) == "");
+    CHECK(plait::verify_report<plait::direct, plait::op::reduce_scatter<order::left>>(p) == "");
+    CHECK(plait::verify_report<plait::chain, plait::op::all_reduce<order::left>>(p) == "");
+    CHECK(plait::verify_report<plait::chain, plait::op::reduce_scatter<order::left>>(p) == "");
+  }
+  STATIC_REQUIRE(plait::verify<plait::chain, plait::op::all_reduce<order::left>>(5));
+  STATIC_REQUIRE(plait::verify<plait::direct, plait::op::reduce_scatter<order::left>>(4));
+}
+
+namespace {
+/// ring's reduce-scatter schedule offered for an order it cannot keep, and
+/// tree's all-reduce for the exact left fold: verify must refuse both.
+struct ring_claiming_rank_order {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::reduce_scatter<plait::op::fold_order::rank>, int rank, int size) {
+    return plait::ring::plan(plait::op::reduce_scatter<>{}, rank, size);
+  }
+};
+struct tree_claiming_left_fold {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::all_reduce<plait::op::fold_order::left>, int rank, int size) {
+    return plait::tree::plan(plait::op::all_reduce<plait::op::fold_order::rank>{}, rank, size);
+  }
+};
+/// direct's reduce-scatter without the rank's own contribution.
+struct forgets_its_own {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::reduce_scatter<>, int rank, int size) {
+    plait::schedule s = plait::direct::plan(plait::op::reduce_scatter<>{}, rank, size);
+    for (plait::step& st : s.steps)
+      std::erase_if(st.recvs, [](const plait::transfer& t) { return t.peer == plait::own_contribution; });
+    return s;
+  }
+};
+/// recursive doubling whose partners disagree on which partial goes left.
+struct partners_disagree {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::all_reduce<>, int rank, int size) {
+    plait::schedule s = plait::recursive_doubling::plan(plait::op::all_reduce<>{}, rank, size);
+    for (plait::step& st : s.steps) {
+      for (plait::transfer& t : st.recvs) t.arrival = plait::fold::from_left;
+    }
+    return s;
+  }
+};
+}  // namespace
+
+TEST_CASE("verify refuses reduction schedules that lose order, contributions or agreement", "[reduce][verify]") {
+  using order = plait::op::fold_order;
+  CHECK(plait::verify_detailed<ring_claiming_rank_order, plait::op::reduce_scatter<order::rank>>(4).fault ==
+        plait::verify_fault::out_of_order);
+  CHECK(plait::verify_detailed<tree_claiming_left_fold, plait::op::all_reduce<order::left>>(4).fault ==
+        plait::verify_fault::not_left_fold);
+  CHECK(plait::verify_detailed<forgets_its_own, plait::op::reduce_scatter<>>(3).fault ==
+        plait::verify_fault::wrong_contributions);
+  CHECK(plait::verify_detailed<partners_disagree, plait::op::all_reduce<>>(4).fault ==
+        plait::verify_fault::divergent_result);
+  CHECK(plait::verify_report<partners_disagree, plait::op::all_reduce<>>(4).find("in different ways") !=
+        std::string::npos);
+}
+
+TEMPLATE_LIST_TEST_CASE("ordered float sums equal the serial left fold bit for bit", "[reduce][ordered]",
+                        ordered_algorithms) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(3, 5, 8);  // two operands commute: orders differ from three on
+  const std::size_t block = 33;
+  CAPTURE(plait_test::to_string(m), ranks);
+  // The test can fail: on this data another order gives other bits.
+  bool orders_differ = false;
+  for (std::size_t i = 0; i < block * static_cast<std::size_t>(ranks); ++i) {
+    orders_differ = orders_differ || std::bit_cast<std::uint32_t>(left_fold(ranks, i)) !=
+                                         std::bit_cast<std::uint32_t>(right_fold(ranks, i));
+  }
+  REQUIRE(orders_differ);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    const std::size_t n = block * static_cast<std::size_t>(ranks);
+    std::vector<float> send(n);
+    std::vector<float> recv(n);
+    std::vector<float> part(block);
+    for (std::size_t i = 0; i < n; ++i) send[i] = float_contribution(comm.rank(), i);
+    plait::all_reduce<Algorithm>(comm, send, recv, plait::ordered<plait::sum>{});
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::bit_cast<std::uint32_t>(recv[i]) != std::bit_cast<std::uint32_t>(left_fold(ranks, i))) {
+        return "all_reduce element " + std::to_string(i) + " is not the left fold";
+      }
+    }
+    auto persistent = plait::reduce_scatter_init<Algorithm>(comm, send, part, plait::ordered<plait::sum>{});
+    persistent.start();
+    persistent.wait();
+    const std::size_t mine = static_cast<std::size_t>(comm.rank()) * block;
+    for (std::size_t i = 0; i < block; ++i) {
+      if (std::bit_cast<std::uint32_t>(part[i]) != std::bit_cast<std::uint32_t>(left_fold(ranks, mine + i))) {
+        return "reduce_scatter element " + std::to_string(mine + i) + " is not the left fold";
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_LIST_TEST_CASE("every rank's all_reduce result is the same bits, NaNs and signed zeros included",
+                        "[reduce][bits]", plait_test::algorithms_for<any_all_reduce>) {
+  using Algorithm = TestType;
+  const int ranks = GENERATE(2, 3, 4, 6, 7);
+  CAPTURE(ranks);
+  const std::size_t n = 64;
+  std::vector<std::vector<std::uint32_t>> sums(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<std::uint32_t>> maxima(static_cast<std::size_t>(ranks));
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    std::vector<float> send(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      float x = float_contribution(comm.rank(), i);
+      if (i % 7 == 3 && comm.rank() == 1) x = std::numeric_limits<float>::quiet_NaN();
+      if (i % 5 == 1) x = comm.rank() % 2 == 0 ? 0.0f : -0.0f;
+      send[i] = x;
+    }
+    std::vector<float> recv(n);
+    plait::all_reduce<Algorithm>(comm, send, recv, plait::sum{});
+    for (float x : recv) sums[static_cast<std::size_t>(comm.rank())].push_back(std::bit_cast<std::uint32_t>(x));
+    plait::all_reduce<Algorithm>(comm, send, recv, plait::max{});
+    for (float x : recv) maxima[static_cast<std::size_t>(comm.rank())].push_back(std::bit_cast<std::uint32_t>(x));
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  for (int r = 1; r < ranks; ++r) {
+    CAPTURE(r);
+    CHECK(sums[static_cast<std::size_t>(r)] == sums[0]);
+    CHECK(maxima[static_cast<std::size_t>(r)] == maxima[0]);
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("a reduction that does not commute is combined in rank order", "[reduce][order]",
+                        order_keeping) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto product =
+      plait::reduction([](const matrix& a, const matrix& b) { return times(a, b); }, plait::associative);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    const std::size_t block = 5;
+    const std::size_t n = block * static_cast<std::size_t>(ranks);
+    std::vector<matrix> send(n);
+    std::vector<matrix> recv(n);
+    std::vector<matrix> part(block);
+    for (std::size_t i = 0; i < n; ++i) send[i] = matrix_of(comm.rank(), i);
+    const auto want = [&](std::size_t i) {
+      matrix acc = matrix_of(0, i);
+      for (int r = 1; r < ranks; ++r) acc = times(acc, matrix_of(r, i));
+      return acc;
+    };
+    plait::all_reduce<Algorithm>(comm, send, recv, product);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!(recv[i] == want(i))) return "all_reduce element " + std::to_string(i) + " is out of rank order";
+    }
+    if constexpr (plait_test::has_schedule<Algorithm, plait::op::reduce_scatter<plait::op::fold_order::rank>>) {
+      plait::reduce_scatter<Algorithm>(comm, send, part, product);
+      const std::size_t mine = static_cast<std::size_t>(comm.rank()) * block;
+      for (std::size_t i = 0; i < block; ++i) {
+        if (!(part[i] == want(mine + i))) return "reduce_scatter element is out of rank order";
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("premul_sum scales each input and avg divides the sum by P", "[reduce]") {
+  const int ranks = GENERATE(1, 3, 4);
+  CAPTURE(ranks);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    const std::size_t n = 12;
+    std::vector<double> send(n);
+    std::vector<double> recv(n);
+    for (std::size_t i = 0; i < n; ++i) send[i] = static_cast<double>((comm.rank() + 1) * 4) + static_cast<double>(i);
+    double total = 0;
+    for (int r = 0; r < ranks; ++r) total += static_cast<double>((r + 1) * 4);
+    plait::all_reduce<plait::ring>(comm, send, recv, plait::premul_sum(0.5));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (recv[i] != 0.5 * (total + static_cast<double>(ranks) * static_cast<double>(i))) return std::string("premul");
+    }
+    // A temporary reduction given to a nonblocking call: the call keeps its own copy.
+    auto request = plait::iall_reduce<plait::direct>(comm, send, recv, plait::premul_sum(0.25));
+    request.wait();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (recv[i] != 0.25 * (total + static_cast<double>(ranks) * static_cast<double>(i))) {
+        return std::string("nonblocking premul");
+      }
+    }
+    std::vector<double> part(4);
+    std::vector<double> blocks(4 * static_cast<std::size_t>(ranks), static_cast<double>(comm.rank() * 2));
+    plait::reduce_scatter<plait::chain>(comm, blocks, part, plait::avg{});
+    for (double x : part) {
+      if (x != static_cast<double>(ranks - 1)) return std::string("avg: ") + std::to_string(x);
+    }
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("reductions refuse buffers of the wrong size before any byte moves", "[reduce][bad_input]") {
+  const int ranks = 3;
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    std::vector<int> send(6, 1);
+    std::vector<int> short_recv(5, -1);
+    std::string v;
+    try {
+      plait::all_reduce<plait::ring>(comm, send, short_recv, plait::sum{});
+      v = "all_reduce accepted a short recv";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch) v = std::string("all_reduce: ") + e.what();
+    }
+    if (short_recv != std::vector<int>(5, -1)) v = "recv was written";
+    std::vector<int> part(3, -1);  // 6 elements are 3 ranks x 2, not x 3
+    try {
+      plait::reduce_scatter<plait::direct>(comm, send, part, plait::sum{});
+      v = "reduce_scatter accepted a wrong recv";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch) v = std::string("reduce_scatter: ") + e.what();
+      if (std::string(e.what()).find("reduce_scatter") == std::string::npos) v = "the error does not name the call";
+    }
+    if (part != std::vector<int>(3, -1)) v = "recv was written";
+    try {
+      plait::all_reduce<plait::ring>(comm, send, send, plait::sum{});
+      v = "all_reduce accepted send == recv without in_place";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) v = std::string("overlap: ") + e.what();
+    }
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
