@@ -1,6 +1,6 @@
 // plait: collective operations composed from a transport, an algorithm and a
 // data layout. This header brings the core, the shared-memory transport, every
-// algorithm, every layout and the operations.
+// algorithm, every layout, the reduction values and the operations.
 #pragma once
 
 #include "plait/version.hpp"
@@ -31,6 +31,9 @@
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/layout.hpp"
 #include "plait/layout/redistribute.hpp"
+
+#include "plait/reduction/float16.hpp"
+#include "plait/reduction/reductions.hpp"
 
 #include "plait/op/all_gather.hpp"
 #include "plait/op/all_gather_v.hpp"
