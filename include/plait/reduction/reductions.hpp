@@ -19,9 +19,11 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -107,11 +109,16 @@ constexpr bool is_nan(const T& x) {
 }
 
 /// Whether x has its sign bit set (told apart only for zeros, where the
-/// comparisons above cannot).
+/// comparisons above cannot). Through the bits where it can, so that min and
+/// max stay usable in constant expressions.
 template <class T>
-bool sign_bit(const T& x) {
+constexpr bool sign_bit(const T& x) {
   if constexpr (is_float16_v<T>) {
     return (x.bits() & 0x8000u) != 0;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return (std::bit_cast<std::uint32_t>(x) >> 31) != 0;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return (std::bit_cast<std::uint64_t>(x) >> 63) != 0;
   } else if constexpr (std::is_floating_point_v<T>) {
     return std::signbit(x);
   } else {
@@ -125,14 +132,14 @@ constexpr T extreme(const T& a, const T& b) {
   if constexpr (is_floating_v<T>) {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
-  }
-  if (less(a, b)) return Max ? b : a;
-  if (less(b, a)) return Max ? a : b;
-  if constexpr (is_floating_v<T>) {
-    // Equal: differ only as -0 and +0. min takes the negative one, max the other.
+    if (less(a, b)) return Max ? b : a;
+    if (less(b, a)) return Max ? a : b;
+    // Equal: they differ at most as -0 and +0. min takes the negative one, max the other.
     return sign_bit(a) == Max ? b : a;
+  } else if constexpr (Max) {
+    return less(a, b) ? b : a;  // one select: integer loops vectorise
   } else {
-    return a;
+    return less(b, a) ? b : a;
   }
 }
 
@@ -535,6 +542,13 @@ constexpr user_reduction<std::decay_t<F>, false> reduction(F&& f, Declarations..
 }
 
 namespace detail {
+/// A type that says it is a plait reduction.
+template <class R>
+concept reduction_value = requires {
+  typename R::reduction_concept;
+  requires std::same_as<typename R::reduction_concept, reduction_tag>;
+};
+
 /// "ordered<" + R::name + ">" as a constant, so that ordered's name is as
 /// static as the built-ins' (the kernel keeps a string_view to it).
 template <class R>
@@ -559,6 +573,10 @@ struct ordered_name {
 /// compiler may then reassociate the combine itself.
 template <class R>
 struct ordered {
+  static_assert(detail::reduction_value<R>,
+                "plait::ordered<R>: R must be a plait reduction (plait::sum, plait::max, ..., or the type of "
+                "plait::reduction(f, plait::associative))");
+
   /// The reduction folded.
   R reduction;
 
@@ -583,12 +601,6 @@ struct ordered {
 };
 
 namespace detail {
-template <class R>
-concept reduction_value = requires {
-  typename R::reduction_concept;
-  requires std::same_as<typename R::reduction_concept, reduction_tag>;
-};
-
 template <class R>
 inline constexpr bool is_user_reduction_v = false;
 template <class F, bool Commutative>
