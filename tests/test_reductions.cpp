@@ -151,6 +151,16 @@ TEMPLATE_TEST_CASE("every integer reduction matches a serial reference, wrapping
   CHECK(fold_with_kernel(plait::bit_xor{}, inputs) == fold_serially(inputs, [](T a, T b) { return T(a ^ b); }));
 }
 
+TEST_CASE("built-in reductions combine elements in constant expressions", "[reduction]") {
+  STATIC_REQUIRE(plait::sum{}(2, 3) == 5);
+  STATIC_REQUIRE(plait::sum{}(std::numeric_limits<int>::max(), 1) == std::numeric_limits<int>::min());
+  STATIC_REQUIRE(plait::max{}(1.0f, 2.0f) == 2.0f);
+  STATIC_REQUIRE(std::bit_cast<std::uint64_t>(plait::min{}(0.0, -0.0)) == std::bit_cast<std::uint64_t>(-0.0));
+  STATIC_REQUIRE(plait::bit_xor{}(std::byte{0x0f}, std::byte{0xff}) == std::byte{0xf0});
+  STATIC_REQUIRE(plait::minloc{}(value_index<int>{3, 7}, value_index<int>{3, 2}).index == 2);
+  STATIC_REQUIRE(plait::sum{}(half(1.0f), half(2.0f)).bits() == half(3.0f).bits());
+}
+
 TEST_CASE("signed sum and prod wrap instead of overflowing", "[reduction][integer]") {
   CHECK(plait::sum{}(std::numeric_limits<int>::max(), 1) == std::numeric_limits<int>::min());
   CHECK(plait::sum{}(std::numeric_limits<std::int64_t>::min(), std::int64_t{-1}) ==
@@ -527,7 +537,7 @@ TEST_CASE("avg sums and then divides once by the rank count in finish", "[reduct
   CHECK(fold_with_kernel(plait::avg{}, halves)[0].bits() == bfloat16(1.5f).bits());
 }
 
-TEST_CASE("a combine may write over its left or its right input", "[reduction][alias]") {
+TEST_CASE("a combine may write over its left or its right input, or into a third array", "[reduction][alias]") {
   SECTION("sum on int") {
     std::vector<int> left = {1, 2, 3}, right = {10, 20, 30};
     const reduction_kernel k = kernel_for<int>(plait::sum{});
@@ -550,6 +560,11 @@ TEST_CASE("a combine may write over its left or its right input", "[reduction][a
     k.combine(k.state, reinterpret_cast<const std::byte*>(left.data()),
               reinterpret_cast<const std::byte*>(right.data()), reinterpret_cast<std::byte*>(left.data()), 1);
     CHECK(left[0] == multiply(x, y));
+    left = {x};
+    std::vector<mat2> out(1);
+    k.combine(k.state, reinterpret_cast<const std::byte*>(left.data()),
+              reinterpret_cast<const std::byte*>(right.data()), reinterpret_cast<std::byte*>(out.data()), 1);
+    CHECK(out[0] == multiply(x, y));
     CHECK(multiply(x, y) != multiply(y, x));
   }
   SECTION("sum on half") {
