@@ -1,10 +1,11 @@
 // A reduction that does not accept the element type is one static_assert
 // naming the reduction and what it accepts, through kernel_for (what the
 // engine's entry points call) and check_reduction: plait::sum on a struct
-// without +, bit_and on float, minloc on a plain int, ordered<sum> on float
-// under -ffast-math, a bare callable not declared associative, and
-// plait::reduction without the associative declaration. With no case selected
-// the fixture compiles: the valid uses below.
+// without +, bit_and on float, minloc on a plain int, avg on int, ordered<sum>
+// on float under -ffast-math, a bare callable, plait::reduction without the
+// associative declaration, ordered<> of a bare callable, and a user callable
+// on a type it cannot combine. With no case selected the fixture compiles:
+// the valid uses below.
 // The expect-error lines are regexes matched one line each, so clang-format
 // must not reflow them.
 // clang-format off
@@ -72,6 +73,12 @@ struct no_plus {
 // max-lines(not_declared_associative): 20
 #if defined(PLAIT_CASE_not_declared_associative)
   auto bad = plait::reduction([](int a, int b) { return a + b; }, plait::commutative);
+#endif
+
+// expect-error(ordered_of_a_callable): plait::ordered<R>: R must be a plait reduction
+#if defined(PLAIT_CASE_ordered_of_a_callable)
+  auto f = [](int a, int b) { return a + b; };
+  plait::ordered<decltype(f)> bad{f};
 #endif
 
 // expect-error(user_wrong_type): plait::reduction\(f, ...\): f must be callable as f\(const T&, const T&\) and return a T
