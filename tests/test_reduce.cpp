@@ -423,3 +423,154 @@ TEST_CASE("reductions refuse buffers of the wrong size before any byte moves", "
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEMPLATE_LIST_TEST_CASE("reduce_scatter_v combines parts of every size, zeros included, in every form",
+                        "[reduce][uneven]", plait_test::algorithms_for<any_reduce_scatter>) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    std::vector<long> counts(static_cast<std::size_t>(ranks));
+    std::vector<std::size_t> first(static_cast<std::size_t>(ranks) + 1, 0);
+    for (int r = 0; r < ranks; ++r) {
+      counts[static_cast<std::size_t>(r)] = (r * 5) % 4;  // 0, 1, 2, 3, 0, ...
+      first[static_cast<std::size_t>(r) + 1] =
+          first[static_cast<std::size_t>(r)] + static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+    }
+    const std::size_t total = first.back();
+    const std::size_t mine = first[static_cast<std::size_t>(comm.rank())];
+    std::vector<std::int32_t> send(total);
+    std::vector<std::int32_t> part(static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]), -7);
+    const auto fill = [&](std::vector<std::int32_t>& v, int salt) {
+      v.resize(total);
+      for (std::size_t i = 0; i < total; ++i) v[i] = contribution(comm.rank(), i, salt);
+    };
+    std::string verdict;
+    const auto note = [&](std::string v) {
+      if (verdict.empty()) verdict = std::move(v);
+    };
+    fill(send, 1);
+    plait::reduce_scatter_v<Algorithm>(comm, send, part, counts, plait::sum{});
+    note(check_result(part, plait::sum{}, ranks, mine, 1, "reduce_scatter_v"));
+    std::vector<std::int32_t> buffer;
+    fill(buffer, 2);
+    plait::reduce_scatter_v<Algorithm>(comm, plait::in_place, buffer, counts, plait::bit_xor{});
+    const std::vector<std::int32_t> own(buffer.begin() + static_cast<std::ptrdiff_t>(mine),
+                                        buffer.begin() + static_cast<std::ptrdiff_t>(mine + part.size()));
+    note(check_result(own, plait::bit_xor{}, ranks, mine, 2, "in-place reduce_scatter_v"));
+    fill(send, 3);
+    auto request = plait::ireduce_scatter_v<Algorithm>(comm, send, part, counts, plait::max{});
+    request.wait();
+    note(check_result(part, plait::max{}, ranks, mine, 3, "ireduce_scatter_v"));
+    auto persistent = plait::reduce_scatter_v_init<Algorithm>(comm, send, part, counts, plait::sum{});
+    for (int salt : {4, 5}) {
+      fill(send, salt);
+      persistent.start();
+      persistent.wait();
+      note(check_result(part, plait::sum{}, ranks, mine, salt, "reduce_scatter_v_init"));
+    }
+    return verdict;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEMPLATE_LIST_TEST_CASE("a bundle of tensors of several types is all-reduced in one call, in every form",
+                        "[reduce][bundle]", plait_test::algorithms_for<any_all_reduce>) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    // A DDP bucket: gradients of three layers, two types, one of them empty.
+    const double r = comm.rank();
+    std::vector<float> weights(37, static_cast<float>(r + 1));
+    std::vector<double> biases(5, r * 0.5);
+    std::vector<float> unused;
+    std::vector<float> weights_sum(weights.size());
+    std::vector<double> biases_sum(biases.size());
+    std::vector<float> unused_sum;
+    const double p = ranks;
+    const auto check = [&](double scale, const char* form) -> std::string {
+      for (float x : weights_sum) {
+        if (x != static_cast<float>(scale * p * (p + 1) / 2)) return std::string(form) + ": weights";
+      }
+      for (double x : biases_sum) {
+        if (x != scale * 0.5 * p * (p - 1) / 2) return std::string(form) + ": biases";
+      }
+      return {};
+    };
+    plait::all_reduce<Algorithm>(comm, plait::bundle(weights, biases, unused),
+                                 plait::bundle(weights_sum, biases_sum, unused_sum), plait::sum{});
+    if (auto v = check(1, "all_reduce"); !v.empty()) return v;
+    auto request =
+        plait::iall_reduce<Algorithm>(comm, plait::bundle(weights, biases, unused),
+                                      plait::bundle(weights_sum, biases_sum, unused_sum), plait::premul_sum(2.0));
+    request.wait();
+    if (auto v = check(2, "iall_reduce with premul_sum"); !v.empty()) return v;
+    auto persistent = plait::all_reduce_init<Algorithm>(
+        comm, plait::bundle(weights, biases, unused), plait::bundle(weights_sum, biases_sum, unused_sum), plait::sum{});
+    persistent.start();
+    persistent.wait();
+    return check(1, "all_reduce_init");
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a bundle of reduce_scatter_v parts shares one counts array", "[reduce][bundle][uneven]") {
+  const int ranks = GENERATE(2, 3, 4);
+  CAPTURE(ranks);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    std::vector<int> counts(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) counts[static_cast<std::size_t>(r)] = r + 1;
+    const std::size_t total = static_cast<std::size_t>(ranks * (ranks + 1) / 2);
+    const auto part = static_cast<std::size_t>(comm.rank() + 1);
+    std::vector<std::int64_t> a(total, comm.rank());
+    std::vector<std::uint8_t> b(total, 1);
+    std::vector<std::int64_t> a_part(part);
+    std::vector<std::uint8_t> b_part(part);
+    plait::reduce_scatter_v<plait::ring>(comm, plait::bundle(a, b), plait::bundle(a_part, b_part), counts,
+                                         plait::sum{});
+    for (std::int64_t x : a_part) {
+      if (x != ranks * (ranks - 1) / 2) return std::string("int64 member");
+    }
+    for (std::uint8_t x : b_part) {
+      if (x != ranks) return std::string("uint8 member");
+    }
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("check mode catches ranks that reduce with different reductions or orders", "[reduce][check]") {
+  const int ranks = 3;
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    comm.set_check_mode(true);
+    std::vector<float> send(6, 1.0f);
+    std::vector<float> recv(6);
+    std::string v;
+    plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});  // agreeing ranks pass
+    try {
+      if (comm.rank() == 1) {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
+      } else {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+      }
+      v = "sum and max were not told apart";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch) v = std::string("different reductions: ") + e.what();
+    }
+    try {
+      if (comm.rank() == 2) {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::sum>{});
+      } else {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+      }
+      v = "sum and ordered<sum> were not told apart";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch) v = std::string("ordered: ") + e.what();
+    }
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

@@ -43,6 +43,7 @@
 #include "plait/op/impl/check.ipp"
 #include "plait/op/impl/collective.ipp"
 #include "plait/op/impl/executor.ipp"
+#include "plait/op/impl/fold_collective.ipp"
 #include "plait/op/impl/hierarchical.ipp"
 #include "plait/op/impl/in_flight.ipp"
 #include "plait/op/impl/request.ipp"

@@ -1,32 +1,44 @@
 // Fold plans: what a reduction's layout hands the executor's fold run
-// (op/fold_run.hpp). Block b is block_bytes(b) bytes; this rank's own
-// contribution to it lies at contribution(b) (the send buffer, or the one
-// buffer of an in-place call) and, for the blocks it ends with, the result
-// goes to result(b). kernel() combines, prepares and finishes elements.
-// The blocks are cut on element boundaries: an all-reduce of N elements on P
-// ranks has P blocks of N/P elements, the first N mod P one element longer.
+// (op/fold_run.hpp). The run sees blocks as bytes and asks the plan for
+// everything that depends on element types: block b's own contribution
+// (read where it lies when that is possible, else copied and prepared, as
+// premul_sum's scale needs), the combine of two partials of block b, and the
+// result (written and finished, as avg's division needs).
+//
+// A plan is one or more members, each a buffer of one element type with its
+// reduction kernel: a bundle (a DDP bucket of several tensors and types in
+// one all-reduce) has several, and block b is the members' blocks b end to
+// end. A member's data is cut into P blocks on element boundaries: evenly
+// (an all-reduce of N elements: N/P each, the first N mod P one longer; a
+// reduce-scatter's P equal blocks) or by counts (reduce_scatter_v).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "plait/core/region.hpp"
+#include "plait/core/stream_copy.hpp"
 #include "plait/layout/block_plan.hpp"
 #include "plait/reduction/kernel.hpp"
 
 namespace plait {
 inline namespace v0 {
 
-/// What the fold run needs of a reduction's plan.
+/// What the fold run needs of a reduction's plan (see the top of this header).
 template <class P>
-concept fold_plan = block_plan<P> && requires(const P& plan, int block) {
-  { plan.contribution(block) } -> std::same_as<region>;
+concept fold_plan = block_plan<P> && requires(const P& plan, int block, std::byte* out, const std::byte* in) {
+  { plan.contribution_as_is(block) } -> std::same_as<const std::byte*>;
+  plan.read_contribution(block, out);
+  plan.combine(block, in, in, out);
   { plan.has_result(block) } -> std::convertible_to<bool>;
-  { plan.result(block) } -> std::same_as<region>;
-  { plan.kernel() } -> std::same_as<const detail::reduction_kernel&>;
+  plan.write_result(block, in);
   { plan.ranks() } -> std::convertible_to<int>;
 };
 
@@ -58,37 +70,96 @@ class kept_reduction {
   std::shared_ptr<const void> owner_;  // shared: plans are copied into requests
 };
 
-/// A reduction over contiguous buffers: `contributions` holds P blocks
-/// (reduce_scatter) or the whole data cut into P blocks (all_reduce), and
-/// `results` receives this rank's block (reduce_scatter) or every block
-/// (all_reduce). In place, both are the one buffer.
-class contiguous_fold_plan {
- public:
-  /// `elements` counts the elements of the whole data (P blocks); `all_results`:
-  /// every block has a result (all_reduce) or only this rank's (reduce_scatter,
-  /// whose `results` then holds that block alone unless in place).
-  contiguous_fold_plan(std::span<const std::byte> contributions, std::span<std::byte> results, std::size_t elements,
-                       kept_reduction reduction, int rank, int size, bool all_results, bool in_place)
-      : contributions_(contributions),
-        results_(results),
-        elements_(elements),
-        reduction_(std::move(reduction)),
-        rank_(rank),
-        size_(size),
-        all_results_(all_results),
-        in_place_(in_place) {}
+/// One buffer of a fold plan: `contributions` holds this rank's data (P
+/// blocks), `results` receives this rank's block (`all_results` false:
+/// reduce_scatter; in place, the block's place in `contributions`) or every
+/// block (all_reduce). `offsets` (P + 1 element offsets) cuts the blocks by
+/// counts; empty, evenly.
+struct fold_member {
+  std::span<const std::byte> contributions;
+  std::span<std::byte> results;
+  std::size_t elements = 0;
+  kept_reduction reduction;
+  std::vector<std::size_t> offsets;
+  int rank = 0;
+  int size = 1;
+  bool all_results = true;
+  bool in_place = false;
 
-  [[nodiscard]] std::size_t block_bytes(int block) const { return elements_in(block) * element_bytes(); }
-  [[nodiscard]] region contribution(int block) const {
-    return region::contiguous(const_cast<std::byte*>(contributions_.data()) + offset(block), block_bytes(block));
+  [[nodiscard]] const reduction_kernel& kernel() const noexcept { return reduction.kernel(); }
+  [[nodiscard]] std::size_t first_element(int block) const {
+    const auto b = static_cast<std::size_t>(block);
+    if (!offsets.empty()) return offsets[b];
+    const auto p = static_cast<std::size_t>(size);
+    return b * (elements / p) + std::min(b, elements % p);
   }
-  [[nodiscard]] bool has_result(int block) const { return all_results_ || block == rank_; }
-  [[nodiscard]] region result(int block) const {
-    const std::size_t at = all_results_ || in_place_ ? offset(block) : 0;
-    return region::contiguous(results_.data() + at, block_bytes(block));
+  [[nodiscard]] std::size_t elements_in(int block) const { return first_element(block + 1) - first_element(block); }
+  [[nodiscard]] std::size_t bytes_in(int block) const { return elements_in(block) * kernel().element_bytes; }
+  [[nodiscard]] const std::byte* contribution(int block) const {
+    return contributions.data() + first_element(block) * kernel().element_bytes;
   }
-  [[nodiscard]] const reduction_kernel& kernel() const noexcept { return reduction_.kernel(); }
-  [[nodiscard]] int ranks() const noexcept { return size_; }
+  [[nodiscard]] std::byte* result(int block) const {
+    const std::size_t at = all_results || in_place ? first_element(block) * kernel().element_bytes : 0;
+    return results.data() + at;
+  }
+};
+
+/// A fold plan of `Members` members (one, or a bundle's).
+template <std::size_t Members>
+class fold_plan_of {
+ public:
+  explicit fold_plan_of(std::array<fold_member, Members> members) : members_(std::move(members)) {}
+
+  [[nodiscard]] std::size_t block_bytes(int block) const {
+    std::size_t bytes = 0;
+    for (const fold_member& m : members_) bytes += m.bytes_in(block);
+    return bytes;
+  }
+  /// The own contribution to `block` where it lies, when the run may read it
+  /// there (one member, nothing to prepare); else null.
+  [[nodiscard]] const std::byte* contribution_as_is(int block) const {
+    if constexpr (Members == 1) {
+      if (members_[0].kernel().prepare == nullptr) return members_[0].contribution(block);
+    }
+    (void)block;
+    return nullptr;
+  }
+  /// The own contribution to `block`, prepared, into `out` (block_bytes(block) bytes).
+  void read_contribution(int block, std::byte* out) const {
+    for (const fold_member& m : members_) {
+      const std::size_t bytes = m.bytes_in(block);
+      if (bytes == 0) continue;
+      copy_bytes(out, m.contribution(block), bytes);
+      if (m.kernel().prepare != nullptr) m.kernel().prepare(m.kernel().state, out, out, m.elements_in(block));
+      out += bytes;
+    }
+  }
+  /// out = left op right over `block`'s members; out may be left or right.
+  void combine(int block, const std::byte* left, const std::byte* right, std::byte* out) const {
+    for (const fold_member& m : members_) {
+      const std::size_t bytes = m.bytes_in(block);
+      if (bytes == 0) continue;
+      m.kernel().combine(m.kernel().state, left, right, out, m.elements_in(block));
+      left += bytes;
+      right += bytes;
+      out += bytes;
+    }
+  }
+  [[nodiscard]] bool has_result(int block) const { return members_[0].all_results || block == members_[0].rank; }
+  /// `block`'s combined bytes into the results, finished (avg divides).
+  void write_result(int block, const std::byte* from) const {
+    for (const fold_member& m : members_) {
+      const std::size_t bytes = m.bytes_in(block);
+      if (bytes == 0) continue;
+      std::byte* to = m.result(block);
+      if (to != from) copy_bytes(to, from, bytes);
+      if (m.kernel().finish != nullptr) m.kernel().finish(m.kernel().state, to, m.elements_in(block), m.size);
+      from += bytes;
+    }
+  }
+  [[nodiscard]] int ranks() const noexcept { return members_[0].size; }
+  /// The member buffers, for check mode and the call stamp.
+  [[nodiscard]] const std::array<fold_member, Members>& members() const noexcept { return members_; }
 
   // As a block plan (the engine's launches take any): a fold run locates
   // nothing through these, and has no local copies to make first.
@@ -97,26 +168,14 @@ class contiguous_fold_plan {
   void prepare() const {}
 
  private:
-  [[nodiscard]] std::size_t element_bytes() const noexcept { return reduction_.kernel().element_bytes; }
-  [[nodiscard]] std::size_t elements_in(int block) const {
-    const auto p = static_cast<std::size_t>(size_);
-    return elements_ / p + (static_cast<std::size_t>(block) < elements_ % p ? 1 : 0);
+  static void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
+    detail::copy_bytes(to, from, bytes);
   }
-  [[nodiscard]] std::size_t offset(int block) const {
-    const auto p = static_cast<std::size_t>(size_);
-    const auto b = static_cast<std::size_t>(block);
-    return (b * (elements_ / p) + std::min(b, elements_ % p)) * element_bytes();
-  }
-
-  std::span<const std::byte> contributions_;
-  std::span<std::byte> results_;
-  std::size_t elements_;
-  kept_reduction reduction_;
-  int rank_;
-  int size_;
-  bool all_results_;
-  bool in_place_;
+  std::array<fold_member, Members> members_;
 };
+
+/// The plan of one buffer.
+using contiguous_fold_plan = fold_plan_of<1>;
 
 }  // namespace detail
 }  // namespace v0

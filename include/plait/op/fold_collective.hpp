@@ -8,17 +8,24 @@
 // differently are told apart.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "plait/core/call_site.hpp"
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/config.hpp"
+#include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/contiguous_folds.hpp"
 #include "plait/op/bundle.hpp"
+#include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
 #include "plait/op/fold_run.hpp"
@@ -65,22 +72,29 @@ inline call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const r
   return call_stamp::of(kind, std::string_view(text.data(), size));
 }
 
+/// Whether the floating-point environment flushes subnormals (FTZ or DAZ
+/// set in MXCSR on x86-64; elsewhere plait cannot tell and says no).
+PLAIT_DECL bool flushes_subnormals() noexcept;
+
 /// A reduction Op over Transport, run by Algorithm's schedule with Layout's
 /// view of the buffers.
 template <class Op, class Transport, class Algorithm, class Layout>
 struct fold_collective {
   static_assert(check_policies<Op, Transport, Algorithm, Layout>());
 
-  template <class Send, class Recv, class Reduction, class Launch>
-  static void run(Transport& comm, Send&& send, Recv&& recv, const Reduction& reduction, Launch&& launch) {
-    const call_site at{comm.rank(), comm.size(), requested_label<Op, Algorithm, false>()};
-    auto plan = make_plan(Layout{}, Op{}, at, send, recv, reduction);
-    // Block 0 is a largest block, the same size on every rank: automatic's choice agrees.
-    const planned_schedule& planned =
-        remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, plan.block_bytes(0));
-    if (check_mode(comm)) collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv);
-    const operation_label& requested = requested_label<Op, Algorithm, false>();
-    const call_stamp stamp = fold_stamp(Op::kind, planned.algorithm, plan.kernel());
+  /// Plans and launches one call: `make(at)` builds the fold plan.
+  template <bool Uneven, class Make, class Send, class Recv, class Launch>
+  static void run(Transport& comm, Make&& make, const Send& send, const Recv& recv, Launch&& launch) {
+    const call_site at{comm.rank(), comm.size(), requested_label<Op, Algorithm, Uneven>()};
+    auto plan = make(at);
+    // automatic chooses by the largest block, the same on every rank.
+    std::size_t largest = 0;
+    for (int b = 0; b < at.size; ++b) largest = std::max(largest, plan.block_bytes(b));
+    const planned_schedule& planned = remembered_schedule<Algorithm, Op, Transport>(at.rank, at.size, largest);
+    if (check_mode(comm)) check(comm, planned, plan, send, recv, Uneven);
+    const operation_label& requested = requested_label<Op, Algorithm, Uneven>();
+    const call_stamp stamp =
+        fold_stamp(Uneven ? Op::v_kind : Op::kind, planned.algorithm, plan.members().front().kernel());
     if (planned.algorithm == requested.algorithm()) {
       launch(comm, planned.steps, plan, requested.view(), stamp);
     } else {
@@ -88,21 +102,70 @@ struct fold_collective {
       launch(comm, planned.steps, plan, running.view(), stamp);
     }
   }
+
+  /// Check mode: every rank makes the same call, with the same reductions
+  /// (their names join the algorithm's in the signature), and the schedules
+  /// pass verify; an ordered floating-point reduction also needs
+  /// flush-to-zero and denormals-are-zero off, which would change its bits.
+  template <class Plan, class Send, class Recv>
+  [[gnu::cold, gnu::noinline]] static void check(Transport& comm, const planned_schedule& planned, const Plan& plan,
+                                                 const Send& send, const Recv& recv, bool uneven) {
+    const operation_label running(uneven ? Op::v_name : Op::name, planned.algorithm);
+    std::string algorithm(is_automatic<Algorithm> ? planned.algorithm : signed_algorithm_name<Algorithm>());
+    for (const fold_member& m : plan.members()) algorithm.append(" ").append(m.kernel().name);
+    call_signature mine = describe_call<Op, Layout>(algorithm, send, recv);
+    if (uneven) mine.send = mine.recv = {};
+    check_call(comm, plan, Op{}, running, mine);
+    for (const fold_member& m : plan.members()) {
+      if (m.kernel().ordered && m.kernel().floating && flushes_subnormals()) {
+        fail(errc::invalid_argument,
+             {m.kernel().name,
+              " needs the same bits on every rank, but this thread flushes subnormals (FTZ or DAZ is set): "
+              "clear them (compiled with -ffast-math or -Ofast? Build without)"},
+             {comm.rank(), running.view()});
+      }
+    }
+    if constexpr (!is_automatic<Algorithm> && schedules<Algorithm, Op>) {
+      verify_schedules_once<Algorithm, Op>(comm.rank(), comm.size(), running);
+    }
+  }
 };
 
-/// The one error for a reduction a call's element type does not take, and
-/// for arguments the reductions do not serve yet.
-template <class Send, class Recv, class Reduction>
-consteval bool check_fold_arguments() {
-  if constexpr (bundled_call<Send, Recv>) {
+/// The fold plan of a bundle: each member's plan (by `make_member(I)`), its
+/// blocks b end to end in block b.
+template <class MakeMember, std::size_t... I>
+auto bundle_fold_plan(MakeMember&& make_member, std::index_sequence<I...>) {
+  return fold_plan_of<sizeof...(I)>({make_member(std::integral_constant<std::size_t, I>{}).members().front()...});
+}
+
+/// The one error for a reduction an element type does not take.
+template <class View, class Reduction>
+consteval bool check_fold_element() {
+  using element = std::remove_cv_t<typename element_of<View>::type>;
+  check_reduction<Reduction, element>();
+  return reduction_accepts<Reduction, element>;
+}
+
+/// The checks of a bundle of reductions: both sides bundles of as many 1-D
+/// members, every member taken by the reduction.
+template <class Send, class Recv, class Reduction, std::size_t... I>
+consteval bool check_fold_bundle(std::index_sequence<I...>) {
+  using send_t = std::remove_cvref_t<Send>;
+  using recv_t = std::remove_cvref_t<Recv>;
+  if constexpr (!is_bundle<send_t> || !is_bundle<recv_t>) {
     static_assert(dependent_false<Send>,
-                  "plait: reductions take one buffer (or plait::in_place and one buffer); bundles of reductions "
-                  "are not served yet: reduce each member");
+                  "plait: a bundle of reductions takes a bundle on both sides (plait::in_place does not take one)");
+    return false;
+  } else if constexpr (send_t::size != recv_t::size) {
+    static_assert(dependent_false<Send>, "plait: send and recv bundles must have the same number of members");
     return false;
   } else {
-    using element = typename element_of<Recv>::type;
-    check_reduction<Reduction, std::remove_cv_t<element>>();
-    return reduction_accepts<Reduction, std::remove_cv_t<element>>;
+    using send_members = std::tuple<decltype(std::declval<send_t&>().template get<I>())...>;
+    using recv_members = std::tuple<decltype(std::declval<recv_t&>().template get<I>())...>;
+    return (check_data_arguments<std::tuple_element_t<I, send_members>, std::tuple_element_t<I, recv_members>,
+                                 false>() &&
+            ...) &&
+           (check_fold_element<std::tuple_element_t<I, recv_members>, Reduction>() && ...);
   }
 }
 
@@ -127,21 +190,58 @@ consteval bool check_fold_algorithm() {
   return true;
 }
 
-/// A reduction Op's even form, launched with `launch`.
-template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Reduction, class Launch>
-void dispatch_fold(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction, Launch&& launch) {
+/// A reduction Op, launched with `launch`: `args` are (reduction) for the
+/// even form and (recv_counts, reduction) for the uneven one. One member
+/// or a bundle (its members' blocks combined together, one kernel each).
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Launch, class... Args>
+void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const Args&... args) {
+  static_assert(sizeof...(Args) == 1 || (sizeof...(Args) == 2 && Op::v_count_arrays == 1),
+                "plait: a reduction takes its reduction after the buffers (reduce_scatter_v: its recv_counts, then "
+                "the reduction)");
+  constexpr bool uneven = sizeof...(Args) == 2;
+  const auto& reduction = std::get<sizeof...(Args) - 1>(std::tie(args...));
+  using reduction_t = std::remove_cvref_t<decltype(reduction)>;
+  using engine = fold_collective<Op, Comm, Algorithm, Layout>;
   if constexpr (!check_fold_algorithm<Algorithm, Op>()) {
     // stopped at the static_assert that says why
   } else if constexpr (!check_call_shape<Comm, Launch, Send, Recv>()) {
     // stopped at the static_assert that says why
+  } else if constexpr (bundled_call<Send, Recv>) {
+    using send_t = std::remove_cvref_t<Send>;
+    constexpr auto members = std::make_index_sequence<send_t::size>{};
+    if constexpr (check_fold_bundle<Send, Recv, reduction_t>(members)) {
+      const auto make = [&](const call_site& at) {
+        return bundle_fold_plan(
+            [&](auto i) {
+              if constexpr (uneven) {
+                return make_v_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(),
+                                   std::get<0>(std::tie(args...)), reduction);
+              } else {
+                return make_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(), reduction);
+              }
+            },
+            members);
+      };
+      engine::template run<uneven>(comm, make, send.template get<0>(), recv.template get<0>(), launch);
+    }
   } else if constexpr (!check_data_arguments<Send, Recv, Op::allows_in_place>()) {
     // stopped at the static_assert that says why
-  } else if constexpr (check_fold_arguments<Send, Recv, Reduction>()) {
-    fold_collective<Op, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                      reduction, launch);
+  } else if constexpr (check_fold_element<Recv, reduction_t>()) {
+    const auto make = [&](const call_site& at) {
+      if constexpr (uneven) {
+        return make_v_plan(Layout{}, Op{}, at, send, recv, std::get<0>(std::tie(args...)), reduction);
+      } else {
+        return make_plan(Layout{}, Op{}, at, send, recv, reduction);
+      }
+    };
+    engine::template run<uneven>(comm, make, send, recv, launch);
   }
 }
 
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/fold_collective.ipp"
+#endif

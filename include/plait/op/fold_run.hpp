@@ -26,6 +26,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/scratch.hpp"
+#include "plait/core/stream_copy.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/fold_plans.hpp"
@@ -106,9 +107,6 @@ class schedule_run<Comm, Plan> {
     bool folded = false;  // partial holds the block (else the own contribution stands for it)
   };
 
-  [[nodiscard]] const reduction_kernel& kernel() const { return plan_.kernel(); }
-  [[nodiscard]] std::size_t elements(std::size_t bytes) const { return bytes / kernel().element_bytes; }
-
   std::byte* partial_of(int block) {
     block_state& b = blocks_[static_cast<std::size_t>(block)];
     const std::size_t bytes = plan_.block_bytes(block);
@@ -116,15 +114,13 @@ class schedule_run<Comm, Plan> {
     return b.partial.data();
   }
 
-  /// The own contribution to `block` as contiguous bytes: where it lies, or,
-  /// when the reduction prepares inputs, prepared into `scratch`.
+  /// The own contribution to `block`: where it lies when the plan allows,
+  /// else read (and prepared) into `scratch`.
   const std::byte* own(int block, byte_buffer& scratch) {
-    const region at = plan_.contribution(block);
-    const std::size_t bytes = at.bytes();
-    if (kernel().prepare == nullptr && at.is_contiguous()) return at.data;
+    if (const std::byte* as_is = plan_.contribution_as_is(block)) return as_is;
+    const std::size_t bytes = plan_.block_bytes(block);
     if (scratch.size() < bytes) scratch = byte_buffer(bytes);
-    pack(at, scratch.data());
-    if (kernel().prepare != nullptr) kernel().prepare(kernel().state, scratch.data(), scratch.data(), elements(bytes));
+    plan_.read_contribution(block, scratch.data());
     return scratch.data();
   }
 
@@ -132,12 +128,10 @@ class schedule_run<Comm, Plan> {
   const std::byte* current(int block) {
     block_state& b = blocks_[static_cast<std::size_t>(block)];
     if (b.folded) return b.partial.data();
-    if (kernel().prepare == nullptr && plan_.contribution(block).is_contiguous()) return plan_.contribution(block).data;
-    // Prepared (or packed) once into the accumulator, which then stands for it.
+    if (const std::byte* as_is = plan_.contribution_as_is(block)) return as_is;
+    // Read (and prepared) once into the accumulator, which then stands for it.
     std::byte* into = partial_of(block);
-    byte_buffer none;
-    const std::byte* mine = own(block, none);
-    copy_bytes(into, mine, plan_.block_bytes(block));
+    plan_.read_contribution(block, into);
     b.folded = true;
     return into;
   }
@@ -203,7 +197,7 @@ class schedule_run<Comm, Plan> {
         const std::size_t bytes = plan_.block_bytes(b);
         const std::byte* arriving = nullptr;
         if (t.peer == own_contribution) {
-          arriving = own(b, own_scratch_);
+          arriving = own(b, arriving_scratch_);
         } else {
           arriving = recv_staging_.data() + at;
           at += bytes;
@@ -215,43 +209,34 @@ class schedule_run<Comm, Plan> {
 
   void fold_into(int block, const std::byte* arriving, fold arrival) {
     block_state& b = blocks_[static_cast<std::size_t>(block)];
-    const std::size_t bytes = plan_.block_bytes(block);
-    if (bytes == 0) {
+    if (plan_.block_bytes(block) == 0) {
       b.folded = true;
       return;
     }
     std::byte* into = partial_of(block);
     if (arrival == fold::none) {
-      copy_bytes(into, arriving, bytes);
+      copy_bytes(into, arriving, plan_.block_bytes(block));
     } else {
-      const std::byte* held = b.folded ? into : own(block, own_scratch_);
+      const std::byte* held = b.folded ? into : own(block, held_scratch_);
       const std::byte* left = arrival == fold::from_left ? arriving : held;
       const std::byte* right = arrival == fold::from_left ? held : arriving;
-      kernel().combine(kernel().state, left, right, into, elements(bytes));
+      plan_.combine(block, left, right, into);
     }
     b.folded = true;
   }
 
-  /// Every block this rank ends with, finished, into its result.
+  /// Every block this rank ends with, finished, into its result. A result is
+  /// written only now: an in-place call's contributions are read until here.
   void write_results() {
     for (int block = 0; block < plan_.ranks(); ++block) {
-      if (!plan_.has_result(block)) continue;
-      const region to = plan_.result(block);
-      const std::size_t bytes = plan_.block_bytes(block);
-      if (bytes == 0) continue;
+      if (!plan_.has_result(block) || plan_.block_bytes(block) == 0) continue;
       block_state& b = blocks_[static_cast<std::size_t>(block)];
-      const std::byte* from = b.folded ? b.partial.data() : own(block, own_scratch_);
-      if (from != to.data) unpack(from, to);
-      if (kernel().finish != nullptr) {
-        // The result region is the caller's contiguous buffer (fold plans cut blocks of contiguous data).
-        kernel().finish(kernel().state, to.data, elements(bytes), plan_.ranks());
-      }
+      plan_.write_result(block, b.folded ? b.partial.data() : own(block, held_scratch_));
     }
   }
 
   static void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
-    if (bytes != 0 && to != from)
-      plait::copy(region::contiguous(const_cast<std::byte*>(from), bytes), region::contiguous(to, bytes));
+    if (bytes != 0 && to != from) detail::copy_bytes(to, from, bytes);
   }
 
   Comm& comm_;
@@ -263,7 +248,8 @@ class schedule_run<Comm, Plan> {
   std::vector<typename Comm::request> requests_;
   byte_buffer recv_staging_;
   byte_buffer send_staging_;
-  byte_buffer own_scratch_;
+  byte_buffer arriving_scratch_;  // an own contribution folded in as an arrival
+  byte_buffer held_scratch_;      // the own contribution an arrival folds into
   std::size_t next_step_ = 0;
   bool started_ = false;
   bool posted_ = false;

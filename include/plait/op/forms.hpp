@@ -148,38 +148,40 @@ consteval bool check_reduction_communicator() {
 }  // namespace detail
 
 /// A combining Op (reduce_scatter, all_reduce), blocking: every rank's
-/// contributions combined with `reduction`.
+/// contributions combined. `args`: the reduction, or (recv_counts, reduction)
+/// for the uneven form.
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
-          class Reduction>
-void run_reduction(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
+          class... Args>
+void run_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
   if constexpr (detail::check_reduction_communicator<Comm>()) {
-    detail::dispatch_fold<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), reduction,
-                                                 detail::run_now{});
+    detail::dispatch_fold<Op, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
+                                                 std::forward<Recv>(recv), args...);
   }
 }
 
 /// A combining Op, nonblocking: the same arguments and checks; returns at once.
-/// The reduction is copied: it may be a temporary.
+/// The reduction is copied (it may be a temporary); counts are read now.
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
-          class Reduction>
-[[nodiscard]] collective_request start_reduction(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
+          class... Args>
+[[nodiscard]] collective_request start_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
   detail::in_flight_handle h;
   if constexpr (detail::check_reduction_communicator<Comm>()) {
-    detail::dispatch_fold<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), reduction,
-                                                 detail::start_in_flight{&h});
+    detail::dispatch_fold<Op, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
+                                                 std::forward<Recv>(recv), args...);
   }
   return collective_request(h);
 }
 
-/// A combining Op, persistent: checks and plans once; start() moves and
-/// combines the buffers' contents as they are then. The reduction is copied.
+/// A combining Op, persistent: checks and plans once (counts fixed then);
+/// start() moves and combines the buffers' contents as they are then. The
+/// reduction is copied.
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
-          class Reduction>
-[[nodiscard]] persistent_collective init_reduction(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
+          class... Args>
+[[nodiscard]] persistent_collective init_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
   detail::in_flight_handle h;
   if constexpr (detail::check_reduction_communicator<Comm>()) {
-    detail::dispatch_fold<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), reduction,
-                                                 detail::bind_persistent{&h});
+    detail::dispatch_fold<Op, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
+                                                 std::forward<Recv>(recv), args...);
   }
   return persistent_collective(h);
 }

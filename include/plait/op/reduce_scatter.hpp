@@ -47,5 +47,39 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
                                                                                   std::forward<Recv>(recv), reduction);
 }
 
+/// reduce-scatter of parts of different sizes: `send` holds
+/// sum(recv_counts) elements, rank r's part recv_counts[r] of them in rank
+/// order; `recv` receives this rank's part (recv_counts[rank] elements). With
+/// `plait::in_place` the buffer holds every part and the result replaces
+/// this rank's. Every rank passes the same recv_counts.
+///   plait::reduce_scatter_v<plait::ring>(comm, grads, my_shard, shard_sizes, plait::sum{});
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts,
+          class Reduction>
+void reduce_scatter_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts, const Reduction& reduction) {
+  detail::check_counts_type<Counts>();
+  run_reduction<detail::reduce_scatter_for<Reduction>, Algorithm, Layout>(
+      comm, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts, reduction);
+}
+
+/// reduce_scatter_v, nonblocking: returns a request at once (the counts are read now).
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts,
+          class Reduction>
+[[nodiscard]] collective_request ireduce_scatter_v(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts,
+                                                   const Reduction& reduction) {
+  detail::check_counts_type<Counts>();
+  return start_reduction<detail::reduce_scatter_for<Reduction>, Algorithm, Layout>(
+      comm, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts, reduction);
+}
+
+/// reduce_scatter_v, persistent: the counts are read and checked once, at init.
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts,
+          class Reduction>
+[[nodiscard]] persistent_collective reduce_scatter_v_init(Comm& comm, Send&& send, Recv&& recv,
+                                                          const Counts& recv_counts, const Reduction& reduction) {
+  detail::check_counts_type<Counts>();
+  return init_reduction<detail::reduce_scatter_for<Reduction>, Algorithm, Layout>(
+      comm, std::forward<Send>(send), std::forward<Recv>(recv), recv_counts, reduction);
+}
+
 }  // namespace v0
 }  // namespace plait

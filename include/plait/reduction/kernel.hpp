@@ -47,6 +47,10 @@ struct reduction_kernel {
   bool commutative = true;
   /// Whether the exact left fold over ranks is required (plait::ordered).
   bool ordered = false;
+  /// Whether the elements are floating-point (or hold one, as value_index<float>):
+  /// check mode then makes sure flush-to-zero and denormals-are-zero are off
+  /// for an ordered reduction, whose bits they would change.
+  bool floating = false;
 };
 
 /// Element `i` of a byte array of T, read without an alignment assumption.
@@ -153,6 +157,11 @@ reduction_kernel kernel_for(const Reduction& r) {
       if constexpr (requires(const T& x) { r.finish(x, 1); }) kernel.finish = &finish_elements<T, Reduction>;
       kernel.name = Reduction::name;
       kernel.commutative = is_commutative_v<Reduction>;
+      if constexpr (is_value_index_v<T>) {
+        kernel.floating = is_floating_v<decltype(T::value)>;
+      } else {
+        kernel.floating = is_floating_v<T>;
+      }
     }
   }
   return kernel;
