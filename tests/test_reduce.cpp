@@ -574,3 +574,39 @@ TEST_CASE("check mode catches ranks that reduce with different reductions or ord
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("16-bit floats accumulated in float round once, and their partials travel as floats", "[reduce][float16]") {
+  const int ranks = 4;
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    // 256 + 1 + 1 + 1: in bfloat16 every partial sum rounds back to 256;
+    // in float the sum is 259, which rounds once to 260.
+    const std::size_t n = 8 * ranks;
+    const plait::bfloat16 mine(comm.rank() == 0 ? 256.0f : 1.0f);
+    std::vector<plait::bfloat16> send(n, mine);
+    std::vector<plait::bfloat16> recv(n);
+    const std::uint64_t before = comm.bytes_sent();
+    plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::sum>{});
+    const std::uint64_t narrow = comm.bytes_sent() - before;
+    for (plait::bfloat16 x : recv) {
+      if (x.bits() != plait::bfloat16(256.0f).bits()) return "bfloat16 sum: " + std::to_string(static_cast<float>(x));
+    }
+    const std::uint64_t middle = comm.bytes_sent();
+    plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::accumulate<float, plait::sum>>{});
+    const std::uint64_t wide = comm.bytes_sent() - middle;
+    for (plait::bfloat16 x : recv) {
+      if (x.bits() != plait::bfloat16(259.0f).bits())
+        return "float accumulation: " + std::to_string(static_cast<float>(x));
+    }
+    if (wide != 2 * narrow)
+      return "float partials sent " + std::to_string(wide) + " bytes, bfloat16 " + std::to_string(narrow);
+    std::vector<plait::half> halves(n, plait::half(comm.rank() == 0 ? 2048.0f : 1.0f));
+    std::vector<plait::half> averaged(n);
+    plait::all_reduce<plait::ring>(comm, halves, averaged, plait::accumulate<float, plait::avg>{});
+    for (plait::half x : averaged) {
+      if (x.bits() != plait::half(2051.0f / 4).bits())
+        return "half avg in float: " + std::to_string(static_cast<float>(x));
+    }
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

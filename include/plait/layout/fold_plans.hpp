@@ -94,7 +94,9 @@ struct fold_member {
     return b * (elements / p) + std::min(b, elements % p);
   }
   [[nodiscard]] std::size_t elements_in(int block) const { return first_element(block + 1) - first_element(block); }
-  [[nodiscard]] std::size_t bytes_in(int block) const { return elements_in(block) * kernel().element_bytes; }
+  /// Bytes of `block` as it travels and combines (widened, for plait::accumulate).
+  [[nodiscard]] std::size_t bytes_in(int block) const { return elements_in(block) * kernel().wire_bytes; }
+  [[nodiscard]] bool widened() const noexcept { return kernel().to_wire != nullptr; }
   [[nodiscard]] const std::byte* contribution(int block) const {
     return contributions.data() + first_element(block) * kernel().element_bytes;
   }
@@ -119,7 +121,7 @@ class fold_plan_of {
   /// there (one member, nothing to prepare); else null.
   [[nodiscard]] const std::byte* contribution_as_is(int block) const {
     if constexpr (Members == 1) {
-      if (members_[0].kernel().prepare == nullptr) return members_[0].contribution(block);
+      if (members_[0].kernel().prepare == nullptr && !members_[0].widened()) return members_[0].contribution(block);
     }
     (void)block;
     return nullptr;
@@ -129,7 +131,11 @@ class fold_plan_of {
     for (const fold_member& m : members_) {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
-      copy_bytes(out, m.contribution(block), bytes);
+      if (m.widened()) {
+        m.kernel().to_wire(m.contribution(block), out, m.elements_in(block));
+      } else {
+        copy_bytes(out, m.contribution(block), bytes);
+      }
       if (m.kernel().prepare != nullptr) m.kernel().prepare(m.kernel().state, out, out, m.elements_in(block));
       out += bytes;
     }
@@ -152,8 +158,20 @@ class fold_plan_of {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
       std::byte* to = m.result(block);
-      if (to != from) copy_bytes(to, from, bytes);
-      if (m.kernel().finish != nullptr) m.kernel().finish(m.kernel().state, to, m.elements_in(block), m.size);
+      if (m.widened()) {
+        // Finished as accumulators (avg divides before rounding), then rounded once.
+        const reduction_kernel& k = m.kernel();
+        if (k.finish != nullptr) {
+          std::vector<std::byte> finished(from, from + bytes);
+          k.finish(k.state, finished.data(), m.elements_in(block), m.size);
+          k.from_wire(finished.data(), to, m.elements_in(block));
+        } else {
+          k.from_wire(from, to, m.elements_in(block));
+        }
+      } else {
+        if (to != from) copy_bytes(to, from, bytes);
+        if (m.kernel().finish != nullptr) m.kernel().finish(m.kernel().state, to, m.elements_in(block), m.size);
+      }
       from += bytes;
     }
   }

@@ -51,7 +51,21 @@ struct reduction_kernel {
   /// check mode then makes sure flush-to-zero and denormals-are-zero are off
   /// for an ordered reduction, whose bits they would change.
   bool floating = false;
+  /// Bytes of one element as partials travel and combine: element_bytes, or
+  /// the accumulator's for plait::accumulate<Acc, R> (combine, prepare and
+  /// finish then work on Acc).
+  std::size_t wire_bytes = 0;
+  /// Widens elements into accumulators (plait::accumulate); nullptr when
+  /// partials are elements.
+  void (*to_wire)(const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+  /// Rounds accumulators back to elements; nullptr when partials are elements.
+  void (*from_wire)(const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
 };
+
+/// Converts `elements` values from From to To (widening to an accumulator,
+/// or rounding back once).
+template <class From, class To>
+void convert_elements(const std::byte* in, std::byte* out, std::size_t elements);
 
 /// Element `i` of a byte array of T, read without an alignment assumption.
 template <class T>
@@ -94,6 +108,19 @@ void combine_into(const R& r, std::byte* __restrict acc, const std::byte* __rest
     const T mine = load_element<T>(acc, i);
     const T theirs = load_element<T>(other, i);
     store_element(acc, i, AccLeft ? r(mine, theirs) : r(theirs, mine));
+  }
+}
+
+// 16-bit floats convert through float (exactly when widening; a double
+// accumulator is rounded to float, then to 16 bits).
+template <class From, class To>
+void convert_elements(const std::byte* in, std::byte* out, std::size_t elements) {
+  for (std::size_t i = 0; i < elements; ++i) {
+    if constexpr (is_float16_v<From> || is_float16_v<To>) {
+      store_element(out, i, static_cast<To>(static_cast<float>(load_element<From>(in, i))));
+    } else {
+      store_element(out, i, static_cast<To>(load_element<From>(in, i)));
+    }
   }
 }
 
@@ -145,6 +172,13 @@ reduction_kernel kernel_for(const Reduction& r) {
       kernel = kernel_for<T>(r.reduction);
       kernel.name = Reduction::name;
       kernel.ordered = true;
+    } else if constexpr (is_accumulated_v<Reduction>) {
+      using wide = typename Reduction::accumulator;
+      kernel = kernel_for<wide>(r.reduction);
+      kernel.name = Reduction::name;
+      kernel.element_bytes = sizeof(T);
+      kernel.to_wire = &convert_elements<T, wide>;
+      kernel.from_wire = &convert_elements<wide, T>;
     } else {
       kernel.element_bytes = sizeof(T);
       if constexpr (std::is_empty_v<Reduction> && std::is_trivially_default_constructible_v<Reduction>) {
@@ -156,6 +190,7 @@ reduction_kernel kernel_for(const Reduction& r) {
       if constexpr (requires(const T& x) { r.prepare(x); }) kernel.prepare = &prepare_elements<T, Reduction>;
       if constexpr (requires(const T& x) { r.finish(x, 1); }) kernel.finish = &finish_elements<T, Reduction>;
       kernel.name = Reduction::name;
+      kernel.wire_bytes = sizeof(T);
       kernel.commutative = is_commutative_v<Reduction>;
       if constexpr (is_value_index_v<T>) {
         kernel.floating = is_floating_v<decltype(T::value)>;

@@ -601,6 +601,52 @@ struct ordered {
 };
 
 namespace detail {
+/// " in float" / " in double" after R's name, as a constant (see ordered_name).
+template <class Acc, class R>
+struct accumulated_name {
+  static constexpr std::string_view suffix = std::is_same_v<Acc, float> ? " in float" : " in double";
+  static constexpr auto storage = [] {
+    std::array<char, R::name.size() + suffix.size()> text{};
+    std::size_t at = 0;
+    for (char c : R::name) text[at++] = c;
+    for (char c : suffix) text[at++] = c;
+    return text;
+  }();
+  static constexpr std::string_view value{storage.data(), storage.size()};
+};
+}  // namespace detail
+
+/// R over 16-bit floats (or float) accumulated in the wider Acc (float or
+/// double) across hops: each rank's input is widened once, partials travel
+/// and combine as Acc, and the result is rounded to the element type once,
+/// at the end. Partials on the wire are Acc: twice the bytes of the 16-bit
+/// data (bytes_sent counts them), one rounding instead of one per combine.
+///   plait::all_reduce(comm, grads_bf16, sum_bf16, plait::accumulate<float, plait::sum>{});
+template <class Acc, class R>
+struct accumulate {
+  static_assert(std::is_same_v<Acc, float> || std::is_same_v<Acc, double>,
+                "plait::accumulate<Acc, R>: Acc is float or double");
+  static_assert(detail::reduction_value<R>, "plait::accumulate<Acc, R>: R must be a plait reduction");
+
+  /// The reduction, run on Acc.
+  R reduction;
+  /// The type partials travel and combine as.
+  using accumulator = Acc;
+
+  /// Marks a plait reduction.
+  using reduction_concept = detail::reduction_tag;
+  /// R's name and the accumulator's: "sum in float".
+  static constexpr std::string_view name = detail::accumulated_name<Acc, R>::value;
+  /// As R.
+  static constexpr bool commutative = R::commutative;
+  /// Element types narrower than Acc that convert to it exactly (the 16-bit
+  /// floats for float; those and float for double), where R accepts Acc.
+  template <class T>
+  static constexpr bool accepts =
+      (detail::is_float16_v<T> || (std::is_same_v<T, float> && sizeof(Acc) > 4)) && R::template accepts<Acc>;
+};
+
+namespace detail {
 template <class R>
 inline constexpr bool is_user_reduction_v = false;
 template <class F, bool Commutative>
@@ -623,6 +669,13 @@ inline constexpr bool is_ordered_v = false;
 /// plait::ordered<R> does.
 template <class R>
 inline constexpr bool is_ordered_v<ordered<R>> = true;
+
+/// Whether R accumulates in a wider type (plait::accumulate<Acc, ...>).
+template <class R>
+inline constexpr bool is_accumulated_v = false;
+/// plait::accumulate<Acc, R> does.
+template <class Acc, class R>
+inline constexpr bool is_accumulated_v<accumulate<Acc, R>> = true;
 
 /// Whether R's result does not depend on the order ranks are combined in:
 /// built-ins yes, user reductions as declared, ordered<R> as R.
@@ -658,6 +711,10 @@ consteval void check_reduction() {
     }
   } else if constexpr (R::template accepts<T>) {
     // Accepted.
+  } else if constexpr (is_accumulated_v<R>) {
+    static_assert(dependent_false_v<T>,
+                  "plait::accumulate<Acc, R> widens plait::bfloat16 and plait::half (and float, for double) to Acc, "
+                  "and R must accept Acc");
   } else if constexpr (std::is_same_v<R, sum>) {
     static_assert(dependent_false_v<T>,
                   "plait::sum accepts arithmetic types (not bool), plait::bfloat16, plait::half, and class types "
