@@ -610,3 +610,91 @@ TEST_CASE("16-bit floats accumulated in float round once, and their partials tra
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("without check mode, the call stamps tell ranks that reduce differently apart", "[reduce][stamp]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 2, [&](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(std::chrono::seconds(5));
+    std::vector<int> send(4, comm.rank() + 1);
+    std::vector<int> recv(4, 0);
+    try {
+      if (comm.rank() == 0) {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+      } else {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
+      }
+      return "sum and max were combined with each other";
+    } catch (const plait::error& e) {
+      // The rank that sees the other's stamp says size_mismatch; the other
+      // learns of it as a peer that failed. Either names the reductions' call.
+      if (e.code() != plait::errc::size_mismatch && e.code() != plait::errc::peer_lost) {
+        return std::string("wrong error: ") + e.what();
+      }
+      if (std::string(e.what()).find("all_reduce") == std::string::npos)
+        return "no call named: " + std::string(e.what());
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+namespace {
+/// reduce_scatter along dimension D of a [2, 3, 4]-per-rank-block tensor
+/// (the split dimension P times longer), out of place and in place.
+template <class Algorithm, std::size_t D>
+std::string reduce_scatter_along(plait::shm::communicator& comm) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::array<std::size_t, 3> block{2, 3, 4};
+  std::array<std::size_t, 3> whole = block;
+  whole[D] *= p;
+  const std::size_t n = whole[0] * whole[1] * whole[2];
+  const auto at = [&](const std::array<std::size_t, 3>& e, std::size_t i, std::size_t j, std::size_t k) {
+    return (i * e[1] + j) * e[2] + k;
+  };
+  const auto value = [](int rank, std::size_t i, std::size_t j, std::size_t k) {
+    return static_cast<std::int64_t>(rank * 1000 + static_cast<int>(i * 100 + j * 10 + k));
+  };
+  std::vector<std::int64_t> send(n);
+  for (std::size_t i = 0; i < whole[0]; ++i) {
+    for (std::size_t j = 0; j < whole[1]; ++j) {
+      for (std::size_t k = 0; k < whole[2]; ++k) send[at(whole, i, j, k)] = value(comm.rank(), i, j, k);
+    }
+  }
+  std::vector<std::int64_t> recv(n / p, -1);
+  plait::reduce_scatter<Algorithm, plait::along<D>>(comm, plait::tensor_view<const std::int64_t, 3>(send.data(), whole),
+                                                    plait::tensor_view<std::int64_t, 3>(recv.data(), block),
+                                                    plait::sum{});
+  std::vector<std::int64_t> buffer = send;
+  plait::reduce_scatter<Algorithm, plait::along<D>>(
+      comm, plait::in_place, plait::tensor_view<std::int64_t, 3>(buffer.data(), whole), plait::sum{});
+  for (std::size_t i = 0; i < block[0]; ++i) {
+    for (std::size_t j = 0; j < block[1]; ++j) {
+      for (std::size_t k = 0; k < block[2]; ++k) {
+        std::array<std::size_t, 3> g{i, j, k};
+        g[D] += static_cast<std::size_t>(comm.rank()) * block[D];
+        std::int64_t want = 0;
+        for (int r = 0; r < comm.size(); ++r) want += value(r, g[0], g[1], g[2]);
+        if (recv[at(block, i, j, k)] != want) return "along<" + std::to_string(D) + ">: wrong element";
+        if (buffer[at(whole, g[0], g[1], g[2])] != want) return "in-place along<" + std::to_string(D) + ">";
+      }
+    }
+  }
+  return {};
+}
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("reduce_scatter along a tensor dimension gives each rank its slice combined",
+                        "[reduce][layout]", plait_test::algorithms_for<any_reduce_scatter>) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
+    std::string v = reduce_scatter_along<Algorithm, 0>(comm);
+    if (v.empty()) v = reduce_scatter_along<Algorithm, 1>(comm);
+    if (v.empty()) v = reduce_scatter_along<Algorithm, 2>(comm);
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

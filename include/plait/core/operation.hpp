@@ -124,6 +124,13 @@ struct reduce_scatter {
   static constexpr bool needs_finally(int rank, int block, int /*size*/) noexcept { return block == rank; }
 };
 
+/// Whether Op is a reduce-scatter (any fold order): layouts that split one
+/// tensor into P blocks serve it.
+template <class Op>
+inline constexpr bool is_reduce_scatter = false;
+template <fold_order Order>
+inline constexpr bool is_reduce_scatter<reduce_scatter<Order>> = true;
+
 /// all-reduce: the data cut into P blocks (so that a schedule may spread the
 /// combining over the ranks); every rank contributes to every block and ends
 /// with every block combined over all ranks, the same bits on every rank.

@@ -32,9 +32,10 @@ struct along {
   static constexpr std::size_t dimension = D;
   /// The name errors show.
   static constexpr std::string_view name = "along";
-  /// along<D> serves all-gather only.
+  /// along<D> serves the all-gather (recv concatenated along D) and the
+  /// reduce-scatter (send split along D: layout/along_folds.hpp).
   template <class Op>
-  static constexpr bool serves = std::is_same_v<Op, op::all_gather>;
+  static constexpr bool serves = std::is_same_v<Op, op::all_gather> || op::is_reduce_scatter<Op>;
 };
 
 namespace detail {

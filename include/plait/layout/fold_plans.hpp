@@ -74,7 +74,8 @@ class kept_reduction {
 /// blocks), `results` receives this rank's block (`all_results` false:
 /// reduce_scatter; in place, the block's place in `contributions`) or every
 /// block (all_reduce). `offsets` (P + 1 element offsets) cuts the blocks by
-/// counts; empty, evenly.
+/// counts; empty, evenly. A tensor layout (along<D>) gives each block's
+/// region in `blocks` and this rank's result region in `own_result` instead.
 struct fold_member {
   std::span<const std::byte> contributions;
   std::span<std::byte> results;
@@ -85,6 +86,8 @@ struct fold_member {
   int size = 1;
   bool all_results = true;
   bool in_place = false;
+  std::vector<region> blocks;  // tensor layouts: block b's contribution, else empty
+  region own_result;           // tensor layouts: where this rank's block goes
 
   [[nodiscard]] const reduction_kernel& kernel() const noexcept { return reduction.kernel(); }
   [[nodiscard]] std::size_t first_element(int block) const {
@@ -93,16 +96,25 @@ struct fold_member {
     const auto p = static_cast<std::size_t>(size);
     return b * (elements / p) + std::min(b, elements % p);
   }
-  [[nodiscard]] std::size_t elements_in(int block) const { return first_element(block + 1) - first_element(block); }
+  [[nodiscard]] std::size_t elements_in(int block) const {
+    if (!blocks.empty()) return blocks[static_cast<std::size_t>(block)].bytes() / kernel().element_bytes;
+    return first_element(block + 1) - first_element(block);
+  }
   /// Bytes of `block` as it travels and combines (widened, for plait::accumulate).
   [[nodiscard]] std::size_t bytes_in(int block) const { return elements_in(block) * kernel().wire_bytes; }
   [[nodiscard]] bool widened() const noexcept { return kernel().to_wire != nullptr; }
-  [[nodiscard]] const std::byte* contribution(int block) const {
-    return contributions.data() + first_element(block) * kernel().element_bytes;
+  /// Where this rank's contribution to `block` lies.
+  [[nodiscard]] region contribution(int block) const {
+    if (!blocks.empty()) return blocks[static_cast<std::size_t>(block)];
+    return region::contiguous(
+        const_cast<std::byte*>(contributions.data()) + first_element(block) * kernel().element_bytes,
+        elements_in(block) * kernel().element_bytes);
   }
-  [[nodiscard]] std::byte* result(int block) const {
+  /// Where `block`'s result goes (a block this rank ends with).
+  [[nodiscard]] region result(int block) const {
+    if (!blocks.empty()) return own_result;
     const std::size_t at = all_results || in_place ? first_element(block) * kernel().element_bytes : 0;
-    return results.data() + at;
+    return region::contiguous(results.data() + at, elements_in(block) * kernel().element_bytes);
   }
 };
 
@@ -121,7 +133,11 @@ class fold_plan_of {
   /// there (one member, nothing to prepare); else null.
   [[nodiscard]] const std::byte* contribution_as_is(int block) const {
     if constexpr (Members == 1) {
-      if (members_[0].kernel().prepare == nullptr && !members_[0].widened()) return members_[0].contribution(block);
+      const fold_member& m = members_[0];
+      if (m.kernel().prepare == nullptr && !m.widened()) {
+        const region at = m.contribution(block);
+        if (at.is_contiguous()) return at.data;
+      }
     }
     (void)block;
     return nullptr;
@@ -131,10 +147,19 @@ class fold_plan_of {
     for (const fold_member& m : members_) {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
+      const region at = m.contribution(block);
       if (m.widened()) {
-        m.kernel().to_wire(m.contribution(block), out, m.elements_in(block));
+        if (at.is_contiguous()) {
+          m.kernel().to_wire(at.data, out, m.elements_in(block));
+        } else {
+          std::vector<std::byte> packed(at.bytes());
+          pack(at, packed.data());
+          m.kernel().to_wire(packed.data(), out, m.elements_in(block));
+        }
+      } else if (at.is_contiguous()) {
+        copy_bytes(out, at.data, bytes);
       } else {
-        copy_bytes(out, m.contribution(block), bytes);
+        pack(at, out);
       }
       if (m.kernel().prepare != nullptr) m.kernel().prepare(m.kernel().state, out, out, m.elements_in(block));
       out += bytes;
@@ -152,25 +177,32 @@ class fold_plan_of {
     }
   }
   [[nodiscard]] bool has_result(int block) const { return members_[0].all_results || block == members_[0].rank; }
-  /// `block`'s combined bytes into the results, finished (avg divides).
+  /// `block`'s combined bytes into the results, finished (avg divides
+  /// before a widened result is rounded back).
   void write_result(int block, const std::byte* from) const {
     for (const fold_member& m : members_) {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
-      std::byte* to = m.result(block);
-      if (m.widened()) {
-        // Finished as accumulators (avg divides before rounding), then rounded once.
-        const reduction_kernel& k = m.kernel();
-        if (k.finish != nullptr) {
-          std::vector<std::byte> finished(from, from + bytes);
-          k.finish(k.state, finished.data(), m.elements_in(block), m.size);
-          k.from_wire(finished.data(), to, m.elements_in(block));
-        } else {
-          k.from_wire(from, to, m.elements_in(block));
-        }
+      const region to = m.result(block);
+      const reduction_kernel& k = m.kernel();
+      const std::size_t n = m.elements_in(block);
+      if (!m.widened() && to.is_contiguous()) {
+        if (to.data != from) copy_bytes(to.data, from, bytes);
+        if (k.finish != nullptr) k.finish(k.state, to.data, n, m.size);
       } else {
-        if (to != from) copy_bytes(to, from, bytes);
-        if (m.kernel().finish != nullptr) m.kernel().finish(m.kernel().state, to, m.elements_in(block), m.size);
+        std::vector<std::byte> finished(from, from + bytes);
+        if (k.finish != nullptr) k.finish(k.state, finished.data(), n, m.size);
+        std::vector<std::byte> rounded;
+        if (m.widened()) {
+          rounded.resize(n * k.element_bytes);
+          k.from_wire(finished.data(), rounded.data(), n);
+        }
+        const std::byte* result = m.widened() ? rounded.data() : finished.data();
+        if (to.is_contiguous()) {
+          copy_bytes(to.data, result, n * k.element_bytes);
+        } else {
+          unpack(result, to);
+        }
       }
       from += bytes;
     }

@@ -109,8 +109,9 @@ consteval bool check_policies() {
                 "plait::along<D> or plait::redistribute<S, C>)");
   if constexpr (layout<Layout>) {
     static_assert(Layout::template serves<Op>,
-                  "plait: this layout does not fit this operation: all_gather takes plait::contiguous or "
-                  "plait::along<D>; all_to_all takes plait::contiguous or plait::redistribute<S, C>");
+                  "plait: this layout does not fit this operation: all_gather and reduce_scatter take "
+                  "plait::contiguous or plait::along<D>; all_to_all takes plait::contiguous or "
+                  "plait::redistribute<S, C>; all_reduce takes plait::contiguous");
   }
   return true;
 }

@@ -23,6 +23,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
 #include "plait/core/views.hpp"
+#include "plait/layout/along_folds.hpp"
 #include "plait/layout/contiguous_folds.hpp"
 #include "plait/op/bundle.hpp"
 #include "plait/op/check.hpp"

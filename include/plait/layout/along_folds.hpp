@@ -1,0 +1,106 @@
+// plait::along<D> for reduce_scatter: send is an N-d tensor whose extent D is
+// P x recv's (every other extent equal), and rank r ends with slice
+// [r*n, (r+1)*n) of dimension D combined over all ranks: all_gather along<D>
+// run backwards (FSDP's flat-parameter shards of a tensor, Megatron's
+// sequence-parallel reduce-scatter along the sequence). Strided views on
+// either side; plait::in_place leaves the result in this rank's slice.
+//
+//   send [2, 12, 4] on each of 4 ranks, along<1>  ->  recv [2, 3, 4]
+//   recv = sum over ranks of send[:, 3r:3r+3, :]
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "plait/core/call_site.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/operation.hpp"
+#include "plait/core/tensor_view.hpp"
+#include "plait/core/views.hpp"
+#include "plait/layout/along.hpp"
+#include "plait/layout/fold_plans.hpp"
+#include "plait/layout/tensor_plans.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// The fold plan of one tensor whose blocks are slices along `dim`: the
+/// contributions from `whole`, this rank's result into `result`.
+template <class T, std::size_t Rank>
+contiguous_fold_plan slices_fold_plan(std::size_t dim, const call_site& at, const byte_box<Rank>& whole,
+                                      const region& result, kept_reduction reduction, bool in_place) {
+  const auto p = static_cast<std::size_t>(at.size);
+  const std::size_t n = whole.extent[dim] / p;
+  std::vector<region> blocks;
+  blocks.reserve(p);
+  for (std::size_t j = 0; j < p; ++j) blocks.push_back(to_region(whole.slice(dim, j * n, n), at, "send"));
+  fold_member m{{}, {}, whole.elements(), std::move(reduction), {}, at.rank, at.size, false, in_place, {}, {}};
+  m.blocks = std::move(blocks);
+  m.own_result = result;
+  return contiguous_fold_plan({std::move(m)});
+}
+
+template <std::size_t D, op::fold_order Order, tensor_argument Send, tensor_argument Recv, class Reduction>
+contiguous_fold_plan make_plan(along<D>, op::reduce_scatter<Order>, const call_site& at, Send&& send, Recv&& recv,
+                               const Reduction& reduction) {
+  using send_tensor = tensor_of<Send>;
+  using recv_tensor = tensor_of<Recv>;
+  check_tensor_pair<send_tensor, recv_tensor>();
+  layout_dimension_in_range<D, recv_tensor::rank()>();
+  using element = std::remove_cv_t<typename recv_tensor::element_type>;
+  const auto s = as_tensor(send);
+  const auto r = as_tensor(recv);
+  const std::string layout = along_name(D);
+  const auto send_box = to_box(s, at, "send");
+  const auto recv_box = to_box(r, at, "recv");
+  check_view_not_null(at, s.data_handle(), send_box.elements(), "send");
+  check_view_not_null(at, r.data_handle(), recv_box.elements(), "recv");
+  for (std::size_t d = 0; d < recv_tensor::rank(); ++d) {
+    if (d == D) continue;
+    if (s.extent(d) != r.extent(d)) {
+      at.fail(errc::size_mismatch, {layout, ": dimension ", d, ": send extent ", s.extent(d), ", recv extent ",
+                                    r.extent(d), "; all but the split dimension must be equal"});
+    }
+  }
+  std::size_t need = 0;
+  if (mul_overflows(static_cast<std::size_t>(at.size), r.extent(D), need) || s.extent(D) != need) {
+    at.fail(errc::size_mismatch, {layout, ": dimension ", D, ": send extent ", s.extent(D), ", but ", at.size,
+                                  " ranks x recv extent ", r.extent(D), " need ", at.size, " x ", r.extent(D)});
+  }
+  check_unique(recv_box, at, "recv");
+  if (overlap(send_box.footprint(), recv_box.footprint())) {
+    at.fail(errc::invalid_argument,
+            {"send and recv views overlap; for an in-place reduce_scatter pass plait::in_place as send"});
+  }
+  return slices_fold_plan<element>(D, at, send_box, to_region(recv_box, at, "recv"),
+                                   kept_reduction::of<element>(reduction), false);
+}
+
+template <std::size_t D, op::fold_order Order, tensor_argument Recv, class Reduction>
+contiguous_fold_plan make_plan(along<D>, op::reduce_scatter<Order>, const call_site& at, in_place_t, Recv&& buffer,
+                               const Reduction& reduction) {
+  using recv_tensor = tensor_of<Recv>;
+  layout_dimension_in_range<D, recv_tensor::rank()>();
+  using element = std::remove_cv_t<typename recv_tensor::element_type>;
+  static_assert(!std::is_const_v<typename recv_tensor::element_type>,
+                "plait: recv must be writable (a view of non-const elements)");
+  const auto b = as_tensor(buffer);
+  const auto box = to_box(b, at, "recv");
+  check_view_not_null(at, b.data_handle(), box.elements(), "recv");
+  const auto p = static_cast<std::size_t>(at.size);
+  if (b.extent(D) % p != 0) {
+    at.fail(errc::size_mismatch, {along_name(D), ": dimension ", D, ": in-place buffer extent ", b.extent(D),
+                                  ", which ", p, " ranks do not divide"});
+  }
+  check_unique(box, at, "recv");
+  const std::size_t n = b.extent(D) / p;
+  const region mine = to_region(box.slice(D, static_cast<std::size_t>(at.rank) * n, n), at, "recv");
+  return slices_fold_plan<element>(D, at, box, mine, kept_reduction::of<element>(reduction), true);
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait
