@@ -48,31 +48,12 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/block_plan.hpp"
+#include "plait/op/copy_engine.hpp"
 
 namespace plait {
 inline namespace v0 {
 
 namespace detail {
-
-/// Allocation, packing and local copies in host memory (buffers uninitialised:
-/// the executor writes every byte before it reads it).
-struct host_engine {
-  using buffer = byte_buffer;
-  buffer allocate(std::size_t bytes) { return buffer(bytes); }
-  void pack(const region& src, std::byte* dst) { plait::pack(src, dst); }
-  void unpack(const std::byte* src, const region& dst) { plait::unpack(src, dst); }
-  void copy(const region& src, const region& dst) { plait::copy(src, dst); }
-};
-
-/// The transport's engine if it has one, else `host`.
-template <class Comm>
-auto& engine_for(Comm& comm, host_engine& host) {
-  if constexpr (has_copy_engine<Comm>) {
-    return comm.copy_engine();
-  } else {
-    return host;
-  }
-}
 
 /// Blocks this rank forwards but neither starts nor ends with, by block
 /// number (an array: block numbers are small and dense, and a hash map costs

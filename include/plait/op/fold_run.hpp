@@ -30,6 +30,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/fold_plans.hpp"
+#include "plait/op/copy_engine.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -38,12 +39,23 @@ namespace detail {
 template <class Comm, class Plan>
 class schedule_run;
 
+/// Whether a transport's copy engine works on memory the host can read and
+/// write (`static constexpr bool host_reachable = true`: the NVLink host
+/// emulation), so a reduction may combine there with its host kernel.
+template <class Engine>
+inline constexpr bool host_reachable_engine = requires {
+  requires Engine::host_reachable;
+};
+
 /// schedule_run for a reduction's plan: see the top of this header.
 template <class Comm, fold_plan Plan>
 class schedule_run<Comm, Plan> {
-  static_assert(!has_copy_engine<Comm>,
-                "plait: reductions run on host-memory transports (shm, MPI); device buffers have no combine "
-                "kernels yet");
+  using engine_type =
+      std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
+  using buffer = typename engine_type::buffer;
+  static_assert(!has_copy_engine<Comm> || host_reachable_engine<engine_type>,
+                "plait: reductions combine on the host: they run on shm, MPI and the NVLink host emulation; device "
+                "buffers have no combine kernels yet");
 
  public:
   schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag)
@@ -52,6 +64,7 @@ class schedule_run<Comm, Plan> {
         plan_(plan),
         operation_(operation),
         tag_(tag),
+        engine_(engine_for(comm, host_)),
         blocks_(static_cast<std::size_t>(plan.ranks())) {}
 
   /// Runs every step, blocking in the transport's waits.
@@ -103,23 +116,23 @@ class schedule_run<Comm, Plan> {
 
  private:
   struct block_state {
-    byte_buffer partial;  // the accumulator once anything is folded in or prepared
+    buffer partial;       // the accumulator once anything is folded in or prepared
     bool folded = false;  // partial holds the block (else the own contribution stands for it)
   };
 
   std::byte* partial_of(int block) {
     block_state& b = blocks_[static_cast<std::size_t>(block)];
     const std::size_t bytes = plan_.block_bytes(block);
-    if (b.partial.size() < bytes) b.partial = byte_buffer(bytes);
+    if (b.partial.size() < bytes) b.partial = engine_.allocate(bytes);
     return b.partial.data();
   }
 
   /// The own contribution to `block`: where it lies when the plan allows,
   /// else read (and prepared) into `scratch`.
-  const std::byte* own(int block, byte_buffer& scratch) {
+  const std::byte* own(int block, buffer& scratch) {
     if (const std::byte* as_is = plan_.contribution_as_is(block)) return as_is;
     const std::size_t bytes = plan_.block_bytes(block);
-    if (scratch.size() < bytes) scratch = byte_buffer(bytes);
+    if (scratch.size() < bytes) scratch = engine_.allocate(bytes);
     plan_.read_contribution(block, scratch.data());
     return scratch.data();
   }
@@ -150,8 +163,8 @@ class schedule_run<Comm, Plan> {
         for (int b : t.blocks) send_bytes += plan_.block_bytes(b);
       }
     }
-    if (recv_staging_.size() < recv_bytes) recv_staging_ = byte_buffer(recv_bytes);
-    if (send_staging_.size() < send_bytes) send_staging_ = byte_buffer(send_bytes);
+    if (recv_staging_.size() < recv_bytes) recv_staging_ = engine_.allocate(recv_bytes);
+    if (send_staging_.size() < send_bytes) send_staging_ = engine_.allocate(send_bytes);
     std::size_t at = 0;
     for (const transfer& t : current_step.recvs) {
       if (t.peer == own_contribution) continue;
@@ -244,12 +257,14 @@ class schedule_run<Comm, Plan> {
   const Plan& plan_;
   std::string_view operation_;
   int tag_;
+  host_engine host_;  // used when the transport has no copy engine of its own
+  engine_type& engine_;
   std::vector<block_state> blocks_;
   std::vector<typename Comm::request> requests_;
-  byte_buffer recv_staging_;
-  byte_buffer send_staging_;
-  byte_buffer arriving_scratch_;  // an own contribution folded in as an arrival
-  byte_buffer held_scratch_;      // the own contribution an arrival folds into
+  buffer recv_staging_;
+  buffer send_staging_;
+  buffer arriving_scratch_;  // an own contribution folded in as an arrival
+  buffer held_scratch_;      // the own contribution an arrival folds into
   std::size_t next_step_ = 0;
   bool started_ = false;
   bool posted_ = false;

@@ -78,6 +78,9 @@ class host_emulation {
    public:
     /// Staging the executor allocates: host bytes.
     using buffer = std::vector<std::byte>;
+    /// Its memory and the "device" buffers are host memory: reductions
+    /// combine there with their host kernels (op/fold_run.hpp).
+    static constexpr bool host_reachable = true;
     /// Needs no state of the policy or the stream.
     engine(host_emulation& /*ops*/, const stream_type* /*stream*/) {}
     /// `bytes` of staging (counted).
