@@ -89,10 +89,14 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Counts>
 void run_collective_v(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      run_collective_v<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv), counts...);
-    });
+  if constexpr (detail::two_level_communicator<Comm>) {
+    detail::two_level_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole, auto&& s, auto&& r) {
+          run_collective_v<Op, Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r),
+                                                  counts...);
+        },
+        detail::two_level_now{}, counts...);
   } else {
     detail::dispatch_v<Op, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
                                               std::forward<Recv>(recv), counts...);
@@ -104,10 +108,13 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
           class... Counts>
 [[nodiscard]] collective_request start_collective_v(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
   if constexpr (detail::two_level_communicator<Comm>) {
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return start_collective_v<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                       counts...);
-    });
+    return detail::two_level_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole, auto&& s, auto&& r) {
+          return start_collective_v<Op, Algorithm, Layout>(whole, std::forward<decltype(s)>(s),
+                                                           std::forward<decltype(r)>(r), counts...);
+        },
+        detail::two_level_in_flight{}, counts...);
   } else {
     detail::in_flight_handle h;
     detail::dispatch_v<Op, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
@@ -116,15 +123,19 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
   }
 }
 
-/// Op's uneven form, persistent: the counts are read and checked once, at init.
+/// Op's uneven form, persistent: the counts are read and checked once, at init
+/// (on a two_level's hierarchical body too: it keeps them as bytes).
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Counts>
 [[nodiscard]] persistent_collective init_collective_v(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
   if constexpr (detail::two_level_communicator<Comm>) {
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return init_collective_v<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                      counts...);
-    });
+    return detail::two_level_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole, auto&& s, auto&& r) {
+          return init_collective_v<Op, Algorithm, Layout>(whole, std::forward<decltype(s)>(s),
+                                                          std::forward<decltype(r)>(r), counts...);
+        },
+        detail::two_level_bound{}, counts...);
   } else {
     detail::in_flight_handle h;
     detail::dispatch_v<Op, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
