@@ -5,8 +5,10 @@
 // persistent forms; automatic chooses between that and a flat collective
 // over the whole communicator, when the object has one
 // (plait::mpi::node_levels: world()). Every form (op/forms.hpp) comes here
-// for a two_level communicator. Steps, bytes and messages on each level:
-// docs/hierarchical.md.
+// for a two_level communicator: the even and v forms of each operation with
+// a hierarchical body (overloads on its tag: hierarchical_body,
+// hierarchical_v_body), and bundles of them (their members' bodies one
+// after another). Steps, bytes and messages on each level: docs/hierarchical.md.
 #pragma once
 
 #include <chrono>
