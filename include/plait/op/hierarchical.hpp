@@ -657,7 +657,8 @@ staged_task hierarchical_v_body(op::all_gather, const two_level<Intra, Inter>& l
 /// carries every block between nodes:
 ///   0. Inner over intra (ring all_gather, control bytes left out of
 ///      bytes_sent()): the node's count rows, 2P numbers per local rank,
-///      so the leader knows every size it forwards.
+///      so the leader knows every size it forwards; every rank checks that
+///      the node's pairs agree (size_mismatch, as the flat count exchange).
 ///   1. Inner over intra (all_to_all_v): the blocks for the node's own ranks.
 ///   2. Inner over intra (all_to_all_v): each rank sends the leader its
 ///      blocks for other nodes, in position order.
@@ -711,6 +712,20 @@ staged_task hierarchical_v_body(op::all_to_all, const two_level<Intra, Inter>& l
   const auto got_by = [&](std::size_t l, std::size_t q) {
     return static_cast<std::size_t>(rows[l * 2 * ranks + ranks + q]);
   };
+  // Every rank of the node checks every pair within it, as the flat form's
+  // count exchange does, so they all fail together before any payload moves.
+  // Pairs across nodes: the inter level's exact receive sizes catch totals that disagree.
+  for (std::size_t l = 0; l < locals; ++l) {
+    for (std::size_t k = 0; k < locals; ++k) {
+      if (sent_by(l, first + k) == got_by(k, first + l)) continue;
+      const int s = levels.rank_at(static_cast<int>(first + l));
+      const int d = levels.rank_at(static_cast<int>(first + k));
+      fail(errc::size_mismatch,
+           {"rank ", s, " sends ", sent_by(l, first + k), " bytes to rank ", d, ", but rank ", d, " expects ",
+            got_by(k, first + l), " from rank ", s, ": send_counts and recv_counts disagree"},
+           {levels.rank(), label, -1, s == levels.rank() ? d : s});
+    }
+  }
 
   // 1. Blocks within the node, packed and unpacked in local rank order.
   {
