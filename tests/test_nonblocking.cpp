@@ -182,6 +182,7 @@ TEST_CASE("persistent all_gather_v and all_to_all_v move fresh contents at every
   const int ranks = GENERATE(1, 2, 3, 5, 8);
   CAPTURE(plait_test::to_string(m), ranks);
   const auto verdicts = plait_test::run_ranks(m, ranks, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_check_mode(false);  // check mode refuses counts changed after init (the next test)
     const int p = comm.size();
     const int me = comm.rank();
     // Rank j contributes (3j + 1) % 4 elements (zeros included); rank s
@@ -232,6 +233,76 @@ TEST_CASE("persistent all_gather_v and all_to_all_v move fresh contents at every
       }
     }
     return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("in check mode, start() of a persistent v form whose counts changed since init throws before any byte moves",
+          "[persistent][uneven][check]") {
+  const int ranks = GENERATE(1, 2, 3);
+  const bool levels = GENERATE(false, true);  // on a plain two_level (hierarchical) too
+  CAPTURE(ranks, levels);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [levels](plait::shm::communicator& world) {
+    world.set_check_mode(true);
+    auto body = [](auto& comm, const auto& check_on) -> std::string {
+      const int p = comm.size();
+      const int me = comm.rank();
+      std::vector<int> parts(static_cast<std::size_t>(p), 2), send_counts(parts.size(), 1),
+          recv_counts(parts.size(), 1);
+      std::vector<std::uint32_t> mine(2, static_cast<std::uint32_t>(me)), all(2 * parts.size(), 0);
+      std::vector<std::uint32_t> blocks(parts.size()), routed(parts.size(), 0);
+      for (int d = 0; d < p; ++d) blocks[static_cast<std::size_t>(d)] = static_cast<std::uint32_t>(100 * me + d);
+      auto gather = plait::all_gather_v_init(comm, mine, all, parts);
+      auto exchange = plait::all_to_all_v_init(comm, blocks, send_counts, routed, recv_counts);
+      if (!check_on()) return "check mode is off";
+      const auto refused = [&](plait::persistent_collective& c, const std::string& what) -> std::string {
+        try {
+          c.start();
+          c.wait();
+          return what + ": start() moved counts changed since init; ";
+        } catch (const plait::error& e) {
+          const std::string text = e.what();
+          if (e.value() != plait::errc::invalid_argument) return what + ": wrong error code: " + text + "; ";
+          if (text.find(what) == std::string::npos || text.find("at init") == std::string::npos ||
+              text.find("rank " + std::to_string(me)) == std::string::npos) {
+            return "unclear message: " + text + "; ";
+          }
+          if (c.active()) return what + ": active after a refused start(); ";
+        }
+        return {};
+      };
+      // Every rank changes the same count, so every rank refuses before any byte moves.
+      parts[0] = 3;
+      std::string verdict = refused(gather, "recv_counts[0] is 3 at this start() but was 2 at init");
+      parts[0] = 2;
+      send_counts.back() = 0;
+      verdict += refused(exchange, "send_counts[" + std::to_string(p - 1) + "] is 0 at this start() but was 1");
+      send_counts.back() = 1;
+      recv_counts.push_back(1);
+      verdict += refused(exchange, "recv_counts holds " + std::to_string(p + 1) + " counts");
+      recv_counts.pop_back();
+      // Restored: both run, and move the right bytes.
+      gather.start();
+      gather.wait();
+      exchange.start();
+      exchange.wait();
+      for (std::size_t j = 0; j < all.size(); ++j) {
+        if (all[j] != j / 2) verdict += "all_gather_v wrong after the restored counts; ";
+      }
+      for (int s = 0; s < p; ++s) {
+        if (routed[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(100 * s + me))
+          verdict += "all_to_all_v wrong after the restored counts; ";
+      }
+      return verdict;
+    };
+    if (!levels) return body(world, [&] { return world.check_mode(); });
+    const int node = world.rank() / 2;
+    auto intra = world.split(node, world.rank() % 2);
+    auto inter = world.split(world.rank() % 2, node);
+    intra.set_check_mode(true);
+    inter.set_check_mode(true);
+    plait::two_level two{intra, inter};
+    return body(two, [&] { return intra.check_mode(); });
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

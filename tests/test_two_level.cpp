@@ -461,6 +461,37 @@ TEST_CASE("a wrong recv size is refused on this rank before any byte moves", "[t
   }));
 }
 
+TEST_CASE("the hierarchical v forms check their counts as the flat ones do, before any payload moves",
+          "[two_level][bad_input][uneven]") {
+  // One node of 4: every pair is within the node, so every rank sees the disagreement.
+  require_all_empty(on_levels(4, 1, placement::block, [](auto& levels, auto&) -> std::string {
+    using hier = plait::hierarchical<plait::ring, plait::pairwise>;
+    std::vector<int> mine(1, 1), all(4);
+    std::vector<int> three(3, 1);
+    try {
+      plait::all_gather_v<hier>(levels, mine, all, three);
+      return "three counts for four ranks accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument) return std::string("wrong code: ") + e.what();
+    }
+    // Rank 0 sends rank 1 two elements; rank 1 expects one.
+    std::vector<int> send_counts(4, 1), recv_counts(4, 1);
+    if (levels.rank() == 0) send_counts[1] = 2;
+    std::vector<int> send(levels.rank() == 0 ? 5 : 4), recv(4);
+    try {
+      plait::all_to_all_v<hier>(levels, send, send_counts, recv, recv_counts);
+      return "disagreeing counts accepted";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch) return std::string("wrong code: ") + e.what();
+      if (std::string(e.what()).find("rank 0 sends 8 bytes to rank 1, but rank 1 expects 4") == std::string::npos) {
+        return std::string("unclear: ") + e.what();
+      }
+    }
+    if (levels.bytes_sent() != plait::level_bytes{}) return "payload bytes moved";
+    return {};
+  }));
+}
+
 TEST_CASE("automatic on a two_level without a whole communicator runs hierarchically and says so",
           "[two_level][automatic]") {
   require_all_empty(on_levels(4, 2, placement::round_robin, [](auto& levels, auto&) -> std::string {

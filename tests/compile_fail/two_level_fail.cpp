@@ -3,8 +3,10 @@
 // names the combination: hierarchical on a single transport, a flat
 // algorithm on a two_level without a whole communicator, an Inner or Outer
 // without a schedule for the operation, hierarchical<> nested, arguments
-// that hierarchical does not take; and a two_level of a temporary, which
-// would dangle. Each case also bounds the diagnostic's length (max-lines).
+// that hierarchical does not take (tensor views, other layouts, in_place);
+// and a two_level of a temporary, which would dangle. The v forms and
+// bundles, in every form, compile on a plain two_level (the valid
+// neighbours below). Each case also bounds the diagnostic's length (max-lines).
 // The expect-error lines are regexes matched one line each, so clang-format
 // must not reflow them.
 // clang-format off
@@ -27,6 +29,17 @@ namespace {
   plait::all_to_all<plait::hierarchical<plait::pairwise, plait::bruck>>(levels, send, recv);
   plait::all_gather<plait::automatic>(levels, send, recv);
   plait::all_gather<plait::ring>(world, send, recv);
+  std::vector<int> counts(static_cast<std::size_t>(levels.size()), 4);
+  std::vector<float> other(recv.size());
+  plait::all_gather_v<plait::hierarchical<plait::ring, plait::direct>>(levels, send, recv, counts);
+  plait::all_gather_v(levels, send, recv, counts);
+  plait::all_to_all_v<plait::hierarchical<plait::pairwise, plait::pairwise>>(levels, recv, counts, other, counts);
+  plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, plait::bundle(send, send),
+                                                                    plait::bundle(recv, recv));
+  plait::all_to_all_v(levels, plait::bundle(recv), counts, plait::bundle(other), counts);
+  auto started = plait::iall_gather_v(levels, send, recv, counts);
+  auto bound = plait::all_to_all_v_init<plait::hierarchical<plait::direct, plait::direct>>(levels, recv, counts, other,
+                                                                                          counts);
   (void)tensor;
 
 // expect-error(hierarchical_on_one_transport): plait: hierarchical<Inner, Outer> runs on a plait::two_level communicator, not on a single transport
@@ -63,6 +76,18 @@ namespace {
 // max-lines(hierarchical_tensor): 20
 #if defined(PLAIT_CASE_hierarchical_tensor)
   plait::all_gather<plait::hierarchical<plait::ring, plait::ring>, plait::along<1>>(levels, tensor, tensor);
+#endif
+
+// expect-error(hierarchical_v_in_place): plait: hierarchical<Inner, Outer> runs all_gather and all_to_all on 1-D contiguous ranges
+// max-lines(hierarchical_v_in_place): 20
+#if defined(PLAIT_CASE_hierarchical_v_in_place)
+  plait::all_gather_v<plait::hierarchical<plait::ring, plait::ring>>(levels, plait::in_place, recv, counts);
+#endif
+
+// expect-error(hierarchical_bundle_of_tensors): plait: hierarchical<Inner, Outer> runs all_gather and all_to_all on 1-D contiguous ranges
+// max-lines(hierarchical_bundle_of_tensors): 20
+#if defined(PLAIT_CASE_hierarchical_bundle_of_tensors)
+  plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, plait::bundle(tensor), plait::bundle(tensor));
 #endif
 
 // expect-error(temporary_level): use of deleted function

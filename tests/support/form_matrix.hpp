@@ -70,7 +70,8 @@ void run_cell(form f, Comm& comm, Send&& send, Recv&& recv, const Counts&... cou
 
 /// Every cell on `comm`: Even runs the even forms (a flat algorithm, or
 /// hierarchical<...> / automatic on a two_level), Other the v forms and
-/// bundles (on a two_level: flat on its whole communicator).
+/// bundles (on a two_level: hierarchical<...>, automatic, or a flat
+/// algorithm on its whole communicator).
 template <class Even, class Other, class Comm>
 std::string every_cell(Comm& comm) {
   const int p = comm.size();

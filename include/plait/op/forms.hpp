@@ -16,11 +16,20 @@
 // on a two_level communicator they run as op/hierarchical.hpp says.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <ranges>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "plait/algorithm/automatic.hpp"
+#include "plait/core/error.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/levels/two_level.hpp"
+#include "plait/op/check.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
 #include "plait/op/fold_collective.hpp"
@@ -92,10 +101,14 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Counts>
 void run_collective_v(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
-  if constexpr (detail::two_level_communicator<Comm>) {  // flat on its whole communicator
-    detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      run_collective_v<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv), counts...);
-    });
+  if constexpr (detail::two_level_communicator<Comm>) {
+    detail::two_level_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole, auto&& s, auto&& r) {
+          run_collective_v<Op, Algorithm, Layout>(whole, std::forward<decltype(s)>(s), std::forward<decltype(r)>(r),
+                                                  counts...);
+        },
+        detail::two_level_now{}, counts...);
   } else {
     detail::dispatch_v<Op, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
                                               std::forward<Recv>(recv), counts...);
@@ -107,10 +120,13 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
           class... Counts>
 [[nodiscard]] collective_request start_collective_v(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
   if constexpr (detail::two_level_communicator<Comm>) {
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return start_collective_v<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                       counts...);
-    });
+    return detail::two_level_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole, auto&& s, auto&& r) {
+          return start_collective_v<Op, Algorithm, Layout>(whole, std::forward<decltype(s)>(s),
+                                                           std::forward<decltype(r)>(r), counts...);
+        },
+        detail::two_level_in_flight{}, counts...);
   } else {
     detail::in_flight_handle h;
     detail::dispatch_v<Op, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
@@ -119,21 +135,125 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
   }
 }
 
-/// Op's uneven form, persistent: the counts are read and checked once, at init.
+namespace detail {
+
+/// One count array a persistent v form keeps for check mode's re-read at
+/// each start: the array itself (an lvalue, by pointer; a view, by value),
+/// its values at init and its name in messages.
+template <class Counts>
+struct kept_counts {
+  std::conditional_t<std::is_lvalue_reference_v<Counts>, const std::remove_reference_t<Counts>*,
+                     std::remove_cvref_t<Counts>>
+      array;
+  std::vector<long long> at_init;
+  std::string_view name;
+
+  [[nodiscard]] const auto& current() const {
+    if constexpr (std::is_lvalue_reference_v<Counts>) {
+      return *array;
+    } else {
+      return array;
+    }
+  }
+};
+
+/// Whether a count array passed as Counts (a forwarding reference's type)
+/// can be read again at a later start(): an lvalue, or a view of one. A
+/// temporary container is gone by then, and no one can change it.
+template <class Counts>
+inline constexpr bool rereadable_counts =
+    std::is_lvalue_reference_v<Counts> || std::ranges::borrowed_range<std::remove_cvref_t<Counts>>;
+
+template <class Counts>
+kept_counts<Counts> keep_counts(Counts&& counts, std::string_view name) {
+  kept_counts<Counts> kept{};
+  if constexpr (std::is_lvalue_reference_v<Counts>) {
+    kept.array = &counts;
+  } else {
+    kept.array = counts;
+  }
+  for (const auto c : counts) kept.at_init.push_back(static_cast<long long>(c));
+  kept.name = name;
+  return kept;
+}
+
+/// Check mode's re-read at a start(): errc::invalid_argument naming the
+/// array, the first count that changed, its value at init and now.
+template <class Counts>
+void recheck_counts(const kept_counts<Counts>& kept, int rank, std::string_view operation) {
+  const auto& now = kept.current();
+  const std::size_t n = std::ranges::size(now);
+  if (n != kept.at_init.size()) {
+    fail(errc::invalid_argument,
+         {kept.name, " holds ", n, " counts at this start() and held ", kept.at_init.size(),
+          " at init: a persistent collective's counts are fixed when it is created (check mode re-reads them)"},
+         {rank, operation});
+  }
+  std::size_t i = 0;
+  for (const auto c : now) {
+    const auto value = static_cast<long long>(c);
+    if (value != kept.at_init[i]) {
+      fail(errc::invalid_argument,
+           {kept.name, "[", i, "] is ", value, " at this start() but was ", kept.at_init[i],
+            " at init: a persistent collective's counts are fixed when it is created (check mode re-reads them "
+            "before any byte moves); create another one for new counts"},
+           {rank, operation});
+    }
+    ++i;
+  }
+}
+
+/// Whether a v form's persistent collective on comm re-reads its counts at
+/// each start (check mode; a two_level: either level's).
+template <class Comm>
+bool rereads_counts(const Comm& comm) {
+  if constexpr (two_level_communicator<Comm>) {
+    return check_mode(comm.intra()) || check_mode(comm.inter());
+  } else {
+    return check_mode(comm);
+  }
+}
+
+}  // namespace detail
+
+/// Op's uneven form, persistent: the counts are read and checked once, at
+/// init (a two_level's hierarchical body keeps them as bytes). In check mode
+/// (detail::check_mode: PLAIT_CHECK=1 or the communicator's), every start()
+/// reads the count arrays again, where they were passed as lvalues or views,
+/// and throws errc::invalid_argument before any byte moves if one changed.
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Counts>
-[[nodiscard]] persistent_collective init_collective_v(Comm& comm, Send&& send, Recv&& recv, const Counts&... counts) {
+[[nodiscard]] persistent_collective init_collective_v(Comm& comm, Send&& send, Recv&& recv, Counts&&... counts) {
+  persistent_collective bound;
   if constexpr (detail::two_level_communicator<Comm>) {
-    return detail::two_level_v_collective<Algorithm>(comm, [&](auto& whole) {
-      return init_collective_v<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                      counts...);
-    });
+    bound = detail::two_level_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole, auto&& s, auto&& r) {
+          return init_collective_v<Op, Algorithm, Layout>(whole, std::forward<decltype(s)>(s),
+                                                          std::forward<decltype(r)>(r), counts...);
+        },
+        detail::two_level_bound{}, counts...);
   } else {
     detail::in_flight_handle h;
     detail::dispatch_v<Op, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
                                               std::forward<Recv>(recv), counts...);
-    return persistent_collective(h);
+    bound = persistent_collective(h);
   }
+  if constexpr ((detail::rereadable_counts<Counts> && ...)) {
+    if (detail::rereads_counts(comm)) {
+      constexpr std::array<std::string_view, 2> names =
+          sizeof...(Counts) == 1 ? std::array<std::string_view, 2>{"recv_counts", ""}
+                                 : std::array<std::string_view, 2>{"send_counts", "recv_counts"};
+      auto kept = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple(detail::keep_counts<Counts>(std::forward<Counts>(counts), names[I])...);
+      }
+      (std::index_sequence_for<Counts...>{});
+      bound.check_each_start([kept = std::move(kept), rank = comm.rank()] {
+        std::apply([&](const auto&... k) { (detail::recheck_counts(k, rank, Op::v_name), ...); }, kept);
+      });
+    }
+  }
+  return bound;
 }
 
 namespace detail {

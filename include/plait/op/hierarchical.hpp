@@ -5,23 +5,31 @@
 // persistent forms; automatic chooses between that and a flat collective
 // over the whole communicator, when the object has one
 // (plait::mpi::node_levels: world()). Every form (op/forms.hpp) comes here
-// for a two_level communicator. Steps, bytes and messages on each level:
-// docs/hierarchical.md.
+// for a two_level communicator: the even and v forms of each operation with
+// a hierarchical body (overloads on its tag: hierarchical_body,
+// hierarchical_v_body), and bundles of them (their members' bodies one
+// after another). Steps, bytes and messages on each level: docs/hierarchical.md.
 #pragma once
 
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <ranges>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "plait/algorithm/automatic.hpp"
 #include "plait/algorithm/hierarchical.hpp"
+#include "plait/algorithm/ring.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
+#include "plait/core/call_site.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
@@ -30,8 +38,11 @@
 #include "plait/core/views.hpp"
 #include "plait/layout/along.hpp"
 #include "plait/layout/contiguous.hpp"
+#include "plait/layout/counts.hpp"
 #include "plait/layout/redistribute.hpp"
+#include "plait/layout/uneven_plans.hpp"
 #include "plait/levels/two_level.hpp"
+#include "plait/op/bundle.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
 #include "plait/op/launch.hpp"
@@ -79,11 +90,16 @@ consteval bool check_hierarchical_levels() {
   return false;
 }
 
-/// The operations hierarchical<Inner, Outer> has routes for (its bodies
-/// below): the algorithm's own description, as an algorithm's plan overloads
-/// are (schedules<A, Op>). Any other operation runs flat on a two_level.
+/// The operations hierarchical<Inner, Outer> has routes for: those with a
+/// body below (hierarchical_body and hierarchical_v_body overloads on the
+/// operation's tag, as an algorithm's plan overloads are; schedules<A, Op>).
+/// Any other operation runs flat on a two_level.
+constexpr bool has_hierarchical_body(op::all_gather) noexcept { return true; }
+constexpr bool has_hierarchical_body(op::all_to_all) noexcept { return true; }
 template <class Op>
-inline constexpr bool hierarchical_routes = std::same_as<Op, op::all_gather> || std::same_as<Op, op::all_to_all>;
+concept hierarchical_routes = requires {
+  has_hierarchical_body(Op{});
+};
 
 /// Whether a two-level collective can run hierarchically on these arguments:
 /// 1-D contiguous ranges of one element type with plait::contiguous.
@@ -454,97 +470,545 @@ void reorder_blocks(const Levels& levels, std::span<const std::byte> from, std::
   }
 }
 
-/// hierarchical<Inner, Outer>'s size checks for Op on bytes, on this rank,
-/// before any byte moves (and before a nonblocking call returns).
-template <class Op, class Intra, class Inter>
-void check_hierarchical_sizes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+/// hierarchical<Inner, Outer>'s size checks of an all-gather on bytes, on
+/// this rank, before any byte moves (and before a nonblocking call returns).
+template <class Intra, class Inter>
+void check_hierarchical_sizes(op::all_gather, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                               std::span<const std::byte> recv) {
-  constexpr bool gather = std::is_same_v<Op, op::all_gather>;
   const std::size_t ranks = extent(levels.size());
-  const error_context at{levels.rank(), hierarchical_label<Op>()};
-  const std::size_t wanted = gather ? ranks * send.size() : send.size();
-  if (recv.size() != wanted) {
+  if (recv.size() != ranks * send.size()) {
     fail(errc::size_mismatch,
-         {"recv holds ", recv.size(), " bytes, and ", gather ? "P x send" : "send", " is ", wanted, " (P = ", ranks,
-          ")"},
+         {"recv holds ", recv.size(), " bytes, and P x send is ", ranks * send.size(), " (P = ", ranks, ")"},
+         {levels.rank(), hierarchical_label<op::all_gather>()});
+  }
+}
+
+/// The same for an all-to-all: P equal blocks on both sides.
+template <class Intra, class Inter>
+void check_hierarchical_sizes(op::all_to_all, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                              std::span<const std::byte> recv) {
+  const std::size_t ranks = extent(levels.size());
+  const error_context at{levels.rank(), hierarchical_label<op::all_to_all>()};
+  if (recv.size() != send.size()) {
+    fail(errc::size_mismatch, {"recv holds ", recv.size(), " bytes, and send is ", send.size(), " (P = ", ranks, ")"},
          at);
   }
-  if (!gather && send.size() % ranks != 0) {
+  if (send.size() % ranks != 0) {
     fail(errc::size_mismatch, {"send holds ", send.size(), " bytes, which is not P = ", ranks, " equal blocks"}, at);
   }
 }
 
-/// hierarchical<Inner, Outer> for Op on bytes whose sizes are checked: runs
-/// straight into the result for block and round-robin placements, and
-/// through staging in position order for any other rank table. Nodes of
-/// different sizes take their own paths (gather_uneven_nodes,
-/// exchange_uneven_nodes), in position order too. A staged_task: the
-/// blocking form runs it, the nonblocking and persistent forms advance it.
-template <class Op, class Inner, class Outer, class Intra, class Inter>
-staged_task hierarchical_body(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+/// hierarchical<Inner, Outer>'s all-gather on bytes whose sizes are checked:
+/// straight into the result for block and round-robin placements, through
+/// staging in position order for any other rank table; nodes of different
+/// sizes take their own path (gather_uneven_nodes), in position order too. A
+/// staged_task: the blocking form runs it, the nonblocking and persistent
+/// forms advance it.
+template <class Inner, class Outer, class Intra, class Inter>
+staged_task hierarchical_body(op::all_gather, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                               std::span<std::byte> recv) {
-  constexpr bool gather = std::is_same_v<Op, op::all_gather>;
   if (recv.empty()) co_return;  // nothing moves on any rank: every rank's sizes are these
+  if (levels.local_major()) {
+    co_await gather_by_local_rank<Inner, Outer>(levels, send, recv);
+    co_return;
+  }
+  const bool in_place_order = levels.node_major();
+  const byte_buffer staged(in_place_order ? 0 : recv.size());  // not zeroed: the levels write every byte
+  const std::span<std::byte> out = in_place_order ? recv : std::span<std::byte>(staged.data(), staged.size());
+  if (levels.even_nodes()) {
+    co_await gather_by_position<Inner, Outer>(levels, send, out);
+  } else {
+    co_await gather_uneven_nodes<Inner, Outer>(levels, send, out);
+  }
+  if (!in_place_order) reorder_blocks(levels, out, recv, recv.size() / extent(levels.size()), true);
+}
+
+/// hierarchical<Inner, Outer>'s all-to-all, as the all-gather above; any
+/// other rank table reorders the send into position order first.
+template <class Inner, class Outer, class Intra, class Inter>
+staged_task hierarchical_body(op::all_to_all, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                              std::span<std::byte> recv) {
+  if (recv.empty()) co_return;
   const auto by_position = [&levels](std::span<const std::byte> in, std::span<std::byte> out) {
-    if (!levels.even_nodes()) {
-      if constexpr (gather) {
-        return gather_uneven_nodes<Inner, Outer>(levels, in, out);
-      } else {
-        return exchange_uneven_nodes<Inner, Outer>(levels, in, out);
-      }
-    } else if constexpr (gather) {
-      return gather_by_position<Inner, Outer>(levels, in, out);
-    } else {
-      return exchange_by_position<Inner, Outer>(levels, in, out);
-    }
+    if (levels.even_nodes()) return exchange_by_position<Inner, Outer>(levels, in, out);
+    return exchange_uneven_nodes<Inner, Outer>(levels, in, out);
   };
   if (levels.node_major()) {
     co_await by_position(send, recv);
     co_return;
   }
   if (levels.local_major()) {
-    if constexpr (gather) {
-      co_await gather_by_local_rank<Inner, Outer>(levels, send, recv);
-    } else {
-      co_await exchange_by_local_rank<Inner, Outer>(levels, send, recv);
-    }
+    co_await exchange_by_local_rank<Inner, Outer>(levels, send, recv);
     co_return;
   }
   const std::size_t block = recv.size() / extent(levels.size());
   const byte_buffer staged(recv.size());  // not zeroed: the levels write every byte
+  const byte_buffer outgoing(send.size());
   const std::span<std::byte> staged_bytes(staged.data(), staged.size());
-  if constexpr (gather) {
-    co_await by_position(send, staged_bytes);
-  } else {
-    const byte_buffer outgoing(send.size());
-    const std::span<std::byte> outgoing_bytes(outgoing.data(), outgoing.size());
-    reorder_blocks(levels, send, outgoing_bytes, block, false);
-    co_await by_position(outgoing_bytes, staged_bytes);
-  }
+  const std::span<std::byte> outgoing_bytes(outgoing.data(), outgoing.size());
+  reorder_blocks(levels, send, outgoing_bytes, block, false);
+  co_await by_position(outgoing_bytes, staged_bytes);
   reorder_blocks(levels, staged_bytes, recv, block, true);
 }
 
+/// "all_gather_v<hierarchical>" / "all_to_all_v<hierarchical>".
+template <class Op>
+std::string_view hierarchical_v_label() {
+  static const operation_label label(Op::v_name, "hierarchical");
+  return label.view();
+}
+
+/// Running offsets of `bytes` (one entry per rank of the whole group, in its
+/// rank order): where each rank's part starts; the total last.
+inline std::vector<std::size_t> running_offsets(const std::vector<std::size_t>& bytes) {
+  std::vector<std::size_t> at(bytes.size() + 1, 0);
+  for (std::size_t r = 0; r < bytes.size(); ++r) at[r + 1] = at[r] + bytes[r];
+  return at;
+}
+
+/// hierarchical<Inner, Outer>'s all_gather_v on bytes: rank r contributes
+/// counts[r] bytes (every rank has every count, checked), delivered in the
+/// whole group's rank order. Node n has L_n ranks and T_n = the sum of its
+/// ranks' counts, T the sum of all; local rank 0 of each node (the leader)
+/// carries the node's block over the slow level:
+///   1. Inner over intra (all_gather_v): the node gathers its L_n parts
+///      into its block (T_n bytes, position order).
+///   2. Outer over inter (all_gather_v), leaders only (local rank 0 meets
+///      every node): the leaders gather every node's block (counts T_m).
+///   3. Inner over intra (in-place all_gather_v): the leader contributes the
+///      other nodes' T - T_n bytes, the other local ranks nothing.
+///   4. Every rank copies each part from the node's block or the other
+///      nodes' bytes to its place in recv (rank order).
+/// Bytes each rank of node n sends, Outer and Inner direct: intra
+/// (L_n - 1) x counts[self] (step 1), plus (L_n - 1) x (T - T_n) for the
+/// leader (step 3); inter (N - 1) x T_n, leader only (step 2). The slow level
+/// carries each node's block once to every other node, the least an
+/// all-gather can; the fast level carries the leader's broadcast as
+/// Open MPI's han does. Steps whose bytes are 0 on every rank of the level are left out.
+template <class Inner, class Outer, class Intra, class Inter>
+staged_task hierarchical_v_body(op::all_gather, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                std::span<std::byte> recv, std::vector<std::size_t> counts) {
+  const std::string_view label = hierarchical_v_label<op::all_gather>();
+  const std::size_t ranks = extent(levels.size());
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t node = extent(levels.node_index());
+  const std::size_t locals = extent(levels.node_size());
+  const std::size_t first = extent(levels.node_offset(levels.node_index()));
+  const std::vector<std::size_t> place = running_offsets(counts);  // in recv, rank order
+  const std::size_t total = place[ranks];
+  if (total == 0) co_return;  // every rank has these counts
+  const auto rank_at = [&levels](std::size_t p) { return extent(levels.rank_at(static_cast<int>(p))); };
+  std::vector<std::size_t> node_bytes(nodes, 0);  // T_m
+  for (std::size_t m = 0; m < nodes; ++m) {
+    const std::size_t from = extent(levels.node_offset(static_cast<int>(m)));
+    const std::size_t to = from + extent(levels.node_size_of(static_cast<int>(m)));
+    for (std::size_t p = from; p < to; ++p) node_bytes[m] += counts[rank_at(p)];
+  }
+
+  // 1. The node's block.
+  std::vector<std::size_t> local_bytes(locals);
+  for (std::size_t k = 0; k < locals; ++k) local_bytes[k] = counts[rank_at(first + k)];
+  const byte_buffer block_buffer(node_bytes[node]);
+  const std::span<std::byte> block(block_buffer.data(), block_buffer.size());
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_gather, Inner, contiguous>(levels.intra(), send, block, local_bytes);
+  });
+
+  // 2. The leaders gather every node's block; 3. and hand the others' on.
+  const std::size_t foreign = total - node_bytes[node];
+  const byte_buffer others_buffer(foreign);
+  const std::span<std::byte> others(others_buffer.data(), others_buffer.size());
+  if (levels.intra().rank() == 0 && nodes > 1) {
+    const byte_buffer all_buffer(total);
+    const std::span<std::byte> all(all_buffer.data(), all_buffer.size());
+    co_await on_level(levels, true, label, [&] {
+      return start_on_level<op::all_gather, Outer, contiguous>(levels.inter(), std::span<const std::byte>(block), all,
+                                                               node_bytes);
+    });
+    std::size_t before = 0;  // the nodes before this one
+    for (std::size_t m = 0; m < node; ++m) before += node_bytes[m];
+    if (before != 0) std::memcpy(others.data(), all.data(), before);
+    if (foreign != before) std::memcpy(others.data() + before, all.data() + before + block.size(), foreign - before);
+  }
+  if (foreign != 0) {  // the same on every rank of the node
+    std::vector<std::size_t> handed(locals, 0);
+    handed[0] = foreign;
+    co_await on_level(levels, false, label, [&] {
+      return start_on_level<op::all_gather, Inner, contiguous>(levels.intra(), in_place, others, handed);
+    });
+  }
+
+  // 4. Into place, rank order.
+  std::size_t in_block = 0;
+  std::size_t in_others = 0;
+  for (std::size_t p = 0; p < ranks; ++p) {
+    const std::size_t r = rank_at(p);
+    const bool own = p >= first && p < first + locals;
+    std::size_t& at = own ? in_block : in_others;
+    if (counts[r] != 0) std::memcpy(recv.data() + place[r], (own ? block : others).data() + at, counts[r]);
+    at += counts[r];
+  }
+}
+
+/// hierarchical<Inner, Outer>'s all_to_all_v on bytes: this rank sends
+/// send_bytes[d] to rank d and receives recv_bytes[s] from rank s (its own
+/// counts only, checked), both in the whole group's rank order. Blocks
+/// within the node go straight; local rank 0 of each node (the leader)
+/// carries every block between nodes:
+///   0. Inner over intra (ring all_gather, control bytes left out of
+///      bytes_sent()): the node's count rows, 2P numbers per local rank,
+///      so the leader knows every size it forwards; every rank checks that
+///      the node's pairs agree (size_mismatch, as the flat count exchange).
+///   1. Inner over intra (all_to_all_v): the blocks for the node's own ranks.
+///   2. Inner over intra (all_to_all_v): each rank sends the leader its
+///      blocks for other nodes, in position order.
+///   3. Outer over inter (all_to_all_v), leaders only: leader n sends node
+///      m's leader, in one message, every block of its node for m's ranks
+///      (by source local rank, then destination local rank).
+///   4. Inner over intra (all_to_all_v): the leader sends each local rank
+///      its blocks from other nodes, in position order.
+/// Packing and unpacking around each step are host copies. Bytes each rank
+/// of node n sends, Outer and Inner direct or pairwise: intra, the blocks
+/// for its own node's other ranks (step 1), plus its blocks for other nodes
+/// (step 2, all but the leader), plus, for the leader, every other local
+/// rank's blocks from other nodes (step 4); inter, leaders only, every
+/// block from node n to node m in one message per node pair (N - 1 messages).
+/// Each block between nodes crosses the slow level once; the fast level
+/// carries it twice more (to the leader, from the leader).
+template <class Inner, class Outer, class Intra, class Inter>
+staged_task hierarchical_v_body(op::all_to_all, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
+                                std::span<std::byte> recv, std::vector<std::size_t> send_bytes,
+                                std::vector<std::size_t> recv_bytes) {
+  const std::string_view label = hierarchical_v_label<op::all_to_all>();
+  const std::size_t ranks = extent(levels.size());
+  const std::size_t nodes = extent(levels.node_count());
+  const std::size_t node = extent(levels.node_index());
+  const std::size_t locals = extent(levels.node_size());
+  const std::size_t first = extent(levels.node_offset(levels.node_index()));
+  const bool leader = levels.intra().rank() == 0;
+  const auto rank_at = [&levels](std::size_t p) { return extent(levels.rank_at(static_cast<int>(p))); };
+  const auto on_node = [&](std::size_t p) { return p >= first && p < first + locals; };
+  const std::vector<std::size_t> send_at = running_offsets(send_bytes);  // in send, rank order
+  const std::vector<std::size_t> recv_at = running_offsets(recv_bytes);
+
+  // 0. The node's count rows, in position order: [to position q..., from position q...].
+  std::vector<std::uint64_t> mine(2 * ranks);
+  std::vector<std::uint64_t> rows(2 * ranks * locals);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    mine[q] = send_bytes[rank_at(q)];
+    mine[ranks + q] = recv_bytes[rank_at(q)];
+  }
+  {
+    const std::uint64_t before = levels.intra().bytes_sent();
+    co_await on_level(levels, false, label, [&] {
+      return start_on_level<op::all_gather, ring, contiguous>(levels.intra(), std::span<const std::uint64_t>(mine),
+                                                              std::span<std::uint64_t>(rows));
+    });
+    if constexpr (discounts_control_bytes<Intra>) {
+      levels.intra().discount_control_bytes(levels.intra().bytes_sent() - before);
+    }
+  }
+  const auto sent_by = [&](std::size_t l, std::size_t q) { return static_cast<std::size_t>(rows[l * 2 * ranks + q]); };
+  const auto got_by = [&](std::size_t l, std::size_t q) {
+    return static_cast<std::size_t>(rows[l * 2 * ranks + ranks + q]);
+  };
+  // Every rank of the node checks every pair within it, as the flat form's
+  // count exchange does, so they all fail together before any payload moves.
+  // Pairs across nodes: the inter level's exact receive sizes catch totals that disagree.
+  for (std::size_t l = 0; l < locals; ++l) {
+    for (std::size_t k = 0; k < locals; ++k) {
+      if (sent_by(l, first + k) == got_by(k, first + l)) continue;
+      const int s = levels.rank_at(static_cast<int>(first + l));
+      const int d = levels.rank_at(static_cast<int>(first + k));
+      fail(errc::size_mismatch,
+           {"rank ", s, " sends ", sent_by(l, first + k), " bytes to rank ", d, ", but rank ", d, " expects ",
+            got_by(k, first + l), " from rank ", s, ": send_counts and recv_counts disagree"},
+           {levels.rank(), label, -1, s == levels.rank() ? d : s});
+    }
+  }
+
+  // 1. Blocks within the node, packed and unpacked in local rank order.
+  {
+    std::vector<std::size_t> to_local(locals);
+    std::vector<std::size_t> from_local(locals);
+    std::size_t out_bytes = 0;
+    std::size_t in_bytes = 0;
+    for (std::size_t k = 0; k < locals; ++k) {
+      out_bytes += (to_local[k] = send_bytes[rank_at(first + k)]);
+      in_bytes += (from_local[k] = recv_bytes[rank_at(first + k)]);
+    }
+    const byte_buffer out_buffer(out_bytes);
+    const byte_buffer in_buffer(in_bytes);
+    const std::span<std::byte> out(out_buffer.data(), out_bytes);
+    const std::span<std::byte> in(in_buffer.data(), in_bytes);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < locals; ++k) {
+      if (to_local[k] != 0) std::memcpy(out.data() + at, send.data() + send_at[rank_at(first + k)], to_local[k]);
+      at += to_local[k];
+    }
+    co_await on_level(levels, false, label, [&] {
+      return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), std::span<const std::byte>(out), in,
+                                                               to_local, from_local);
+    });
+    at = 0;
+    for (std::size_t k = 0; k < locals; ++k) {
+      if (from_local[k] != 0) std::memcpy(recv.data() + recv_at[rank_at(first + k)], in.data() + at, from_local[k]);
+      at += from_local[k];
+    }
+  }
+  if (nodes == 1) co_return;
+
+  // 2. Each rank's blocks for other nodes to the leader, position order.
+  std::vector<std::size_t> up_to(locals, 0);
+  std::vector<std::size_t> up_from(locals, 0);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    if (!on_node(q)) up_to[0] += send_bytes[rank_at(q)];
+  }
+  for (std::size_t l = 0; leader && l < locals; ++l) {
+    for (std::size_t q = 0; q < ranks; ++q) {
+      if (!on_node(q)) up_from[l] += sent_by(l, q);
+    }
+  }
+  const byte_buffer outgoing_buffer(up_to[0]);
+  const std::span<std::byte> outgoing(outgoing_buffer.data(), outgoing_buffer.size());
+  std::size_t at = 0;
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const std::size_t d = rank_at(q);
+    if (on_node(q)) continue;
+    if (send_bytes[d] != 0) std::memcpy(outgoing.data() + at, send.data() + send_at[d], send_bytes[d]);
+    at += send_bytes[d];
+  }
+  std::size_t gathered_bytes = 0;
+  for (const std::size_t b : up_from) gathered_bytes += b;
+  const byte_buffer gathered_buffer(gathered_bytes);
+  const std::span<std::byte> gathered(gathered_buffer.data(), gathered_bytes);
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), std::span<const std::byte>(outgoing),
+                                                             gathered, up_to, up_from);
+  });
+
+  // 3. Leaders exchange over inter (its rank order is node order for local rank 0).
+  std::vector<std::size_t> down_to(locals, 0);
+  std::vector<std::size_t> down_from(locals, 0);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    if (!on_node(q)) down_from[0] += recv_bytes[rank_at(q)];
+  }
+  byte_buffer scattered_buffer;
+  if (leader) {
+    // Where block (local l -> position q) sits in `gathered`.
+    std::vector<std::size_t> from_local_at(locals * ranks, 0);
+    at = 0;
+    for (std::size_t l = 0; l < locals; ++l) {
+      for (std::size_t q = 0; q < ranks; ++q) {
+        if (on_node(q)) continue;
+        from_local_at[l * ranks + q] = at;
+        at += sent_by(l, q);
+      }
+    }
+    std::vector<std::size_t> to_node(nodes, 0);
+    std::vector<std::size_t> from_node(nodes, 0);
+    for (std::size_t m = 0; m < nodes; ++m) {
+      if (m == node) continue;
+      const std::size_t from = extent(levels.node_offset(static_cast<int>(m)));
+      const std::size_t to = from + extent(levels.node_size_of(static_cast<int>(m)));
+      for (std::size_t l = 0; l < locals; ++l) {
+        for (std::size_t q = from; q < to; ++q) {
+          to_node[m] += sent_by(l, q);
+          from_node[m] += got_by(l, q);
+        }
+      }
+    }
+    std::size_t bundled_bytes = 0;
+    std::size_t arrived_bytes = 0;
+    for (std::size_t m = 0; m < nodes; ++m) {
+      bundled_bytes += to_node[m];
+      arrived_bytes += from_node[m];
+    }
+    const byte_buffer bundled_buffer(bundled_bytes);
+    const byte_buffer arrived_buffer(arrived_bytes);
+    const std::span<std::byte> bundled(bundled_buffer.data(), bundled_bytes);
+    const std::span<std::byte> arrived(arrived_buffer.data(), arrived_bytes);
+    at = 0;
+    for (std::size_t m = 0; m < nodes; ++m) {  // to node m: by source local l, then destination position
+      if (m == node) continue;
+      const std::size_t from = extent(levels.node_offset(static_cast<int>(m)));
+      const std::size_t to = from + extent(levels.node_size_of(static_cast<int>(m)));
+      for (std::size_t l = 0; l < locals; ++l) {
+        for (std::size_t q = from; q < to; ++q) {
+          if (sent_by(l, q) != 0)
+            std::memcpy(bundled.data() + at, gathered.data() + from_local_at[l * ranks + q], sent_by(l, q));
+          at += sent_by(l, q);
+        }
+      }
+    }
+    co_await on_level(levels, true, label, [&] {
+      return start_on_level<op::all_to_all, Outer, contiguous>(levels.inter(), std::span<const std::byte>(bundled),
+                                                               arrived, to_node, from_node);
+    });
+    // From node m: by source position q of m, then local rank k of this node.
+    std::vector<std::size_t> arrived_at(locals * ranks, 0);
+    at = 0;
+    for (std::size_t q = 0; q < ranks; ++q) {
+      if (on_node(q)) continue;
+      for (std::size_t k = 0; k < locals; ++k) {
+        arrived_at[k * ranks + q] = at;
+        at += got_by(k, q);
+      }
+    }
+    for (std::size_t k = 0; k < locals; ++k) {
+      for (std::size_t q = 0; q < ranks; ++q) {
+        if (!on_node(q)) down_to[k] += got_by(k, q);
+      }
+    }
+    std::size_t scattered_bytes = 0;
+    for (const std::size_t b : down_to) scattered_bytes += b;
+    scattered_buffer = byte_buffer(scattered_bytes);
+    at = 0;
+    for (std::size_t k = 0; k < locals; ++k) {
+      for (std::size_t q = 0; q < ranks; ++q) {
+        if (on_node(q)) continue;
+        if (got_by(k, q) != 0) {
+          std::memcpy(scattered_buffer.data() + at, arrived.data() + arrived_at[k * ranks + q], got_by(k, q));
+        }
+        at += got_by(k, q);
+      }
+    }
+  }
+
+  // 4. The leader hands each local rank its blocks from other nodes.
+  const byte_buffer incoming_buffer(down_from[0]);
+  const std::span<std::byte> incoming(incoming_buffer.data(), incoming_buffer.size());
+  co_await on_level(levels, false, label, [&] {
+    return start_on_level<op::all_to_all, Inner, contiguous>(
+        levels.intra(), std::span<const std::byte>(scattered_buffer.data(), scattered_buffer.size()), incoming, down_to,
+        down_from);
+  });
+  at = 0;
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const std::size_t s = rank_at(q);
+    if (on_node(q)) continue;
+    if (recv_bytes[s] != 0) std::memcpy(recv.data() + recv_at[s], incoming.data() + at, recv_bytes[s]);
+    at += recv_bytes[s];
+  }
+}
+
+/// A bundle's hierarchical body: its members' bodies, one after another, in
+/// one coroutine (each member moves as it would alone; the bundle is one
+/// collective in the levels' engine, so one request or persistent start).
+inline staged_task one_after_another(std::vector<std::function<staged_task()>> members) {
+  for (const auto& member : members) co_await member();
+}
+
+/// One member's hierarchical body (even form): checks its sizes, and returns
+/// what builds the body (at every start, for a persistent collective).
+template <class Op, class Inner, class Outer, class Comm, class Send, class Recv>
+std::function<staged_task()> hierarchical_member(Comm& comm, Send& send, Recv& recv) {
+  const std::span<const std::byte> s = const_bytes(send);
+  const std::span<std::byte> r = mutable_bytes(recv);
+  check_hierarchical_sizes(Op{}, comm, s, r);
+  return [&comm, s, r] { return hierarchical_body<Inner, Outer>(Op{}, comm, s, r); };
+}
+
+/// Counts as bytes: read_counts' counts of `unit`-byte elements.
+template <class Counts>
+std::vector<std::size_t> count_bytes(const Counts& counts, const call_site& at, std::string_view which,
+                                     std::size_t unit) {
+  std::vector<std::size_t> bytes = read_counts(counts, at, which, 1).count;
+  for (std::size_t& b : bytes) b *= unit;
+  return bytes;
+}
+
+/// One member's hierarchical all_gather_v: the flat form's checks (the same
+/// layout plan, so the same errors), then the body on the counts as bytes,
+/// read once (a persistent collective keeps them).
+template <class Inner, class Outer, class Comm, class Send, class Recv, class Counts>
+std::function<staged_task()> hierarchical_v_member(op::all_gather, Comm& comm, Send& send, Recv& recv,
+                                                   const Counts& recv_counts) {
+  const call_site at{comm.rank(), comm.size(), hierarchical_v_label<op::all_gather>()};
+  (void)make_v_plan(contiguous{}, op::all_gather{}, at, send, recv, recv_counts);
+  std::vector<std::size_t> bytes =
+      count_bytes(recv_counts, at, "recv_counts", sizeof(std::ranges::range_value_t<std::remove_cvref_t<Recv>>));
+  return [&comm, s = const_bytes(send), r = mutable_bytes(recv), bytes = std::move(bytes)] {
+    return hierarchical_v_body<Inner, Outer>(op::all_gather{}, comm, s, r, bytes);
+  };
+}
+
+/// One member's hierarchical all_to_all_v, as the all_gather_v above.
+template <class Inner, class Outer, class Comm, class Send, class Recv, class SendCounts, class RecvCounts>
+std::function<staged_task()> hierarchical_v_member(op::all_to_all, Comm& comm, Send& send, Recv& recv,
+                                                   const SendCounts& send_counts, const RecvCounts& recv_counts) {
+  const call_site at{comm.rank(), comm.size(), hierarchical_v_label<op::all_to_all>()};
+  (void)make_v_plan(contiguous{}, op::all_to_all{}, at, send, send_counts, recv, recv_counts);
+  const std::size_t unit = sizeof(std::ranges::range_value_t<std::remove_cvref_t<Recv>>);
+  std::vector<std::size_t> out = count_bytes(send_counts, at, "send_counts", unit);
+  std::vector<std::size_t> in = count_bytes(recv_counts, at, "recv_counts", unit);
+  return [&comm, s = const_bytes(send), r = mutable_bytes(recv), out = std::move(out), in = std::move(in)] {
+    return hierarchical_v_body<Inner, Outer>(op::all_to_all{}, comm, s, r, out, in);
+  };
+}
+
+/// What builds a hierarchical call's body: one member, or a bundle's members
+/// one after another; the even form without counts, the v form with them.
+/// Every member is checked before any byte moves.
+template <class Op, class Inner, class Outer, class Comm, class Send, class Recv, class... Counts>
+std::function<staged_task()> hierarchical_make(Comm& comm, Send& send, Recv& recv, const Counts&... counts) {
+  const auto one = [&](auto& s, auto& r) {
+    if constexpr (sizeof...(Counts) == 0) {
+      return hierarchical_member<Op, Inner, Outer>(comm, s, r);
+    } else {
+      return hierarchical_v_member<Inner, Outer>(Op{}, comm, s, r, counts...);
+    }
+  };
+  if constexpr (is_bundle<std::remove_cvref_t<Send>>) {
+    std::vector<std::function<staged_task()>> members;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (members.push_back(one(send.template get<I>(), recv.template get<I>())), ...);
+    }
+    (std::make_index_sequence<std::remove_cvref_t<Send>::size>{});
+    return [members = std::move(members)] { return one_after_another(members); };
+  } else {
+    return one(send, recv);
+  }
+}
+
+/// The blocks each level's collectives move in hierarchical<automatic,
+/// automatic>, for its prediction: an all-gather's inter blocks are one
+/// shard and its intra blocks a node column (N shards), in one call each.
+struct level_blocks {
+  std::size_t inter;
+  std::size_t intra;
+  std::size_t intra_calls;
+};
+constexpr level_blocks hierarchical_level_blocks(op::all_gather, std::size_t nodes, std::size_t /*locals*/,
+                                                 std::size_t bytes, bool /*local_major*/) noexcept {
+  return {bytes, nodes * bytes, 1};
+}
+/// An all-to-all's inter blocks are bundles of L blocks; its intra level
+/// runs once on N-block bundles (round-robin placement) or once per node's
+/// row on single blocks.
+constexpr level_blocks hierarchical_level_blocks(op::all_to_all, std::size_t nodes, std::size_t locals,
+                                                 std::size_t bytes, bool local_major) noexcept {
+  if (local_major) return {locals * bytes, nodes * bytes, 1};
+  return {locals * bytes, bytes, nodes};
+}
+
+/// Whether every rank knows every block's size in Op's v form, so that
+/// automatic can predict from them alike on every rank: an all-gather's
+/// recv_counts are every rank's; an all-to-all's counts are each rank's own.
+constexpr bool v_sizes_known_everywhere(op::all_gather) noexcept { return true; }
+constexpr bool v_sizes_known_everywhere(op::all_to_all) noexcept { return false; }
+
 /// What automatic predicts for hierarchical<automatic, automatic> with
 /// `bytes`-byte blocks of the whole group: the inter level's choice plus the
-/// intra level's, each from its transport's cost model. `local_major`: the
-/// all-to-all's intra level runs once on N-block bundles (round-robin
-/// placement) instead of once per node on single blocks.
+/// intra level's, each from its transport's cost model.
 template <class Op, class A, class Intra, class Inter>
 double predicted_hierarchical_seconds(int nodes, int locals, std::size_t bytes, bool local_major) {
-  const std::size_t n = extent(nodes);
-  const std::size_t l = extent(locals);
-  const double inter = [&] {
-    // all-gather: inter blocks are one shard; all-to-all: bundles of L blocks.
-    const std::size_t block = std::is_same_v<Op, op::all_gather> ? bytes : l * bytes;
-    return run_time_choice(Op{}, nodes, block, model_of<A, Inter>(), allowed_set<A>()).predicted_seconds;
-  }();
-  const auto intra = [&](std::size_t block) {
-    return run_time_choice(Op{}, locals, block, model_of<A, Intra>(), allowed_set<A>()).predicted_seconds;
-  };
-  // all-gather: intra blocks are a node column (N shards); all-to-all: one
-  // call of N-block bundles, or N calls of single blocks (one per node's row).
-  if (std::is_same_v<Op, op::all_gather> || local_major) return inter + intra(n * bytes);
-  return inter + static_cast<double>(n) * intra(bytes);
+  const level_blocks blocks = hierarchical_level_blocks(Op{}, extent(nodes), extent(locals), bytes, local_major);
+  const double inter =
+      run_time_choice(Op{}, nodes, blocks.inter, model_of<A, Inter>(), allowed_set<A>()).predicted_seconds;
+  const double intra =
+      run_time_choice(Op{}, locals, blocks.intra, model_of<A, Intra>(), allowed_set<A>()).predicted_seconds;
+  return inter + static_cast<double>(blocks.intra_calls) * intra;
 }
 
 /// A two_level that also offers the whole group as one communicator.
@@ -552,27 +1016,6 @@ template <class Comm>
 concept has_whole_communicator = requires(Comm& comm) {
   comm.world();
 };
-
-/// The v forms on a two_level communicator: flat, on its whole
-/// communicator (`flat(whole)` runs the form there). Hierarchical v forms are
-/// not written yet: the two-level issue's next step.
-template <class Algorithm, class Comm, class Flat>
-decltype(auto) two_level_v_collective(Comm& comm, Flat flat) {
-  if constexpr (is_hierarchical<Algorithm>) {
-    static_assert(dependent_false<Comm>,
-                  "plait: hierarchical<Inner, Outer> runs the even forms; the v forms on a plait::two_level run flat "
-                  "on its whole communicator: use plait::automatic or a flat algorithm (plait::mpi::node_levels has "
-                  "a whole communicator)");
-  } else if constexpr (!has_whole_communicator<Comm>) {
-    static_assert(dependent_false<Comm>,
-                  "plait: the v forms on a plait::two_level run flat on its whole communicator, and this two_level "
-                  "has none: call them on a communicator over all its ranks");
-  } else {
-    if constexpr (is_automatic<Algorithm>) comm.note_choice(level_choice{.hierarchical = false});
-    return flat(comm.world());
-  }
-}
-
 /// How long waits on a two_level's collectives spin before they yield: the
 /// intra level's setting where it has one.
 template <class Levels>
@@ -622,24 +1065,51 @@ struct two_level_bound {  // persistent: a fresh body at every start()
   }
 };
 
-/// Every form of plait::all_gather / plait::all_to_all on a two_level
-/// communicator. `flat(whole, send, recv)` runs the form on a whole
-/// communicator (the public function itself); `launch` runs the
-/// hierarchical body in the form (two_level_now, two_level_in_flight,
-/// two_level_bound). Returns what they return.
-template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Flat, class Launch>
-decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat, Launch launch) {
+/// Whether a call's arguments can run hierarchically: one pair of
+/// hierarchical_arguments, or bundles of such pairs.
+template <class Layout, class Send, class Recv>
+consteval bool hierarchical_call() {
+  if constexpr (is_bundle<Send> && is_bundle<Recv>) {
+    if constexpr (Send::size != Recv::size) {
+      return false;
+    } else {
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return (
+            hierarchical_arguments<Layout, std::remove_reference_t<decltype(std::declval<Send&>().template get<I>())>,
+                                   std::remove_reference_t<decltype(std::declval<Recv&>().template get<I>())>> &&
+            ...);
+      }
+      (std::make_index_sequence<Send::size>{});
+    }
+  } else if constexpr (is_bundle<Send> || is_bundle<Recv>) {
+    return false;
+  } else {
+    return hierarchical_arguments<Layout, Send, Recv>;
+  }
+}
+
+/// Every form of every operation with a hierarchical body (plait::all_gather,
+/// plait::all_to_all, their v forms, bundles of them) on a two_level
+/// communicator, and of any other operation (flat on the whole communicator).
+/// `flat(whole, send, recv)` runs the form on a whole communicator (the
+/// public function itself, with the counts); `launch` runs the hierarchical
+/// body in the form (two_level_now, two_level_in_flight, two_level_bound);
+/// `counts`: a v form's, none for the even form. Returns what they return.
+template <class Op, class Algorithm, class Layout, class Comm, class Send, class Recv, class Flat, class Launch,
+          class... Counts>
+decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat flat, Launch launch,
+                                    const Counts&... counts) {
   using args = std::pair<std::remove_cvref_t<Send>, std::remove_cvref_t<Recv>>;
   constexpr bool serves_hierarchy =
       hierarchical_routes<Op> &&
-      hierarchical_arguments<Layout, std::remove_reference_t<Send>, std::remove_reference_t<Recv>>;
+      hierarchical_call<Layout, std::remove_reference_t<Send>, std::remove_reference_t<Recv>>();
   constexpr bool host_levels = std::is_same_v<typename Comm::intra_type::memory_space, host_memory> &&
                                std::is_same_v<typename Comm::inter_type::memory_space, host_memory>;
+  constexpr bool v_form = sizeof...(Counts) > 0;
   if constexpr (Launch::keeps_buffers) static_assert(check_kept_arguments<Send, Recv>());
-  // The body's views of the user's buffers (checked here, before the call returns).
-  const auto body = [&comm]<class Inner, class Outer>(std::span<const std::byte> s, std::span<std::byte> r) {
-    check_hierarchical_sizes<Op>(comm, s, r);
-    return [&comm, s, r] { return hierarchical_body<Op, Inner, Outer>(comm, s, r); };
+  // The body's builder (its checks run here, before the call returns).
+  const auto body = [&]<class Inner, class Outer>() {
+    return hierarchical_make<Op, Inner, Outer>(comm, send, recv, counts...);
   };
   if constexpr (is_hierarchical<Algorithm> && !host_levels) {
     static_assert(dependent_false<args>,
@@ -649,41 +1119,55 @@ decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat f
     if constexpr (!serves_hierarchy) {
       static_assert(dependent_false<args>,
                     "plait: hierarchical<Inner, Outer> runs all_gather and all_to_all on 1-D contiguous ranges "
-                    "(std::vector, std::span, ...) of one element type with plait::contiguous; tensor views, other "
-                    "layouts, in_place, bundles and other operations run flat on the whole communicator");
+                    "(std::vector, std::span, ...) of one element type with plait::contiguous, in every form (even, "
+                    "v, bundles of them); tensor views, other layouts, in_place and other operations run flat on the "
+                    "whole communicator");
     } else if constexpr (check_hierarchical_levels<Algorithm, Op>()) {
-      return launch.staged(comm, body.template operator()<typename Algorithm::inner, typename Algorithm::outer>(
-                                     const_bytes(send), mutable_bytes(recv)));
+      return launch.staged(comm, body.template operator()<typename Algorithm::inner, typename Algorithm::outer>());
     }
   } else if constexpr (is_automatic<Algorithm> && serves_hierarchy && host_levels) {
-    // automatic_with<Tuning> tunes both levels (and the flat choice) alike.
-    const std::size_t block =
-        const_bytes(send).size() /
-        (std::is_same_v<Op, op::all_gather> ? std::size_t{1} : extent(comm.size() > 0 ? comm.size() : 1));
-    level_choice picked{};
-    picked.hierarchical_seconds =
-        predicted_hierarchical_seconds<Op, Algorithm, typename Comm::intra_type, typename Comm::inter_type>(
-            comm.node_count(), comm.largest_node_size(), block, comm.local_major());
-    if constexpr (has_whole_communicator<Comm>) {
-      using whole = std::remove_reference_t<decltype(comm.world())>;
-      picked.flat_seconds =
-          run_time_choice(Op{}, comm.size(), block, model_of<Algorithm, whole>(), allowed_set<Algorithm>())
-              .predicted_seconds;
-      picked.hierarchical = picked.hierarchical_seconds <= picked.flat_seconds;
+    if constexpr (has_whole_communicator<Comm> && v_form && !v_sizes_known_everywhere(Op{})) {
+      // Each rank knows only its own counts: no choice every rank would make alike without an exchange.
+      comm.note_choice(level_choice{.hierarchical = false});
+      return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
+    } else {
+      // automatic_with<Tuning> tunes both levels (and the flat choice) alike. The
+      // blocks of the whole group: recv over P (bundles: every member's).
+      std::size_t block = 0;
+      if constexpr (is_bundle<std::remove_cvref_t<Recv>>) {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          ((block += mutable_bytes(recv.template get<I>()).size()), ...);
+        }
+        (std::make_index_sequence<std::remove_cvref_t<Recv>::size>{});
+      } else {
+        block = mutable_bytes(recv).size();
+      }
+      block /= extent(comm.size() > 0 ? comm.size() : 1);
+      level_choice picked{};
+      picked.hierarchical_seconds =
+          predicted_hierarchical_seconds<Op, Algorithm, typename Comm::intra_type, typename Comm::inter_type>(
+              comm.node_count(), comm.largest_node_size(), block, comm.local_major());
+      if constexpr (has_whole_communicator<Comm>) {
+        using whole = std::remove_reference_t<decltype(comm.world())>;
+        picked.flat_seconds =
+            run_time_choice(Op{}, comm.size(), block, model_of<Algorithm, whole>(), allowed_set<Algorithm>())
+                .predicted_seconds;
+        picked.hierarchical = picked.hierarchical_seconds <= picked.flat_seconds;
+      }
+      comm.note_choice(picked);
+      if constexpr (has_whole_communicator<Comm>) {
+        if (!picked.hierarchical) return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
+      }
+      return launch.staged(comm, body.template operator()<Algorithm, Algorithm>());
     }
-    comm.note_choice(picked);
-    if constexpr (has_whole_communicator<Comm>) {
-      if (!picked.hierarchical) return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
-    }
-    return launch.staged(comm, body.template operator()<Algorithm, Algorithm>(const_bytes(send), mutable_bytes(recv)));
   } else if constexpr (has_whole_communicator<Comm>) {
     if constexpr (is_automatic<Algorithm>) comm.note_choice(level_choice{.hierarchical = false});
     return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
   } else if constexpr (is_automatic<Algorithm>) {
     static_assert(dependent_false<args>,
                   "plait: automatic on a plait::two_level runs hierarchically, which takes 1-D contiguous ranges of "
-                  "one element type with plait::contiguous on host-memory levels; this two_level has no whole "
-                  "communicator to run anything else flat");
+                  "one element type with plait::contiguous (or bundles of them) on host-memory levels; this "
+                  "two_level has no whole communicator to run anything else flat");
   } else {
     static_assert(dependent_false<args>,
                   "plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its "

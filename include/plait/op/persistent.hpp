@@ -35,24 +35,28 @@ template <class Algorithm = automatic, class Layout = contiguous, class Comm, cl
 }
 
 /// A persistent all_gather_v (arguments as plait::all_gather_v). The counts
-/// are read and checked once, here: every start moves the parts they gave,
-/// whatever the counts array holds by then.
+/// are read and checked once, here: every start moves the parts they gave.
+/// In check mode every start() reads the counts array again (when it was
+/// passed as an lvalue or a view) and throws before any byte moves if it
+/// changed since init.
 ///   auto p = plait::all_gather_v_init<plait::ring>(comm, mine, all, counts);
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Counts>
-[[nodiscard]] persistent_collective all_gather_v_init(Comm& comm, Send&& send, Recv&& recv, const Counts& recv_counts) {
+[[nodiscard]] persistent_collective all_gather_v_init(Comm& comm, Send&& send, Recv&& recv, Counts&& recv_counts) {
   return init_collective_v<op::all_gather, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                              recv_counts);
+                                                              std::forward<Counts>(recv_counts));
 }
 
 /// A persistent all_to_all_v (arguments as plait::all_to_all_v). The counts
 /// are read, checked and (where the algorithm needs every rank's) exchanged
-/// once, here; every start moves the blocks they gave.
+/// once, here; every start moves the blocks they gave (check mode: as
+/// all_gather_v_init, both arrays read again at every start()).
 template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class SendCounts, class Recv,
           class RecvCounts>
-[[nodiscard]] persistent_collective all_to_all_v_init(Comm& comm, Send&& send, const SendCounts& send_counts,
-                                                      Recv&& recv, const RecvCounts& recv_counts) {
+[[nodiscard]] persistent_collective all_to_all_v_init(Comm& comm, Send&& send, SendCounts&& send_counts, Recv&& recv,
+                                                      RecvCounts&& recv_counts) {
   return init_collective_v<op::all_to_all, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv),
-                                                              send_counts, recv_counts);
+                                                              std::forward<SendCounts>(send_counts),
+                                                              std::forward<RecvCounts>(recv_counts));
 }
 
 }  // namespace v0

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -171,13 +172,16 @@ class persistent_collective {
   persistent_collective& operator=(const persistent_collective&) = delete;
   /// Movable: the source becomes empty.
   persistent_collective(persistent_collective&& other) noexcept
-      : handle_(std::exchange(other.handle_, {})), started_(std::exchange(other.started_, false)) {}
+      : handle_(std::exchange(other.handle_, {})),
+        started_(std::exchange(other.started_, false)),
+        start_check_(std::exchange(other.start_check_, {})) {}
   /// Movable: an active collective here completes first.
   persistent_collective& operator=(persistent_collective&& other) noexcept {
     if (this != &other) {
       detail::release(handle_);
       handle_ = std::exchange(other.handle_, {});
       started_ = std::exchange(other.started_, false);
+      start_check_ = std::exchange(other.start_check_, {});
     }
     return *this;
   }
@@ -202,9 +206,15 @@ class persistent_collective {
   /// Started and not yet complete.
   [[nodiscard]] PLAIT_DECL bool active() const;
 
+  /// What every start() runs first, before it takes a tag or moves a byte,
+  /// and whose error it throws: the *_v_init forms in check mode set it to
+  /// re-read the bound counts (op/forms.hpp). Not for use outside plait.
+  void check_each_start(std::function<void()> check) { start_check_ = std::move(check); }
+
  private:
   detail::in_flight_handle handle_;
   bool started_ = false;
+  std::function<void()> start_check_;
 };
 
 }  // namespace v0

@@ -32,7 +32,8 @@ PLAIT_DECL void persistent_collective::start() {
                  {"start() on an empty persistent collective (default-constructed or moved from)"},
                  {handle_.rank, "persistent start", -1, -1});
   }
-  if (handle_.engine == nullptr) {  // stream-ordered: runs (is enqueued on the stream) now
+  if (start_check_) start_check_();  // check mode: the bound counts, before any byte moves
+  if (handle_.engine == nullptr) {   // stream-ordered: runs (is enqueued on the stream) now
     started_ = true;
     handle_.restart(*handle_.run);
     return;
