@@ -34,6 +34,7 @@
 #include "plait/op/dispatch.hpp"
 #include "plait/op/fold_collective.hpp"
 #include "plait/op/hierarchical.hpp"
+#include "plait/op/hierarchical_folds.hpp"
 #include "plait/op/launch.hpp"
 #include "plait/op/request.hpp"
 
@@ -256,24 +257,20 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
   return bound;
 }
 
-namespace detail {
-/// The one error for a reduction on a two_level communicator (not served yet).
-template <class Comm>
-consteval bool check_reduction_communicator() {
-  static_assert(!two_level_communicator<Comm>,
-                "plait: reductions run on one communicator (shm, MPI); on a plait::two_level they are not served "
-                "yet: call them on the whole communicator (plait::mpi::node_levels::world())");
-  return !two_level_communicator<Comm>;
-}
-}  // namespace detail
-
 /// A combining Op (reduce_scatter, all_reduce), blocking: every rank's
 /// contributions combined. `args`: the reduction, or (recv_counts, reduction)
-/// for the uneven form.
+/// for the uneven form. On a two_level: op/hierarchical_folds.hpp.
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Args>
 void run_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
-  if constexpr (detail::check_reduction_communicator<Comm>()) {
+  if constexpr (detail::two_level_communicator<Comm>) {
+    detail::two_level_fold_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole) {
+          run_reduction<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv), args...);
+        },
+        detail::two_level_now{}, args...);
+  } else {
     detail::dispatch_fold<Op, Algorithm, Layout>(comm, detail::run_now{}, std::forward<Send>(send),
                                                  std::forward<Recv>(recv), args...);
   }
@@ -284,12 +281,20 @@ void run_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Args>
 [[nodiscard]] collective_request start_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
-  detail::in_flight_handle h;
-  if constexpr (detail::check_reduction_communicator<Comm>()) {
+  if constexpr (detail::two_level_communicator<Comm>) {
+    return detail::two_level_fold_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole) {
+          return start_reduction<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                        args...);
+        },
+        detail::two_level_in_flight{}, args...);
+  } else {
+    detail::in_flight_handle h;
     detail::dispatch_fold<Op, Algorithm, Layout>(comm, detail::start_in_flight{&h}, std::forward<Send>(send),
                                                  std::forward<Recv>(recv), args...);
+    return collective_request(h);
   }
-  return collective_request(h);
 }
 
 /// A combining Op, persistent: checks and plans once (counts fixed then);
@@ -298,12 +303,20 @@ template <class Op, class Algorithm = automatic, class Layout = contiguous, clas
 template <class Op, class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv,
           class... Args>
 [[nodiscard]] persistent_collective init_reduction(Comm& comm, Send&& send, Recv&& recv, const Args&... args) {
-  detail::in_flight_handle h;
-  if constexpr (detail::check_reduction_communicator<Comm>()) {
+  if constexpr (detail::two_level_communicator<Comm>) {
+    return detail::two_level_fold_collective<Op, Algorithm, Layout>(
+        comm, std::forward<Send>(send), std::forward<Recv>(recv),
+        [&](auto& whole) {
+          return init_reduction<Op, Algorithm, Layout>(whole, std::forward<Send>(send), std::forward<Recv>(recv),
+                                                       args...);
+        },
+        detail::two_level_bound{}, args...);
+  } else {
+    detail::in_flight_handle h;
     detail::dispatch_fold<Op, Algorithm, Layout>(comm, detail::bind_persistent{&h}, std::forward<Send>(send),
                                                  std::forward<Recv>(recv), args...);
+    return persistent_collective(h);
   }
-  return persistent_collective(h);
 }
 
 }  // namespace v0
