@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -353,4 +354,62 @@ TEST_CASE("mpi node_levels serves a node of one rank beside a node of all the ot
   ok = gather_matches_mpi<plait::automatic>(levels, 5, 18) && ok;
   ok = exchange_matches_mpi<plait::automatic>(levels, 5, 19) && ok;
   PLAIT_REQUIRE_ALL(ok);
+}
+
+namespace {
+
+/// plait's reductions on the levels against MPI_Allreduce and
+/// MPI_Reduce_scatter_block on MPI_COMM_WORLD (integers: exact), in every form.
+template <class Algorithm, class Levels>
+bool reductions_match_mpi(Levels& levels, std::size_t block) {
+  const auto p = static_cast<std::size_t>(levels.size());
+  const std::size_t n = block * p;
+  std::vector<std::int64_t> send(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    send[i] = static_cast<std::int64_t>(plait_test::world_rank() + 1) * 7919 + static_cast<std::int64_t>(i % 97) - 40;
+  }
+  std::vector<std::int64_t> sum_want(n), max_want(n), part_want(block);
+  MPI_Allreduce(send.data(), sum_want.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(send.data(), max_want.data(), static_cast<int>(n), MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Reduce_scatter_block(send.data(), part_want.data(), static_cast<int>(block), MPI_INT64_T, MPI_BXOR,
+                           MPI_COMM_WORLD);
+  std::vector<std::int64_t> recv(n), part(block);
+  plait::all_reduce<Algorithm>(levels, send, recv, plait::sum{});
+  bool ok = recv == sum_want;
+  auto request = plait::iall_reduce<Algorithm>(levels, send, recv, plait::max{});
+  request.wait();
+  ok = ok && recv == max_want;
+  auto persistent = plait::reduce_scatter_init<Algorithm>(levels, send, part, plait::bit_xor{});
+  persistent.start();
+  persistent.wait();
+  return ok && part == part_want;
+}
+
+}  // namespace
+
+TEST_CASE("mpi reductions on node_levels equal MPI_Allreduce and MPI_Reduce_scatter_block on emulated nodes",
+          "[mpi][two_level][reduce]") {
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  for (const auto& [nodes, how] : arrangements()) {
+    INFO(nodes << " nodes, " << name(how));
+    plait::mpi::node_levels levels(world, fake_node(how, world.rank(), nodes, world.size()));
+    bool ok = reductions_match_mpi<plait::hierarchical<plait::ring, plait::ring>>(levels, 33);
+    ok = reductions_match_mpi<plait::hierarchical<plait::automatic, plait::automatic>>(levels, 1) && ok;
+    ok = reductions_match_mpi<plait::automatic>(levels, 0) && ok;
+    // The exact left fold over world ranks, whatever the placement.
+    const std::size_t n = 7;
+    std::vector<double> mine(n), folded(n);
+    const auto value = [](int rank, std::size_t i) {
+      return (rank % 2 == 0 ? 1.0 : -1.0) * 1e16 * static_cast<double>(1 + (rank + i) % 3) + 0.3 * (rank + 1);
+    };
+    for (std::size_t i = 0; i < n; ++i) mine[i] = value(world.rank(), i);
+    plait::all_reduce<plait::hierarchical<plait::direct, plait::chain>>(levels, mine, folded,
+                                                                        plait::ordered<plait::sum>{});
+    for (std::size_t i = 0; i < n; ++i) {
+      double want = value(0, i);
+      for (int r = 1; r < world.size(); ++r) want = want + value(r, i);
+      ok = ok && std::memcmp(&want, &folded[i], sizeof want) == 0;
+    }
+    PLAIT_REQUIRE_ALL(ok);
+  }
 }
