@@ -2,8 +2,8 @@
 // every rank's small host record reaches every rank, directly (one message
 // each way per pair, under a tag taken for it with a control stamp), and the
 // traffic is taken out of bytes_sent(). What the layers under op/ use where
-// they need a little collective of their own (the two_level's census), so
-// they need no algorithm, layout or operation. While collectives are in
+// they need a little collective of their own (the two_level's census, the
+// NVLink bootstrap's records), so they need no algorithm, layout or operation. While collectives are in
 // flight on the communicator it goes through its progress engine, behind or
 // beside them, as a blocking collective does (op/execute.hpp).
 #pragma once
