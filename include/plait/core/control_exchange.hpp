@@ -41,10 +41,15 @@ class control_gather : public pending_collective {
     comm_.wait_all(std::span(requests_), until_);
   }
 
+  /// The bytes its sends added to bytes_sent() (0 before it posts): its own
+  /// only, though collectives in flight may send meanwhile.
+  [[nodiscard]] std::uint64_t sent() const noexcept { return sent_; }
+
  private:
   void post() {
     if (posted_) return;
     posted_ = true;
+    const std::uint64_t before = comm_.bytes_sent();
     const int size = comm_.size();
     requests_.reserve(2 * static_cast<std::size_t>(size));
     for (int peer = 0; peer < size; ++peer) {
@@ -56,6 +61,7 @@ class control_gather : public pending_collective {
       requests_.push_back(comm_.irecv(peer, theirs, tag_));
       requests_.push_back(comm_.isend(peer, mine_, tag_));
     }
+    sent_ = comm_.bytes_sent() - before;  // counted as the sends are posted
     until_ = after(comm_.timeout());
   }
 
@@ -76,6 +82,7 @@ class control_gather : public pending_collective {
   std::span<std::byte> all_;
   int tag_;
   bool posted_ = false;
+  std::uint64_t sent_ = 0;
   deadline until_{};
   std::vector<typename Comm::request> requests_;
 };
@@ -92,7 +99,6 @@ void control_all_gather(Comm& comm, std::span<const std::byte> mine, std::span<s
     comm.exchange_control(mine, all);
   } else {
     const int tag = take_tag(comm, stamp);
-    const std::uint64_t before = comm.bytes_sent();
     control_gather<Comm> run(comm, mine, all, tag);
     try {
       bool done = false;
@@ -118,7 +124,7 @@ void control_all_gather(Comm& comm, std::span<const std::byte> mine, std::span<s
     } catch (const error& e) {
       throw e.within({comm.rank(), operation, -1, -1});
     }
-    if constexpr (discounts_control_bytes<Comm>) comm.discount_control_bytes(comm.bytes_sent() - before);
+    if constexpr (discounts_control_bytes<Comm>) comm.discount_control_bytes(run.sent());
   }
 }
 
