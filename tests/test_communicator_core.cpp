@@ -2,6 +2,7 @@
 // plait-test-also: compiled
 // The shared communicator core: each behaviour every transport gets from it,
 // checked once here (the transports' own tests check that they use it).
+#include <plait/core/wait_loop.hpp>
 #include <plait/plait.hpp>
 
 #include <catch2/catch.hpp>
@@ -308,4 +309,21 @@ TEST_CASE("run_threads, run_processes and join report a bad PLAIT_* value before
     CHECK_FALSE(ran);
     CHECK_FALSE(std::filesystem::exists("/dev/shm/plait-" + group));
   }
+}
+
+TEST_CASE("wait_loop reads the clock at its first idle poll and reports how long it waited", "[core][wait_loop]") {
+  using namespace std::chrono_literals;
+  // A deadline already past is seen at the first idle poll, not the 16th.
+  plait::detail::wait_loop late(plait::clock::now() - 1s);
+  CHECK(late.expired());
+  CHECK(late.waited() == plait::clock::duration::zero());
+  // A wait runs to its deadline, and waited() spans the clock reads from the first to the last.
+  plait::detail::wait_loop loop(plait::detail::after(30ms));
+  while (!loop.expired()) loop.pause();
+  CHECK(loop.waited() >= 25ms);
+  CHECK(loop.waited() < 10s);
+  // The busy phase that never yields (MPI's) ends at its deadline too.
+  plait::detail::wait_loop busy(plait::detail::after(20ms), 1s, 200000, 64, std::chrono::nanoseconds::max());
+  while (!busy.expired()) busy.pause();
+  CHECK(busy.waited() >= 15ms);
 }

@@ -454,3 +454,29 @@ TEST_CASE("an error inside one level names the two-level call, the level and the
     return levels.bytes_sent() == plait::level_bytes{} ? std::string() : std::string("bytes moved");
   }));
 }
+
+TEST_CASE("two_level's census queues behind collectives in flight on its levels", "[two_level][nonblocking]") {
+  // Nodes of 3 and 2 ranks; an all-gather is in flight on intra while the
+  // census runs: the census's exchanges go through intra's engine behind it,
+  // and only their own bytes leave bytes_sent() (the all-gather's moved meanwhile).
+  const node_sizes nodes{{3, 2}};
+  const auto verdicts = plait_test::run_ranks(mode::threads, 5, [&](plait::shm::communicator& world) -> std::string {
+    const arrangement a = place(placement::block, world.rank(), nodes);
+    auto intra = world.split(a.node, a.local);
+    auto inter = world.split(a.local, a.node);
+    std::vector<int> mine(3, world.rank());
+    std::vector<int> all(mine.size() * static_cast<std::size_t>(intra.size()));
+    auto pending = plait::iall_gather<plait::ring>(intra, mine, all);
+    plait::two_level levels{intra, inter};
+    pending.wait();
+    if (levels.node_count() != 2 || levels.node_index() != a.node || levels.size() != 5) return "wrong census";
+    if (levels.bytes_sent().intra != (mine.size() * sizeof(int)) * static_cast<std::size_t>(intra.size() - 1)) {
+      return "the census counted as payload: " + std::to_string(levels.bytes_sent().intra);
+    }
+    for (std::size_t j = 0; j < all.size(); ++j) {
+      if (all[j] != world.rank() - a.local + static_cast<int>(j / mine.size())) return "wrong gathered element";
+    }
+    return gather_and_check<plait::hierarchical<plait::ring, plait::direct>>(levels, 2);
+  });
+  require_all_empty(verdicts);
+}

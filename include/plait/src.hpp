@@ -45,7 +45,6 @@
 #include "plait/op/impl/executor.ipp"
 #include "plait/op/impl/fold_collective.ipp"
 #include "plait/op/impl/hierarchical.ipp"
-#include "plait/op/impl/in_flight.ipp"
 #include "plait/op/impl/request.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 

@@ -10,7 +10,11 @@ Rules:
      plait/transport/<name>/: a transport moves bytes and knows nothing of
      algorithms, layouts, operations or other transports. A header directly in
      plait/transport/ includes only plait/core/.
-  2. No include cycle. An implementation file (.ipp) that its header includes
+  2. A header under plait/levels/ (its subfolders included) includes only
+     plait/core/, plait/transport/ and plait/levels/: levels compose
+     transports and sit under the operations; what the collectives keep per
+     two_level is op/'s own (op/hierarchical_state.hpp).
+  3. No include cycle. An implementation file (.ipp) that its header includes
      at its end and that includes that header back is part of the header, not
      a cycle: it is how plait splits declarations from definitions.
 """
@@ -32,10 +36,19 @@ def read_tree(root):
     return files
 
 
+LEVELS_FLOOR = ("plait/core/", "plait/transport/", "plait/levels/")
+
+
 def floor_violations(files):
     found = []
     for path, includes in sorted(files.items()):
         parts = path.split("/")
+        if len(parts) >= 3 and parts[1] == "levels":
+            for target in includes:
+                if not target.startswith(LEVELS_FLOOR):
+                    found.append(f"{path} includes {target}: a levels header may include only "
+                                 "plait/core/, plait/transport/ and plait/levels/")
+            continue
         if len(parts) < 3 or parts[1] != "transport":
             continue
         in_root = len(parts) == 3 or parts[2] == "impl"
@@ -114,7 +127,10 @@ def self_test():
             "plait/core/impl/a.ipp": ["plait/core/a.hpp"],
             "plait/transport/shm/c.hpp": ["plait/core/a.hpp", "plait/transport/shm/impl/c.ipp"],
             "plait/transport/shm/impl/c.ipp": ["plait/transport/shm/c.hpp"],
-            "plait/op/o.hpp": ["plait/transport/shm/c.hpp"],
+            "plait/levels/l.hpp": ["plait/core/a.hpp", "plait/transport/shm/c.hpp", "plait/levels/impl/l.ipp"],
+            "plait/levels/impl/l.ipp": ["plait/levels/l.hpp"],
+            "plait/levels/mpi/m.hpp": ["plait/levels/l.hpp", "plait/transport/shm/c.hpp"],
+            "plait/op/o.hpp": ["plait/transport/shm/c.hpp", "plait/levels/l.hpp"],
         }, 0),
         "a transport includes an operation": ({
             "plait/op/o.hpp": [],
@@ -123,6 +139,20 @@ def self_test():
         "a transport includes another transport": ({
             "plait/transport/shm/c.hpp": [],
             "plait/transport/mpi/c.hpp": ["plait/transport/shm/c.hpp"],
+        }, 1),
+        "a level includes an operation": ({
+            "plait/op/o.hpp": [],
+            "plait/levels/l.hpp": ["plait/op/o.hpp"],
+        }, 1),
+        "a level's subfolder includes an algorithm and a layout": ({
+            "plait/algorithm/a.hpp": [],
+            "plait/layout/c.hpp": [],
+            "plait/levels/mpi/m.hpp": ["plait/algorithm/a.hpp", "plait/layout/c.hpp"],
+        }, 2),
+        "a level's implementation file includes an operation": ({
+            "plait/op/o.hpp": [],
+            "plait/levels/l.hpp": ["plait/levels/impl/l.ipp"],
+            "plait/levels/impl/l.ipp": ["plait/levels/l.hpp", "plait/op/o.hpp"],
         }, 1),
         "two headers include each other": ({
             "plait/op/a.hpp": ["plait/op/b.hpp"],

@@ -74,10 +74,12 @@ class backoff {
   /// (is a peer process still alive?) are cheap enough then.
   [[nodiscard]] bool sleeping() const noexcept { return polls_ >= spin_polls + yield_polls_; }
 
+  /// How often the busy phase yields by default.
+  static constexpr std::chrono::microseconds busy_yield_interval{20};
+
  private:
   static constexpr unsigned spin_polls = 64;
   static constexpr unsigned busy_clock_polls = 16;  // busy polls per clock read
-  static constexpr std::chrono::microseconds busy_yield_interval{20};
   static constexpr std::chrono::microseconds min_sleep{20};
   static constexpr std::chrono::microseconds max_sleep{1000};
   unsigned yield_polls_ = default_yield_polls;

@@ -140,6 +140,16 @@ class progress_engine {
   std::thread thread_;
 };
 
+/// Waits until `c` is finished, taking turns of the engine (every other
+/// collective in flight moves too); rethrows its failure. When `c` is the only
+/// collective queued and no progress thread runs, it completes in the
+/// transport's own blocking waits instead (no turns needed).
+PLAIT_DECL void wait_in_engine(progress_engine& engine, pending_collective& c, std::chrono::nanoseconds busy_poll);
+
+/// One look: a turn of the engine unless `c` is finished; true once it is
+/// finished (rethrowing its failure).
+PLAIT_DECL bool test_in_engine(progress_engine& engine, pending_collective& c);
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

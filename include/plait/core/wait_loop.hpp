@@ -27,20 +27,29 @@ class wait_loop {
  public:
   /// Polls until `until`; `busy`: the busy phase (backoff), `yield_polls`:
   /// polls that yield before the waiter sleeps; `slow_every`: the slow checks
-  /// run at every slow_every-th idle poll once the waiter sleeps.
+  /// run at every slow_every-th idle poll once the waiter sleeps;
+  /// `busy_yield`: how often the busy phase yields (nanoseconds::max(): never).
   explicit wait_loop(deadline until, std::chrono::nanoseconds busy = std::chrono::nanoseconds::zero(),
-                     unsigned yield_polls = backoff::default_yield_polls, unsigned slow_every = 64) noexcept
-      : until_(until), pacing_(yield_polls, busy), slow_every_(slow_every) {}
+                     unsigned yield_polls = backoff::default_yield_polls, unsigned slow_every = 64,
+                     std::chrono::nanoseconds busy_yield = backoff::busy_yield_interval) noexcept
+      : until_(until), pacing_(yield_polls, busy, busy_yield), slow_every_(slow_every) {}
 
   /// A poll moved something: the pacing starts over (busy phase included).
   void moved() noexcept { pacing_.reset(); }
-  /// After a poll that moved nothing: whether the deadline has passed. While
-  /// the waiter spins the clock is read every 16th poll (a read costs about
-  /// a poll, and a deadline is seconds away), then at every poll.
+  /// After a poll that moved nothing: whether the deadline has passed. The
+  /// clock is read at the first such poll (a wait that completes at its
+  /// first poll reads it never), then, while the waiter spins, every 16th
+  /// (a read costs about a poll, and a deadline is seconds away), then at
+  /// every poll.
   [[nodiscard]] bool expired() noexcept {
-    if (pacing_.spinning() && ++spinning_polls_ % 16 != 0) return false;
-    return clock::now() > until_;
+    if (pacing_.spinning() && spinning_polls_++ % clock_polls != 0) return false;
+    last_read_ = clock::now();
+    if (started_ == clock::time_point{}) started_ = last_read_;
+    return last_read_ > until_;
   }
+  /// How long the wait has waited, as the clock reads of expired() saw it:
+  /// from the first to the latest (what a timeout's message reports).
+  [[nodiscard]] clock::duration waited() const noexcept { return last_read_ - started_; }
   /// After a poll that moved nothing: whether the slow checks are due (every
   /// slow_every-th such poll once the waiter sleeps between polls).
   [[nodiscard]] bool slow_check_due() noexcept { return pacing_.sleeping() && ++slow_polls_ % slow_every_ == 0; }
@@ -52,11 +61,14 @@ class wait_loop {
   [[nodiscard]] deadline until() const noexcept { return until_; }
 
  private:
+  static constexpr unsigned clock_polls = 16;  // spinning polls per clock read
   deadline until_;
   backoff pacing_;
   unsigned slow_every_;
   unsigned spinning_polls_ = 0;
   unsigned slow_polls_ = 0;
+  clock::time_point started_{};    // expired()'s first clock read
+  clock::time_point last_read_{};  // and its latest
 };
 
 }  // namespace detail

@@ -5,24 +5,19 @@
 // transport: it moves nothing itself.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "plait/algorithm/direct.hpp"
 #include "plait/core/config.hpp"
+#include "plait/core/control_exchange.hpp"
 #include "plait/core/error.hpp"
-#include "plait/core/operation.hpp"
-#include "plait/core/progress_engine.hpp"
-#include "plait/core/scratch.hpp"
 #include "plait/core/transport.hpp"
-#include "plait/layout/contiguous.hpp"
-#include "plait/op/collective.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -81,6 +76,36 @@ PLAIT_DECL std::string inter_level_problem(const node_census& census, int node, 
                                            int inter_rank, int inter_size, std::span<const int> seen_sizes);
 /// Raises invalid_argument unless `rank_of_position` lists each of its ranks once.
 PLAIT_DECL void check_rank_table(int rank, std::span<const int> rank_of_position, std::string_view operation);
+
+/// One object of a type a layer above chooses, made on its first use and
+/// destroyed with the holder: how levels/ keeps state that op/ owns without
+/// knowing its type. Neither copyable nor movable (the state belongs to one
+/// holder); asking for a second type is a bug, refused as invalid_argument.
+class attachment {
+ public:
+  attachment() = default;
+  attachment(const attachment&) = delete;
+  attachment& operator=(const attachment&) = delete;
+
+  /// The held T, made value-initialised at the first call (`rank`: errors name it).
+  template <class T>
+  T& get(int rank) {
+    if (!held_) {
+      held_ = owner(new T(), [](void* p) { delete static_cast<T*>(p); });
+      key_ = &key_of<T>;
+    } else if (key_ != &key_of<T>) {
+      fail(errc::invalid_argument, {"the state attached to two_level has another type"}, {rank, "two_level"});
+    }
+    return *static_cast<T*>(held_.get());
+  }
+
+ private:
+  using owner = std::unique_ptr<void, void (*)(void*)>;
+  template <class T>
+  static constexpr char key_of = 0;  // its address names T
+  owner held_{nullptr, nullptr};
+  const void* key_ = nullptr;
+};
 }  // namespace detail
 
 /// Two levels of one group: `intra`, the ranks of this node, and `inter`, the
@@ -229,27 +254,15 @@ class two_level {
   /// Called by plait::automatic on a two_level: remembers its choice for last_choice().
   void note_choice(const level_choice& choice) noexcept { last_choice_ = choice; }
 
-  /// Kept staging buffers of the hierarchical collectives, one per `slot`
-  /// (0 .. staging_slots - 1; slot 0 is the all-to-all's bundle buffer):
-  /// `bytes` uninitialised bytes, valid until the next call. Each is kept
-  /// until this object goes and only grows (to the largest call's needs): a
-  /// fresh buffer of tens of MiB costs a page fault per page at its first
-  /// touch (about 90 ms per 64 MiB per rank on the two-host bench's VM),
-  /// more than the node level's copy itself.
-  [[nodiscard]] std::span<std::byte> staging(std::size_t slot, std::size_t bytes) const {
-    detail::byte_buffer& kept = staging_[slot];
-    if (kept.size() < bytes) kept = detail::byte_buffer(bytes);
-    return {kept.data(), bytes};
+  /// The one object of type State that a layer above keeps with these levels
+  /// (op/ keeps the hierarchical collectives' staging buffers and engine
+  /// there: op/hierarchical_state.hpp), made at the first call and destroyed
+  /// with this object. Not thread-safe: make it on the thread that uses the
+  /// levels, before anything else may.
+  template <class State>
+  [[nodiscard]] State& attached() const {
+    return attached_.template get<State>(intra_->rank());
   }
-  /// Buffers staging() keeps.
-  static constexpr std::size_t staging_slots = 4;
-
-  /// The engine of the collectives in flight on these levels as a whole
-  /// (the hierarchical nonblocking and persistent forms, and a blocking one
-  /// made while those are pending): in order, one at a time, so that every
-  /// rank starts the levels' own collectives in the same order, and the
-  /// staging buffers serve one collective at a time.
-  [[nodiscard]] detail::progress_engine& staged_progress() const noexcept { return staged_progress_; }
 
  private:
   [[nodiscard]] int position() const noexcept { return node_offset(node_) + intra_->rank(); }
@@ -267,22 +280,22 @@ class two_level {
   // node sizes and its node's index; the other local ranks may meet only the
   // nodes larger than their local rank, so each node copies local rank 0's
   // view over intra: first how many nodes it saw, then the view itself.
+  // Control exchanges (core/control_exchange.hpp): point to point, under
+  // control tags, not counted in bytes_sent().
   void take_census() {
-    const level_bytes before = bytes_sent();
     const int mine = intra_->size();
     std::vector<int> seen(static_cast<std::size_t>(inter_->size()));
-    collective<op::all_gather, Inter, direct, contiguous>::run(*inter_, std::span<const int>(&mine, 1), seen);
+    exchange(*inter_, std::span<const int>(&mine, 1), seen);
     const int met = inter_->size();
     std::vector<int> met_by_each(static_cast<std::size_t>(intra_->size()));
-    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(&met, 1), met_by_each);
+    exchange(*intra_, std::span<const int>(&met, 1), met_by_each);
     const auto nodes = static_cast<std::size_t>(met_by_each.front());
     // One record per local rank: [node index, node sizes...], padded with zeros.
     std::vector<int> record(nodes + 1, 0);
     record[0] = inter_->rank();
     for (std::size_t n = 0; n < seen.size() && n < nodes; ++n) record[n + 1] = seen[n];
     std::vector<int> records(record.size() * static_cast<std::size_t>(intra_->size()));
-    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(record), records);
-    discount(before);
+    exchange(*intra_, std::span<const int>(record), records);
     const auto first = records.begin() + 1;
     census_ = detail::node_census::of(std::vector<int>(first, first + static_cast<std::ptrdiff_t>(nodes)),
                                       intra_->rank(), "two_level");
@@ -293,9 +306,7 @@ class two_level {
                                                             inter_->rank(), inter_->size(), seen);
     const int fine = problem.empty() ? 1 : 0;
     std::vector<int> verdicts(static_cast<std::size_t>(intra_->size()));
-    const level_bytes checked = bytes_sent();
-    collective<op::all_gather, Intra, direct, contiguous>::run(*intra_, std::span<const int>(&fine, 1), verdicts);
-    discount(checked);
+    exchange(*intra_, std::span<const int>(&fine, 1), verdicts);
     if (!problem.empty()) detail::fail(errc::invalid_argument, {problem}, {intra_->rank(), "two_level"});
     for (std::size_t l = 0; l < verdicts.size(); ++l) {
       if (verdicts[l] == 0) {
@@ -307,6 +318,13 @@ class two_level {
       }
     }
     index_inter_peers();
+  }
+
+  // One step of the census over `level`: every rank's `mine` into `all`.
+  template <class Level>
+  static void exchange(Level& level, std::span<const int> mine, std::span<int> all) {
+    static constexpr call_stamp census = call_stamp::of(call_kind::control, "two_level census");
+    detail::control_all_gather(level, mine, all, census, "two_level");
   }
 
   // Which node each inter peer sits on, after checking inter is the level it should be.
@@ -340,12 +358,6 @@ class two_level {
     }
   }
 
-  void discount(const level_bytes& before) {
-    const level_bytes after = bytes_sent();
-    if constexpr (detail::discounts_control_bytes<Intra>) intra_->discount_control_bytes(after.intra - before.intra);
-    if constexpr (detail::discounts_control_bytes<Inter>) inter_->discount_control_bytes(after.inter - before.inter);
-  }
-
   Intra* intra_;
   Inter* inter_;
   detail::node_census census_;
@@ -355,9 +367,7 @@ class two_level {
   std::vector<int> position_of_rank_;
   bool local_major_ = false;
   level_choice last_choice_{};
-  // Scratch: one collective at a time, as on every communicator.
-  mutable std::array<detail::byte_buffer, staging_slots> staging_;
-  mutable detail::progress_engine staged_progress_{true};
+  mutable detail::attachment attached_;  // what op/ keeps here (attached())
 };
 
 /// `plait::two_level levels{intra, inter};` deduces both communicator types.

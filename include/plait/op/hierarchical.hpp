@@ -45,6 +45,7 @@
 #include "plait/op/bundle.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
+#include "plait/op/hierarchical_state.hpp"
 #include "plait/op/launch.hpp"
 #include "plait/op/request.hpp"
 #include "plait/op/staged.hpp"
@@ -212,7 +213,7 @@ template <class Inner, class Outer, class Intra, class Inter>
 staged_task exchange_by_position(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                                  std::span<std::byte> out) {
   const std::size_t row = send.size() / extent(levels.node_count());
-  const std::span<std::byte> bundled = levels.staging(0, send.size());  // Inner writes every byte
+  const std::span<std::byte> bundled = staging(levels, 0, send.size());  // Inner writes every byte
   for (std::size_t at = 0; at < send.size(); at += row) {
     co_await on_level(levels, false, hierarchical_label<op::all_to_all>(), [&] {
       return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), send.subspan(at, row),
@@ -252,7 +253,7 @@ staged_task exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::s
   const std::size_t s = send.size() / extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
-  const std::span<std::byte> bundled = levels.staging(0, send.size());  // Inner writes every byte
+  const std::span<std::byte> bundled = staging(levels, 0, send.size());  // Inner writes every byte
   co_await on_level(levels, false, hierarchical_label<op::all_to_all>(),
                     [&] { return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), send, bundled); });
   const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
@@ -309,7 +310,7 @@ staged_task gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span
       row_bytes[l] += share_bytes[l * nodes + n];
     }
   }
-  const std::span<std::byte> rows = levels.staging(1, out.size());  // rows 0 .. M - 1: every node's block once
+  const std::span<std::byte> rows = staging(levels, 1, out.size());  // rows 0 .. M - 1: every node's block once
   std::size_t row_at = 0;
   for (std::size_t l = 0; l < local && l < shares; ++l) row_at += row_bytes[l];
   if (local < shares) {
@@ -376,7 +377,7 @@ staged_task exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::sp
     return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(),
                                                              send.subspan(offset_of(node) * b, locals * b), own_row);
   });
-  const std::span<std::byte> packed = levels.staging(0, foreign * b);
+  const std::span<std::byte> packed = staging(levels, 0, foreign * b);
   std::size_t at = 0;
   for (std::size_t m = 0; m < nodes; ++m) {
     for (std::size_t r = 0; r < relays && m != node; ++r) {
@@ -395,7 +396,7 @@ staged_task exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::sp
     from_node[m] = size_of(m) * mine_served * b;
     gathered_bytes += to_node[m];
   }
-  const std::span<std::byte> gathered = levels.staging(1, gathered_bytes);
+  const std::span<std::byte> gathered = staging(levels, 1, gathered_bytes);
   std::vector<std::size_t> to_local(locals, 0);
   std::vector<std::size_t> from_local(locals, 0);
   std::size_t packed_at = 0;
@@ -417,7 +418,7 @@ staged_task exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::sp
   // 2. Relays exchange over inter. Arrived from node m: [source local l' <
   //    L_m][k of this node served by this relay]: the other nodes' sources
   //    in position order.
-  const std::span<std::byte> arrived = levels.staging(2, foreign * mine_served * b);
+  const std::span<std::byte> arrived = staging(levels, 2, foreign * mine_served * b);
   if (relay) {
     co_await on_level(levels, true, label, [&] {
       return start_on_level<op::all_to_all, Outer, contiguous>(levels.inter(), std::span<const std::byte>(gathered),
@@ -427,7 +428,7 @@ staged_task exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::sp
 
   // 3. Relays unpack their own blocks and pack those of local ranks k >= M;
   //    those receive the P - L blocks from other nodes in position order.
-  const std::span<std::byte> forwarded = levels.staging(3, relay ? (mine_served - 1) * foreign * b : foreign * b);
+  const std::span<std::byte> forwarded = staging(levels, 3, relay ? (mine_served - 1) * foreign * b : foreign * b);
   const auto place_of = [&](std::size_t i) { return i < offset_of(node) ? i : i + locals; };  // i-th foreign source
   std::vector<std::size_t> forward_to(locals, 0);
   std::vector<std::size_t> forward_from(locals, 0);
@@ -1029,14 +1030,14 @@ std::chrono::nanoseconds staged_busy_poll(const Levels& levels) {
 
 /// The launches of a hierarchical collective's body (`make` builds it, a
 /// staged_task), one per form. All of them go through the levels' own
-/// engine (two_level::staged_progress(), in order) whenever collectives are
+/// engine (staged_progress(levels), in order) whenever collectives are
 /// in flight there, so that every rank starts the levels' collectives in
 /// the same order.
 struct two_level_now {  // blocking: runs the body to its end
   static constexpr bool keeps_buffers = false;
   template <class Levels, class Make>
   void staged(const Levels& levels, Make make) const {
-    progress_engine& engine = levels.staged_progress();
+    progress_engine& engine = staged_progress(levels);
     if (!engine.active()) {
       make().run();
       return;
@@ -1051,7 +1052,7 @@ struct two_level_in_flight {  // nonblocking: a request whose turns advance the 
   template <class Levels, class Make>
   collective_request staged(const Levels& levels, Make make) const {
     in_flight_handle h =
-        staged_handle(levels.staged_progress(), levels.rank(), staged_busy_poll(levels), std::move(make));
+        staged_handle(staged_progress(levels), levels.rank(), staged_busy_poll(levels), std::move(make));
     queue(h, true);
     return collective_request(h);
   }
@@ -1061,7 +1062,7 @@ struct two_level_bound {  // persistent: a fresh body at every start()
   template <class Levels, class Make>
   persistent_collective staged(const Levels& levels, Make make) const {
     return persistent_collective(
-        staged_handle(levels.staged_progress(), levels.rank(), staged_busy_poll(levels), std::move(make)));
+        staged_handle(staged_progress(levels), levels.rank(), staged_busy_poll(levels), std::move(make)));
   }
 };
 

@@ -36,16 +36,6 @@ progress_engine& engine_of(Comm& comm) {
   return comm.collective_progress(!matches_by_tag<Comm>);
 }
 
-/// Waits until `c` is finished, taking turns of the engine (every other
-/// collective in flight moves too); rethrows its failure. When `c` is the only
-/// collective queued and no progress thread runs, it completes in the
-/// transport's own blocking waits instead (no turns needed).
-PLAIT_DECL void wait_in_engine(progress_engine& engine, pending_collective& c, std::chrono::nanoseconds busy_poll);
-
-/// One look: a turn of the engine unless `c` is finished; true once it is
-/// finished (rethrowing its failure).
-PLAIT_DECL bool test_in_engine(progress_engine& engine, pending_collective& c);
-
 /// A schedule run the engine can move: over a schedule and plan it holds by
 /// reference (Steps and PlanHolder are references) or owns (values).
 template <class Comm, class Plan, class Steps, class PlanHolder>
@@ -114,7 +104,3 @@ void execute_in_flight(Comm& comm, progress_engine& engine, const schedule& step
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
-
-#if !defined(PLAIT_SEPARATE_COMPILATION)
-#include "plait/op/impl/in_flight.ipp"
-#endif

@@ -7,8 +7,9 @@
 // wait() (the blocking form), or advance() as far as it goes without blocking
 // (the progress engine's turn, for requests and persistent collectives).
 // staged_run makes one a pending_collective of an engine of its own
-// (two_level::staged_progress(), in order: one such collective at a time, so
-// every rank starts the levels' collectives in the same order).
+// (staged_progress(levels), op/hierarchical_state.hpp, in order: one such
+// collective at a time, so every rank starts the levels' collectives in the
+// same order).
 #pragma once
 
 #include <coroutine>

@@ -28,6 +28,7 @@
 #include "plait/core/scratch.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/core/wait_loop.hpp"
 #include "plait/transport/mpi/cost_model.hpp"
 #include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/node.hpp"
@@ -182,14 +183,14 @@ class communicator : public communicator_core, public blocking_calls<communicato
     require_usable("wait_all");
     if (!collect_handles(requests)) return;
 
-    // The clock is read only once a poll finds transfers pending, and during
-    // the busy phase only every clock_polls polls: a small message often
-    // completes at the first poll, and reading the clock costs about as much
-    // as polling an idle MPI. The deadline still holds to within those polls.
-    clock::time_point started{};
-    plait::detail::backoff waiting(200000, busy_poll(), busy_yield);
-    unsigned every = busy_poll() > clock::duration::zero() ? clock_polls : 1;
-    for (unsigned polls = 0;; ++polls) {
+    // The clock is read only once a poll finds transfers pending, and while
+    // the waiter spins (its busy phase included) only every 16th poll
+    // (core/wait_loop.hpp): a small message often completes at the first
+    // poll, and reading the clock costs about as much as polling an idle
+    // MPI. The deadline still holds to within those polls. It yields for long
+    // before it sleeps: MPI moves bytes only inside a poll.
+    plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
+    for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
       if (code != MPI_SUCCESS) {
@@ -197,17 +198,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
         failed(requests, code);
       }
       if (done != 0) break;
-      if (polls % every != 0) continue;
-      const auto now = clock::now();
-      if (polls == 0) {
-        started = now;
-      } else if (every != 1 && now - started >= busy_poll()) {
-        // Past the busy phase every pause yields or sleeps, which costs far
-        // more than a clock read: one poll per pause from here on.
-        every = 1;
-      }
-      if (now >= until) timed_out(requests, now - started);
-      waiting.pause();
+      if (loop.expired()) timed_out(requests, loop.waited());
+      loop.pause();
     }
     store_handles(requests);
     check_lengths(requests);
@@ -257,20 +249,19 @@ class communicator : public communicator_core, public blocking_calls<communicato
     require_usable("barrier");
     MPI_Request handle = MPI_REQUEST_NULL;
     check_or_poison(MPI_Ibarrier(comm_, &handle), "MPI_Ibarrier", where("barrier"));
-    const auto started = clock::now();
-    const deadline until = deadline_from_now();
-    plait::detail::backoff waiting(plait::detail::backoff::default_yield_polls, busy_poll(), busy_yield);
+    plait::detail::wait_loop loop(deadline_from_now(), busy_poll(), plait::detail::backoff::default_yield_polls, 64,
+                                  busy_yield);
     for (;;) {
       int done = 0;
       check_or_poison(MPI_Test(&handle, &done, MPI_STATUS_IGNORE), "MPI_Test", where("barrier"));
       if (done != 0) return;
-      if (clock::now() >= until) {
+      if (loop.expired()) {
         fail_and_poison(errc::timeout,
-                        "barrier not complete after " + plait::detail::seconds_text(clock::now() - started) +
-                            " (timeout " + plait::detail::seconds_text(timeout()) + "): some rank has not entered it",
+                        "barrier not complete after " + plait::detail::seconds_text(loop.waited()) + " (timeout " +
+                            plait::detail::seconds_text(timeout()) + "): some rank has not entered it",
                         where("barrier"));
       }
-      waiting.pause();
+      loop.pause();
     }
   }
 
@@ -323,10 +314,6 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// spin yielding every 20 us (the shm default) 10 ms. Ranks that outnumber
   /// the CPUs get no busy phase at all (busy_poll() zero).
   static constexpr std::chrono::nanoseconds busy_yield = std::chrono::nanoseconds::max();
-
-  /// Polls of MPI_Testall between two reads of the clock while a wait is in
-  /// its busy phase (about 1-2 us of polling).
-  static constexpr unsigned clock_polls = 16;
 
   // node_levels and node_local_shm run their agreements on it.
   friend struct detail::setup_access;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/control_exchange.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 
@@ -47,23 +48,8 @@ class bootstrap_ref : public bootstrap_link {
   [[nodiscard]] int size() const override { return comm_->size(); }
   void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
     // A control exchange: a bootstrap whose messages carry call stamps refuses a collective's in its place.
-    const int tag = plait::detail::take_tag(*comm_, call_stamp::of(call_kind::control, "nvlink records"));
-    const int n = comm_->size();
-    std::vector<typename Comm::request> requests;
-    const std::uint64_t before = comm_->bytes_sent();
-    for (int peer = 0; peer < n; ++peer) {
-      std::span<std::byte> theirs = all.subspan(static_cast<std::size_t>(peer) * mine.size(), mine.size());
-      if (peer == comm_->rank()) {
-        std::copy(mine.begin(), mine.end(), theirs.begin());
-        continue;
-      }
-      requests.push_back(comm_->irecv(peer, theirs, tag));
-      requests.push_back(comm_->isend(peer, mine, tag));
-    }
-    comm_->wait_all(std::span(requests), plait::detail::after(comm_->timeout()));
-    if constexpr (requires { comm_->discount_control_bytes(std::uint64_t{}); }) {
-      comm_->discount_control_bytes(comm_->bytes_sent() - before);  // handles are control traffic
-    }
+    static constexpr call_stamp records = call_stamp::of(call_kind::control, "nvlink records");
+    plait::detail::control_all_gather(*comm_, mine, all, records, "nvlink bootstrap");
   }
   void barrier() override { comm_->barrier(); }
   std::unique_ptr<bootstrap_link> split(int color, int key) override {
