@@ -1,0 +1,115 @@
+// Reduction calls that cannot work stop the compiler at the public entry
+// (plait::all_reduce, plait::reduce_scatter) with one static_assert that
+// says why: an algorithm that cannot keep the order the reduction needs
+// (plait::ordered<...> under ring, recursive_doubling or tree; a reduction not
+// declared commutative under ring), whose note names the algorithm, the order
+// and in works_with<...> the algorithms that can; an algorithm with no
+// reduce-scatter schedule; a two_level communicator (not served yet); and a
+// reduction that does not take the element type. Each case also bounds the
+// diagnostic's length (max-lines): one static_assert and its instantiation
+// chain, which is longer where the check sits deeper (reduce_scatter's
+// schedule check, in fold_collective) or the header is first reached deep in
+// plait.hpp's includes (reductions.hpp: clang prints 12 "In file included
+// from" lines). The regexes accept g++'s
+// (plait::v0::ring, message then note) and clang's (plait::ring, the
+// requirement before the message) spelling.
+// ordered<> on floats under -ffast-math is not here: the runner passes no
+// per-case flags, and reduction_fail.cpp tests it at the value level.
+// With no case selected the fixture compiles: the valid neighbours below.
+// The expect-error lines are regexes matched one line each, so clang-format
+// must not reflow them.
+// clang-format off
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <plait/plait.hpp>
+
+namespace {
+
+/// 2x2 integer matrices under multiplication: associative, not commutative.
+struct mat2 {
+  std::int64_t a, b, c, d;
+};
+constexpr mat2 multiply(const mat2& x, const mat2& y) {
+  return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+}
+
+[[maybe_unused]] void use(plait::shm::communicator& comm, plait::shm::communicator& intra,
+                          plait::shm::communicator& inter) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::vector<float> send(4 * p);
+  std::vector<float> recv(4 * p);
+  std::vector<float> block(4);
+  std::vector<double> send_d(4 * p);
+  std::vector<double> recv_d(4 * p);
+  std::vector<mat2> matrices(4 * p);
+  const auto product = plait::reduction(multiply, plait::associative);
+
+  // The valid neighbours of the cases below.
+  plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+  plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::sum>{});
+  plait::all_reduce<plait::chain>(comm, plait::in_place, recv, plait::ordered<plait::sum>{});
+  plait::all_reduce(comm, send, recv, plait::ordered<plait::sum>{});
+  plait::all_reduce<plait::recursive_doubling>(comm, send, recv, plait::max{});
+  plait::all_reduce<plait::tree>(comm, plait::in_place, matrices, product);
+  plait::all_reduce<plait::recursive_doubling>(comm, plait::in_place, matrices, product);
+  std::vector<std::uint32_t> bits(4);
+  plait::all_reduce<plait::ring>(comm, plait::in_place, bits, plait::bit_xor{});
+  plait::reduce_scatter<plait::ring>(comm, send, block, plait::avg{});
+  plait::reduce_scatter<plait::tree>(comm, send, block, plait::sum{});
+  plait::reduce_scatter<plait::chain>(comm, send, block, plait::ordered<plait::sum>{});
+  plait::reduce_scatter<plait::direct>(comm, plait::in_place, send, plait::ordered<plait::avg>{});
+  plait::two_level levels{intra, inter};
+  plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, block, recv);
+
+// expect-error(ring_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// max-lines(ring_ordered): 20
+#if defined(PLAIT_CASE_ring_ordered)
+  plait::all_reduce<plait::ring>(comm, send, recv, plait::ordered<plait::sum>{});
+#endif
+
+// expect-error(recursive_doubling_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*recursive_doubling, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*recursive_doubling, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// max-lines(recursive_doubling_ordered): 20
+#if defined(PLAIT_CASE_recursive_doubling_ordered)
+  plait::all_reduce<plait::recursive_doubling>(comm, send, recv, plait::ordered<plait::sum>{});
+#endif
+
+// expect-error(tree_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*tree, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*tree, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// max-lines(tree_ordered): 20
+#if defined(PLAIT_CASE_tree_ordered)
+  plait::all_reduce<plait::tree>(comm, plait::in_place, recv, plait::ordered<plait::sum>{});
+#endif
+
+// expect-error(tree_ordered_reduce_scatter): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*tree, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*tree, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// max-lines(tree_ordered_reduce_scatter): 20
+#if defined(PLAIT_CASE_tree_ordered_reduce_scatter)
+  plait::reduce_scatter<plait::tree>(comm, send, block, plait::ordered<plait::avg>{});
+#endif
+
+// expect-error(ring_non_commutative): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::rank>, plait::[v0:]*works_with<plait::[v0:]*tree, plait::[v0:]*recursive_doubling, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::rank>, plait::[v0:]*works_with<plait::[v0:]*tree, plait::[v0:]*recursive_doubling, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// max-lines(ring_non_commutative): 20
+#if defined(PLAIT_CASE_ring_non_commutative)
+  plait::all_reduce<plait::ring>(comm, plait::in_place, matrices, product);
+#endif
+
+// expect-error(recursive_doubling_reduce_scatter): (plait: this algorithm has no schedule for this operation.*has_schedule_for<plait::[v0:]*recursive_doubling, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::any>, plait::[v0:]*works_with<plait::[v0:]*ring, plait::[v0:]*tree, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|has_schedule_for<plait::[v0:]*recursive_doubling, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::any>, plait::[v0:]*works_with<plait::[v0:]*ring, plait::[v0:]*tree, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm has no schedule for this operation)
+// max-lines(recursive_doubling_reduce_scatter): 25
+#if defined(PLAIT_CASE_recursive_doubling_reduce_scatter)
+  plait::reduce_scatter<plait::recursive_doubling>(comm, send, block, plait::sum{});
+#endif
+
+// expect-error(two_level_all_reduce): plait: reductions run on one communicator \(shm, MPI\); on a plait::two_level they are not served yet
+// max-lines(two_level_all_reduce): 20
+#if defined(PLAIT_CASE_two_level_all_reduce)
+  plait::all_reduce(levels, send, recv, plait::sum{});
+#endif
+
+// expect-error(bit_xor_on_float): plait::bit_and, bit_or and bit_xor accept integral types and std::byte \(not floating types\)
+// max-lines(bit_xor_on_float): 35
+#if defined(PLAIT_CASE_bit_xor_on_float)
+  plait::all_reduce<plait::ring>(comm, send, recv, plait::bit_xor{});
+#endif
+}
+
+}  // namespace
