@@ -4,15 +4,15 @@
 // (plait::ordered<...> under ring, recursive_doubling or tree; a reduction not
 // declared commutative under ring), whose note names the algorithm, the order
 // and in works_with<...> the algorithms that can; an algorithm with no
-// reduce-scatter schedule; a two_level communicator (not served yet); and a
+// reduce-scatter schedule; a bundle of reductions against one buffer or a
+// bundle of another size; a two_level communicator (not served yet); and a
 // reduction that does not take the element type. Each case also bounds the
 // diagnostic's length (max-lines): one static_assert and its instantiation
 // chain, which is longer where the check sits deeper (reduce_scatter's
 // schedule check, in fold_collective) or the header is first reached deep in
 // plait.hpp's includes (reductions.hpp: clang prints 12 "In file included
-// from" lines). The regexes accept g++'s
-// (plait::v0::ring, message then note) and clang's (plait::ring, the
-// requirement before the message) spelling.
+// from" lines). The regexes accept g++'s (plait::v0::ring, message then note)
+// and clang's (plait::ring, the requirement before the message) spelling.
 // ordered<> on floats under -ffast-math is not here: the runner passes no
 // per-case flags, and reduction_fail.cpp tests it at the value level.
 // With no case selected the fixture compiles: the valid neighbours below.
@@ -60,6 +60,7 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::reduce_scatter<plait::tree>(comm, send, block, plait::sum{});
   plait::reduce_scatter<plait::chain>(comm, send, block, plait::ordered<plait::sum>{});
   plait::reduce_scatter<plait::direct>(comm, plait::in_place, send, plait::ordered<plait::avg>{});
+  plait::all_reduce<plait::ring>(comm, plait::bundle(send, send_d), plait::bundle(recv, recv_d), plait::sum{});
   plait::two_level levels{intra, inter};
   plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, block, recv);
 
@@ -97,6 +98,18 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
 // max-lines(recursive_doubling_reduce_scatter): 25
 #if defined(PLAIT_CASE_recursive_doubling_reduce_scatter)
   plait::reduce_scatter<plait::recursive_doubling>(comm, send, block, plait::sum{});
+#endif
+
+// expect-error(bundle_and_one_buffer): plait: a bundle of reductions takes a bundle on both sides
+// max-lines(bundle_and_one_buffer): 20
+#if defined(PLAIT_CASE_bundle_and_one_buffer)
+  plait::all_reduce<plait::ring>(comm, plait::bundle(send, send_d), recv, plait::sum{});
+#endif
+
+// expect-error(bundle_member_counts): plait: send and recv bundles must have the same number of members
+// max-lines(bundle_member_counts): 20
+#if defined(PLAIT_CASE_bundle_member_counts)
+  plait::all_reduce<plait::ring>(comm, plait::bundle(send, send_d), plait::bundle(recv), plait::sum{});
 #endif
 
 // expect-error(two_level_all_reduce): plait: reductions run on one communicator \(shm, MPI\); on a plait::two_level they are not served yet
