@@ -5,14 +5,16 @@
 // declared commutative under ring), whose note names the algorithm, the order
 // and in works_with<...> the algorithms that can; an algorithm with no
 // reduce-scatter schedule; a bundle of reductions against one buffer or a
-// bundle of another size; a two_level communicator (not served yet); and a
-// reduction that does not take the element type. Each case also bounds the
-// diagnostic's length (max-lines): one static_assert and its instantiation
-// chain, which is longer where the check sits deeper (reduce_scatter's
-// schedule check, in fold_collective) or the header is first reached deep in
-// plait.hpp's includes (reductions.hpp: clang prints 12 "In file included
-// from" lines). The regexes accept g++'s (plait::v0::ring, message then note)
-// and clang's (plait::ring, the requirement before the message) spelling.
+// bundle of another size; on a two_level, a flat algorithm
+// without a whole communicator and ordered over levels that cannot keep the
+// left fold; and a reduction that does not take the element type. Each case
+// also bounds the diagnostic's length (max-lines): one static_assert and its
+// instantiation chain, which is longer where the check sits deeper
+// (reduce_scatter's schedule check, in fold_collective) or the header is first
+// reached deep in plait.hpp's includes (reductions.hpp: clang prints 12 "In
+// file included from" lines). The regexes accept g++'s (plait::v0::ring,
+// message then note) and clang's (plait::ring, the requirement before the
+// message) spelling.
 // ordered<> on floats under -ffast-math is not here: the runner passes no
 // per-case flags, and reduction_fail.cpp tests it at the value level.
 // With no case selected the fixture compiles: the valid neighbours below.
@@ -63,6 +65,9 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::all_reduce<plait::ring>(comm, plait::bundle(send, send_d), plait::bundle(recv, recv_d), plait::sum{});
   plait::two_level levels{intra, inter};
   plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, block, recv);
+  plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, send, recv, plait::sum{});
+  plait::all_reduce<plait::hierarchical<plait::direct, plait::chain>>(levels, send, recv, plait::ordered<plait::sum>{});
+  plait::reduce_scatter(levels, send, block, plait::avg{});
 
 // expect-error(ring_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
 // max-lines(ring_ordered): 20
@@ -112,10 +117,16 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::all_reduce<plait::ring>(comm, plait::bundle(send, send_d), plait::bundle(recv), plait::sum{});
 #endif
 
-// expect-error(two_level_all_reduce): plait: reductions run on one communicator \(shm, MPI\); on a plait::two_level they are not served yet
-// max-lines(two_level_all_reduce): 20
-#if defined(PLAIT_CASE_two_level_all_reduce)
-  plait::all_reduce(levels, send, recv, plait::sum{});
+// expect-error(flat_on_two_level): plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its ranks
+// max-lines(flat_on_two_level): 20
+#if defined(PLAIT_CASE_flat_on_two_level)
+  plait::all_reduce<plait::ring>(levels, send, recv, plait::sum{});
+#endif
+
+// expect-error(ordered_on_ring_levels): (plait: hierarchical<Inner, Outer>: Inner \(the intra-node level's algorithm\) has no schedule for this operation.*inner_level_has_schedule_for<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|inner_level_has_schedule_for<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: hierarchical<Inner, Outer>: Inner \(the intra-node level's algorithm\) has no schedule for this operation)
+// max-lines(ordered_on_ring_levels): 20
+#if defined(PLAIT_CASE_ordered_on_ring_levels)
+  plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, send, recv, plait::ordered<plait::sum>{});
 #endif
 
 // expect-error(bit_xor_on_float): plait::bit_and, bit_or and bit_xor accept integral types and std::byte \(not floating types\)
