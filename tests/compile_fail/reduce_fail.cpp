@@ -4,8 +4,8 @@
 // (plait::ordered<...> under ring, recursive_doubling or tree; a reduction not
 // declared commutative under ring), whose note names the algorithm, the order
 // and in works_with<...> the algorithms that can; an algorithm with no
-// reduce-scatter schedule; a bundle of reductions against one buffer or a
-// bundle of another size; on a two_level, a flat algorithm
+// reduce-scatter schedule; a bundle of reductions against one buffer, a
+// bundle of another size or plait::in_place; on a two_level, a flat algorithm
 // without a whole communicator and ordered over levels that cannot keep the
 // left fold; and a reduction that does not take the element type. Each case
 // also bounds the diagnostic's length (max-lines): one static_assert and its
@@ -115,6 +115,12 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
 // max-lines(bundle_member_counts): 20
 #if defined(PLAIT_CASE_bundle_member_counts)
   plait::all_reduce<plait::ring>(comm, plait::bundle(send, send_d), plait::bundle(recv), plait::sum{});
+#endif
+
+// expect-error(bundle_in_place): plait: a bundle of reductions takes a bundle on both sides \(plait::in_place does not take one\)
+// max-lines(bundle_in_place): 20
+#if defined(PLAIT_CASE_bundle_in_place)
+  plait::all_reduce<plait::ring>(comm, plait::in_place, plait::bundle(recv, recv_d), plait::sum{});
 #endif
 
 // expect-error(flat_on_two_level): plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its ranks
