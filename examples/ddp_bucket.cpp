@@ -5,9 +5,10 @@
 // earlier layers; the optimizer waits for the reductions just before it
 // steps. Here the bucket holds three tensors of two element types: a float
 // weight gradient, a float bias gradient and a double gradient (a parameter
-// kept in double precision). Each is all-reduced in place with
-// plait::iall_reduce, "the rest of the backward" runs meanwhile, and the
-// requests are waited for. Every rank checks the sums against a serial sum of
+// kept in double precision). The bucket is one bundle: a single
+// plait::iall_reduce sums all three (one collective's latency for the
+// bucket, each tensor combined in its own type), "the rest of the backward"
+// runs meanwhile, and the request is waited for. Every rank checks the sums against a serial sum of
 // all ranks' gradients (integer values, so the sums are exact in any order)
 // and the program exits non-zero on any difference.
 #include <atomic>
@@ -63,31 +64,27 @@ int main() {
     std::vector<float> bias_grad = local_grad<float>(comm.rank(), 1, bias_elements);
     std::vector<double> master_grad = local_grad<double>(comm.rank(), 2, double_elements);
 
-    // The bucket is ready: start its all-reduce, one nonblocking call per
-    // tensor, each summing in place. Every rank starts them in the same order.
-    // TODO(bundle): one plait::iall_reduce of plait::bundle(weight_grad,
-    // bias_grad, master_grad) once bundles of reductions are served: one
-    // collective for the whole bucket instead of three.
-    auto weight_request = plait::iall_reduce(comm, plait::in_place, weight_grad, plait::sum{});
-    auto bias_request = plait::iall_reduce(comm, plait::in_place, bias_grad, plait::sum{});
-    auto master_request = plait::iall_reduce(comm, plait::in_place, master_grad, plait::sum{});
+    // The bucket is ready: start its all-reduce, one nonblocking call for
+    // the whole bundle. Its buffers must not be touched until it completes.
+    std::vector<float> weight_sum(weight_elements);
+    std::vector<float> bias_sum(bias_elements);
+    std::vector<double> master_sum(double_elements);
+    auto bucket = plait::iall_reduce(comm, plait::bundle(weight_grad, bias_grad, master_grad),
+                                     plait::bundle(weight_sum, bias_sum, master_sum), plait::sum{});
 
     // "The rest of the backward": the earlier layers' gradients, computed
-    // while the bucket moves (the buffers above must not be touched until
-    // their requests complete). test() lets the reductions progress here too.
+    // while the bucket moves. test() lets the reduction progress here too.
     std::vector<float> earlier(4096);
     for (int round = 0; round < 8; ++round) {
       for (std::size_t i = 0; i < earlier.size(); ++i) earlier[i] = earlier[i] * 0.5f + static_cast<float>(i % 3);
-      (void)weight_request.test();
+      (void)bucket.test();
     }
 
-    // The optimizer needs the summed gradients: wait for all three. (DDP then
-    // divides by the world size; plait::avg{} would do that in the call.)
-    weight_request.wait();
-    bias_request.wait();
-    master_request.wait();
+    // The optimizer needs the summed gradients. (DDP then divides by the
+    // world size; plait::avg{} would do that in the call.)
+    bucket.wait();
 
-    wrong += count_wrong(weight_grad, 0) + count_wrong(bias_grad, 1) + count_wrong(master_grad, 2);
+    wrong += count_wrong(weight_sum, 0) + count_wrong(bias_sum, 1) + count_wrong(master_sum, 2);
   });
   if (wrong != 0) {
     std::fprintf(stderr, "ddp_bucket: FAILED: %d wrong elements\n", wrong.load());

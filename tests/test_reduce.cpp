@@ -200,6 +200,59 @@ TEST_CASE("the reductions' schedules pass verify for every algorithm, order and 
 }
 
 namespace {
+/// Blocks a rank's schedule sends (own contributions folded in move nothing).
+int blocks_sent(const plait::schedule& s) {
+  int blocks = 0;
+  for (const plait::step& st : s.steps) {
+    for (const plait::transfer& t : st.sends) blocks += static_cast<int>(t.blocks.size());
+  }
+  return blocks;
+}
+
+/// Every fold order each registered algorithm schedules passes verify.
+template <class Op>
+void verify_every_registered(int p) {
+  using list = plait::built_in_algorithms_for<Op>;
+  [&]<class... A>(plait::works_with<A...>) { ((CHECK(plait::verify_report<A, Op>(p) == "")), ...); }(list{});
+}
+}  // namespace
+
+TEST_CASE("the reductions' schedules take the documented steps and send the documented blocks",
+          "[reduce][verify][cost]") {
+  using order = plait::op::fold_order;
+  for (int p = 1; p <= 9; ++p) {
+    CAPTURE(p);
+    verify_every_registered<plait::op::all_reduce<order::any>>(p);
+    verify_every_registered<plait::op::all_reduce<order::rank>>(p);
+    verify_every_registered<plait::op::all_reduce<order::left>>(p);
+    verify_every_registered<plait::op::reduce_scatter<order::any>>(p);
+    verify_every_registered<plait::op::reduce_scatter<order::rank>>(p);
+    verify_every_registered<plait::op::reduce_scatter<order::left>>(p);
+    for (int r = 0; r < p; ++r) {
+      CAPTURE(r);
+      // ring: P-1 steps of one block each way (reduce-scatter), twice that for all-reduce.
+      const auto ring_rs = plait::ring::plan(plait::op::reduce_scatter<>{}, r, p);
+      CHECK(ring_rs.steps.size() == static_cast<std::size_t>(p - 1));
+      CHECK(blocks_sent(ring_rs) == p - 1);
+      CHECK(blocks_sent(plait::ring::plan(plait::op::all_reduce<>{}, r, p)) == 2 * (p - 1));
+      // direct: one step of P-1 blocks (reduce-scatter); then P-1 more (all-reduce).
+      CHECK(blocks_sent(plait::direct::plan(plait::op::reduce_scatter<order::left>{}, r, p)) == p - 1);
+      CHECK(blocks_sent(plait::direct::plan(plait::op::all_reduce<order::left>{}, r, p)) == 2 * (p - 1));
+      // chain: every rank but the last passes all P blocks on; the last sends each
+      // result to its owner (reduce-scatter) or to every other rank (all-reduce).
+      const int last = p - 1;
+      CHECK(blocks_sent(plait::chain::plan(plait::op::reduce_scatter<order::left>{}, r, p)) == (r < last ? p : p - 1));
+      CHECK(blocks_sent(plait::chain::plan(plait::op::all_reduce<order::left>{}, r, p)) ==
+            (r < last ? p : (p - 1) * p));
+    }
+  }
+  // recursive doubling on a power of two: lg P steps, each swapping all P blocks.
+  const auto rd = plait::recursive_doubling::plan(plait::op::all_reduce<>{}, 3, 8);
+  CHECK(rd.steps.size() == 3);
+  CHECK(blocks_sent(rd) == 3 * 8);
+}
+
+namespace {
 /// ring's reduce-scatter schedule offered for an order it cannot keep, and
 /// tree's all-reduce for the exact left fold: verify must refuse both.
 struct ring_claiming_rank_order {

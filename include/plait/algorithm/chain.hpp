@@ -10,10 +10,12 @@
 // step after it completes it). all-reduce: rank P-1 sends each combined block
 // to every other rank instead.
 //
-// Steps: 2P-1 on rank P-1. Bytes sent per rank r < P-1: P·n (n = one block,
-// 1/P of the data); rank P-1 sends (P-1)·n (reduce-scatter) or (P-1)·P·n
-// (all-reduce: P-1 copies of the whole result, the price of one root). For
-// plait::ordered on large data at small P; direct is the other ordered choice.
+// Steps: the chain takes 2P-1 rounds end to end; rank 0 posts P of them,
+// rank P-1 P (reduce-scatter) or P+1 (all-reduce), the others up to P+1.
+// Bytes sent per rank r < P-1: P·n (n = one block, 1/P of the data); rank
+// P-1 sends (P-1)·n (reduce-scatter) or (P-1)·P·n (all-reduce: P-1 copies
+// of the whole result, the price of one root). For plait::ordered on large
+// data at small P; direct is the other ordered choice.
 #pragma once
 
 #include <string_view>

@@ -147,6 +147,17 @@ consteval bool check_fold_element() {
   return reduction_accepts<Reduction, element>;
 }
 
+/// The member indices of a bundle argument (none for anything else, so that
+/// check_fold_bundle can say what is wrong before any member is named).
+template <class Send>
+consteval auto bundle_members() {
+  if constexpr (is_bundle<std::remove_cvref_t<Send>>) {
+    return std::make_index_sequence<std::remove_cvref_t<Send>::size>{};
+  } else {
+    return std::index_sequence<>{};
+  }
+}
+
 /// The checks of a bundle of reductions: both sides bundles of as many 1-D
 /// members, every member taken by the reduction.
 template <class Send, class Recv, class Reduction, std::size_t... I>
@@ -208,9 +219,8 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
   } else if constexpr (!check_call_shape<Comm, Launch, Send, Recv>()) {
     // stopped at the static_assert that says why
   } else if constexpr (bundled_call<Send, Recv>) {
-    using send_t = std::remove_cvref_t<Send>;
-    constexpr auto members = std::make_index_sequence<send_t::size>{};
-    if constexpr (check_fold_bundle<Send, Recv, reduction_t>(members)) {
+    if constexpr (check_fold_bundle<Send, Recv, reduction_t>(bundle_members<Send>())) {
+      constexpr auto members = bundle_members<Send>();
       const auto make = [&](const call_site& at) {
         return bundle_fold_plan(
             [&](auto i) {
