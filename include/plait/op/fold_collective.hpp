@@ -48,9 +48,10 @@ constexpr op::fold_order fold_order_of() {
   }
 }
 
-/// A reduction's stamp: the algorithm, the reduction (ordered<...> named as
-/// such) and the element size, under Op's kind.
-inline call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reduction_kernel& kernel) {
+/// A reduction's stamp: the algorithm, the layout (with its dimension), the
+/// reduction (ordered<...> named as such) and the element size, under Op's kind.
+template <class Layout>
+call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reduction_kernel& kernel) {
   std::array<char, 160> text{};
   std::size_t size = 0;
   auto put = [&](std::string_view part) {
@@ -58,18 +59,23 @@ inline call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const r
       if (size < text.size()) text[size++] = c;
     }
   };
+  auto put_number = [&](std::size_t n) {
+    char digits[20]{};
+    std::size_t count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0 && count < sizeof digits);
+    while (count > 0) put(std::string_view(&digits[--count], 1));
+  };
   put(algorithm);
+  put(" ");
+  put(Layout::name);
+  if constexpr (requires { Layout::dimension; }) put_number(Layout::dimension);
   put(" ");
   put(kernel.name);
   put("/");
-  char digits[20]{};
-  std::size_t count = 0;
-  std::size_t n = kernel.element_bytes;
-  do {
-    digits[count++] = static_cast<char>('0' + n % 10);
-    n /= 10;
-  } while (n != 0 && count < sizeof digits);
-  while (count > 0) put(std::string_view(&digits[--count], 1));
+  put_number(kernel.element_bytes);
   return call_stamp::of(kind, std::string_view(text.data(), size));
 }
 
@@ -95,7 +101,7 @@ struct fold_collective {
     if (check_mode(comm)) check(comm, planned, plan, send, recv, Uneven);
     const operation_label& requested = requested_label<Op, Algorithm, Uneven>();
     const call_stamp stamp =
-        fold_stamp(Uneven ? Op::v_kind : Op::kind, planned.algorithm, plan.members().front().kernel());
+        fold_stamp<Layout>(Uneven ? Op::v_kind : Op::kind, planned.algorithm, plan.members().front().kernel());
     if (planned.algorithm == requested.algorithm()) {
       launch(comm, planned.steps, plan, requested.view(), stamp);
     } else {

@@ -101,7 +101,10 @@ class schedule_run<Comm, Plan> {
       posted_ = false;
       fold_arrivals(current);
     }
-    write_results();
+    if (!written_) {  // once per run, however often a finished run is advanced
+      write_results();
+      written_ = true;
+    }
     return true;
   }
 
@@ -112,6 +115,7 @@ class schedule_run<Comm, Plan> {
     next_step_ = 0;
     started_ = false;
     posted_ = false;
+    written_ = false;
   }
 
  private:
@@ -268,6 +272,7 @@ class schedule_run<Comm, Plan> {
   std::size_t next_step_ = 0;
   bool started_ = false;
   bool posted_ = false;
+  bool written_ = false;  // the results of this run are written
   deadline step_deadline_{};
 };
 
