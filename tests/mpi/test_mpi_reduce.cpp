@@ -602,6 +602,25 @@ TEMPLATE_LIST_TEST_CASE("mpi a 2x2 matrix product that does not commute gives th
     for (std::size_t i = 0; i < block && v.empty(); ++i) {
       if (!(part[i] == want(mine + i, 1))) v = "reduce_scatter element " + std::to_string(i) + " is out of rank order";
     }
+    for (std::size_t i = 0; i < n; ++i) buffer[i] = matrix_of(comm.rank(), i, 3);
+    const std::string in_place_error =
+        outcome([&] { plait::reduce_scatter<Algorithm>(comm, plait::in_place, buffer, product); });
+    if (v.empty()) v = in_place_error;
+    for (std::size_t i = 0; i < block && v.empty(); ++i) {
+      if (!(buffer[mine + i] == want(mine + i, 3))) v = "in-place reduce_scatter element is out of rank order";
+    }
+    const std::string persistent_error = outcome([&] {
+      auto persistent = plait::reduce_scatter_init<Algorithm>(comm, send, part, product);
+      for (int salt : {4, 5}) {
+        for (std::size_t i = 0; i < n; ++i) send[i] = matrix_of(comm.rank(), i, salt);
+        persistent.start();
+        persistent.wait();
+        for (std::size_t i = 0; i < block && v.empty(); ++i) {
+          if (!(part[i] == want(mine + i, salt))) v = "reduce_scatter_init element is out of rank order";
+        }
+      }
+    });
+    if (v.empty()) v = persistent_error;
   }
   CAPTURE(v);
   PLAIT_REQUIRE_ALL(v.empty());
@@ -657,4 +676,105 @@ TEST_CASE("mpi a recv of the wrong size is refused with size_mismatch on every r
   const std::string after = outcome([&] { plait::all_reduce<plait::automatic>(comm, send, recv, plait::sum{}); });
   CAPTURE(after);
   PLAIT_REQUIRE_ALL(after.empty() && recv == std::vector<int>(n, p) && !comm.poisoned());
+}
+
+namespace {
+
+/// Overwrites a few KiB of stack, where a temporary reduction lived: a kernel
+/// still pointing there would read these bytes.
+[[gnu::noinline]] void scribble_stack() {
+  volatile unsigned char junk[8192];
+  for (std::size_t i = 0; i < sizeof junk; ++i) junk[i] = 0xA5;
+}
+
+/// A temporary stateful reduction (premul_sum's scale, a lambda's capture)
+/// given to iall_reduce, all_reduce_init or reduce_scatter_init; returns "" or
+/// what went wrong. Inputs are small integers, so every sum is exact.
+template <class Algorithm>
+std::string temporaries_kept(plait::mpi::communicator& comm) {
+  const int p = comm.size();
+  const std::size_t block = 9;
+  const std::size_t n = block * static_cast<std::size_t>(p);
+  const std::size_t mine = static_cast<std::size_t>(comm.rank()) * block;
+  const auto input = [](int rank, std::size_t i, int salt) {
+    return static_cast<std::uint32_t>((rank + 1) * 3 + static_cast<int>(i) + salt);
+  };
+  // Rank order (P - 1 combines), each adding the capture once.
+  const auto want = [&](std::size_t i, int salt, std::uint32_t k) {
+    std::uint32_t total = 0;
+    for (int r = 0; r < p; ++r) total += input(r, i, salt);
+    return total + static_cast<std::uint32_t>(p - 1) * k;
+  };
+  std::vector<std::uint32_t> send(n);
+  std::vector<std::uint32_t> recv(n);
+  std::vector<std::uint32_t> part(block);
+  std::vector<double> dsend(n);
+  std::vector<double> drecv(n);
+  const auto fill = [&](int salt) {
+    for (std::size_t i = 0; i < n; ++i) {
+      send[i] = input(comm.rank(), i, salt);
+      dsend[i] = static_cast<double>(send[i]);
+    }
+  };
+  std::string v;
+  const auto expect = [&](bool ok, const std::string& what) {
+    if (!ok && v.empty()) v = what;
+  };
+  const std::uint32_t k = 7;
+  fill(1);
+  const std::string error = outcome([&] {
+    auto request =
+        plait::iall_reduce<Algorithm>(comm, send, recv,
+                                      plait::reduction([k](std::uint32_t a, std::uint32_t b) { return a + b + k; },
+                                                       plait::associative, plait::commutative));
+    scribble_stack();
+    request.wait();
+    for (std::size_t i = 0; i < n; ++i) expect(recv[i] == want(i, 1, k), "iall_reduce with a capturing lambda");
+
+    auto summed = plait::all_reduce_init<Algorithm>(comm, dsend, drecv, plait::premul_sum(0.5));
+    auto counted =
+        plait::all_reduce_init<Algorithm>(comm, send, recv,
+                                          plait::reduction([k](std::uint32_t a, std::uint32_t b) { return a + b + k; },
+                                                           plait::associative, plait::commutative));
+    for (int salt : {2, 3}) {
+      fill(salt);
+      scribble_stack();
+      summed.start();
+      summed.wait();
+      counted.start();
+      counted.wait();
+      for (std::size_t i = 0; i < n; ++i) {
+        expect(drecv[i] == 0.5 * static_cast<double>(want(i, salt, 0)), "all_reduce_init with premul_sum(0.5)");
+        expect(recv[i] == want(i, salt, k), "all_reduce_init with a capturing lambda");
+      }
+    }
+    if constexpr (plait_test::has_schedule<Algorithm, any_reduce_scatter>) {
+      auto scattered = plait::reduce_scatter_init<Algorithm>(
+          comm, send, part,
+          plait::reduction([k](std::uint32_t a, std::uint32_t b) { return a + b + k; }, plait::associative,
+                           plait::commutative));
+      for (int salt : {4, 5}) {
+        fill(salt);
+        scribble_stack();
+        scattered.start();
+        scattered.wait();
+        for (std::size_t i = 0; i < block; ++i) {
+          expect(part[i] == want(mine + i, salt, k), "reduce_scatter_init with a capturing lambda");
+        }
+      }
+    }
+  });
+  return v.empty() ? error : v;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("mpi nonblocking and persistent reductions keep their own copy of a temporary reduction",
+                        "[mpi][reduce][lifetime]", plait_test::algorithms_for<any_all_reduce>) {
+  CAPTURE(plait::algorithm_name<TestType>());
+  plait::mpi::communicator comm = world();
+  if (!plait_test::runs_on<TestType, any_all_reduce>(comm.size())) return;
+  const std::string v = temporaries_kept<TestType>(comm);
+  CAPTURE(v);
+  PLAIT_REQUIRE_ALL(v.empty());
 }
