@@ -778,3 +778,52 @@ TEMPLATE_LIST_TEST_CASE("mpi nonblocking and persistent reductions keep their ow
   CAPTURE(v);
   PLAIT_REQUIRE_ALL(v.empty());
 }
+
+namespace {
+
+/// all_reduce of `count` int32 elements (any count, P need not divide it)
+/// in every form with Algorithm, against MPI_Allreduce; "" or the first difference.
+template <class Algorithm, class Reduction>
+std::string uneven_all_reduce(plait::mpi::communicator& comm, std::size_t count, const Reduction& reduction,
+                              MPI_Op op) {
+  if (!plait_test::runs_on<Algorithm, any_all_reduce>(comm.size())) return {};
+  const std::string_view name = plait::algorithm_name<Algorithm>();
+  std::vector<std::int32_t> send = filled<std::int32_t>(comm.rank(), count, 21);
+  std::vector<std::int32_t> want(count);
+  std::vector<std::int32_t> recv(count, -1);
+  MPI_Allreduce(send.data(), want.data(), static_cast<int>(count), MPI_INT32_T, op, MPI_COMM_WORLD);
+  std::string v;
+  const auto expect = [&](const std::vector<std::int32_t>& got, const char* form, const std::string& error) {
+    if (v.empty() && !error.empty()) v = std::string(form) + " with " + std::string(name) + ": " + error;
+    if (v.empty() && got != want) v = std::string(form) + " with " + std::string(name) + " differs from MPI";
+  };
+  expect(recv, "all_reduce", outcome([&] { plait::all_reduce<Algorithm>(comm, send, recv, reduction); }));
+  std::vector<std::int32_t> buffer = send;
+  expect(buffer, "in-place all_reduce",
+         outcome([&] { plait::all_reduce<Algorithm>(comm, plait::in_place, buffer, reduction); }));
+  std::fill(recv.begin(), recv.end(), -1);
+  expect(recv, "iall_reduce", outcome([&] { plait::iall_reduce<Algorithm>(comm, send, recv, reduction).wait(); }));
+  std::fill(recv.begin(), recv.end(), -1);
+  expect(recv, "all_reduce_init", outcome([&] {
+           auto persistent = plait::all_reduce_init<Algorithm>(comm, send, recv, reduction);
+           persistent.start();
+           persistent.wait();
+         }));
+  return v;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("mpi all_reduce of a count the ranks do not divide equals MPI_Allreduce",
+                        "[mpi][reduce][differential][uneven]", plait_test::algorithms_for<any_all_reduce>) {
+  CAPTURE(plait::algorithm_name<TestType>());
+  plait::mpi::communicator comm = world();
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  for (std::size_t count : {std::size_t{1}, p + 1, 2 * p - 1, 1000 * p + 3}) {
+    CAPTURE(count);
+    std::string v = uneven_all_reduce<TestType>(comm, count, plait::sum{}, MPI_SUM);
+    if (v.empty()) v = uneven_all_reduce<TestType>(comm, count, plait::bit_xor{}, MPI_BXOR);
+    CAPTURE(v);
+    PLAIT_REQUIRE_ALL(v.empty());
+  }
+}
