@@ -827,3 +827,40 @@ TEMPLATE_LIST_TEST_CASE("mpi all_reduce of a count the ranks do not divide equal
     PLAIT_REQUIRE_ALL(v.empty());
   }
 }
+
+TEMPLATE_LIST_TEST_CASE("mpi nonblocking reductions in flight together each complete with their own result",
+                        "[mpi][reduce][nonblocking]", plait_test::algorithms_for<any_all_reduce>) {
+  CAPTURE(plait::algorithm_name<TestType>());
+  plait::mpi::communicator comm = world();
+  if (!plait_test::runs_on<TestType, any_all_reduce>(comm.size())) return;
+  const int p = comm.size();
+  const std::size_t n = 257 * static_cast<std::size_t>(p);
+  const auto a = filled<std::int32_t>(comm.rank(), n, 31);
+  const auto b = filled<std::int64_t>(comm.rank(), n, 32);
+  std::vector<std::int32_t> sum_a(n), max_a(n), want_sum(n), want_max(n);
+  std::vector<std::int64_t> xor_b(n), want_xor(n);
+  MPI_Allreduce(a.data(), want_sum.data(), static_cast<int>(n), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(a.data(), want_max.data(), static_cast<int>(n), MPI_INT32_T, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(b.data(), want_xor.data(), static_cast<int>(n), MPI_INT64_T, MPI_BXOR, MPI_COMM_WORLD);
+  std::vector<std::int32_t> gathered(n * static_cast<std::size_t>(p));
+  const std::string error = outcome([&] {
+    auto first = plait::iall_reduce<TestType>(comm, a, sum_a, plait::sum{});
+    auto second = plait::iall_reduce<TestType>(comm, a, max_a, plait::max{});
+    auto third = plait::iall_reduce<TestType>(comm, b, xor_b, plait::bit_xor{});
+    auto other = plait::iall_gather(comm, a, gathered);  // another kind of collective among them
+    third.wait();                                        // out of order
+    other.wait();
+    first.wait();
+    second.wait();
+  });
+  std::string v = error;
+  if (v.empty() && sum_a != want_sum) v = "the first (sum) differs from MPI";
+  if (v.empty() && max_a != want_max) v = "the second (max) differs from MPI";
+  if (v.empty() && xor_b != want_xor) v = "the third (bit_xor) differs from MPI";
+  for (int r = 0; r < p && v.empty(); ++r) {
+    if (!same_bytes(gathered.data() + static_cast<std::size_t>(r) * n, filled<std::int32_t>(r, n, 31).data(), n))
+      v = "the all_gather among them is wrong";
+  }
+  CAPTURE(v);
+  PLAIT_REQUIRE_ALL(v.empty());
+}
