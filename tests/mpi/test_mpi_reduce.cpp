@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -863,4 +864,100 @@ TEMPLATE_LIST_TEST_CASE("mpi nonblocking reductions in flight together each comp
   }
   CAPTURE(v);
   PLAIT_REQUIRE_ALL(v.empty());
+}
+
+namespace {
+/// Every rank must throw size_mismatch naming the calls (check mode).
+std::string expect_disagreement(plait::mpi::communicator& comm, const std::function<void()>& call,
+                                const std::vector<std::string>& words) {
+  try {
+    call();
+    return "the disagreeing call went through";
+  } catch (const plait::error& e) {
+    if (e.code() != plait::errc::size_mismatch) return std::string("wrong code: ") + e.what();
+    for (const auto& w : words) {
+      if (std::string(e.what()).find(w) == std::string::npos) return "message lacks '" + w + "': " + e.what();
+    }
+  }
+  (void)comm;
+  return {};
+}
+}  // namespace
+
+TEST_CASE("mpi check mode reports ranks whose reductions differ in element size or operation", "[mpi][reduce][check]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  if (comm.size() < 2) return;
+  comm.set_timeout(std::chrono::seconds(10));
+  comm.set_check_mode(true);
+  const std::size_t n = 4 * static_cast<std::size_t>(comm.size());
+  std::vector<std::int32_t> send(n, 1), recv(n);
+  // The same bytes as half as many 8-byte elements.
+  std::vector<std::int64_t> wide(n / 2, 1), wide_recv(n / 2);
+  const std::string elements =
+      expect_disagreement(comm,
+                          [&] {
+                            if (comm.rank() == 0) {
+                              plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+                            } else {
+                              plait::all_reduce<plait::ring>(comm, wide, wide_recv, plait::sum{});
+                            }
+                          },
+                          {"4", "8"});
+  CAPTURE(elements);
+  CHECK(::plait_test::on_all_ranks(elements.empty()));
+  const std::string operations =
+      expect_disagreement(comm,
+                          [&] {
+                            if (comm.rank() == 0) {
+                              plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+                            } else {
+                              std::vector<std::int32_t> blocks(n * static_cast<std::size_t>(comm.size()), 1);
+                              plait::reduce_scatter<plait::ring>(comm, blocks, recv, plait::sum{});
+                            }
+                          },
+                          {"all_reduce", "reduce_scatter"});
+  CAPTURE(operations);
+  CHECK(::plait_test::on_all_ranks(operations.empty()));
+  // Agreeing calls go through afterwards.
+  const std::string after = outcome([&] { plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{}); });
+  CAPTURE(after);
+  PLAIT_REQUIRE_ALL(after.empty() && recv == std::vector<std::int32_t>(n, comm.size()));
+}
+
+// Hidden until check mode's signature carries the reduction: over MPI, check
+// mode is the only guard against mismatched calls (docs/mpi.md), and ranks
+// that all_reduce the same buffers with plait::sum on one rank and plait::max
+// (or plait::ordered<plait::sum>) on another are not told apart; the call
+// completes with a mix of both. shm and NVLink see it in the call stamp, which
+// names the reduction (op/fold_collective.hpp, fold_stamp).
+TEST_CASE("mpi check mode reports ranks that reduce with different reductions", "[.][known_gap][mpi][reduce][check]") {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  if (comm.size() < 2) return;
+  comm.set_timeout(std::chrono::seconds(10));
+  comm.set_check_mode(true);
+  const std::size_t n = 4 * static_cast<std::size_t>(comm.size());
+  std::vector<std::int32_t> send(n, 1), recv(n);
+  const std::string reductions = expect_disagreement(comm,
+                                                     [&] {
+                                                       if (comm.rank() == 0) {
+                                                         plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+                                                       } else {
+                                                         plait::all_reduce<plait::ring>(comm, send, recv, plait::max{});
+                                                       }
+                                                     },
+                                                     {"sum", "max"});
+  CAPTURE(reductions);
+  CHECK(::plait_test::on_all_ranks(reductions.empty()));
+  const std::string orders =
+      expect_disagreement(comm,
+                          [&] {
+                            if (comm.rank() == 0) {
+                              plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+                            } else {
+                              plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::sum>{});
+                            }
+                          },
+                          {"sum", "ordered<sum>"});
+  CAPTURE(orders);
+  CHECK(::plait_test::on_all_ranks(orders.empty()));
 }
