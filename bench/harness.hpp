@@ -17,10 +17,12 @@
 //
 // Bandwidth, as nccl-tests defines it:
 //   bytes  = all-gather: the full gathered buffer (P x the shard);
-//            all-to-all: one rank's send buffer (P blocks);
+//            all-to-all, reduce-scatter: one rank's send buffer (P blocks);
+//            all-reduce: one rank's buffer;
 //   algbw  = bytes / time;
-//   busbw  = algbw x (P-1)/P: the rate at which each rank receives from its
-//            peers, comparable across P and with a link's (or memory's) speed.
+//   busbw  = algbw x (P-1)/P (all-reduce: x 2(P-1)/P, a reduce-scatter and an
+//            all-gather): the rate at which each rank receives from its peers,
+//            comparable across P and with a link's (or memory's) speed.
 //   GB/s means 1e9 bytes per second.
 #pragma once
 
@@ -89,6 +91,12 @@ struct timing {
   return ranks > 0 ? static_cast<double>(ranks - 1) / ranks : 0.0;
 }
 
+/// busbw / algbw of `operation` for P ranks: 2(P-1)/P for "all_reduce" (it
+/// moves the data through a reduce-scatter and an all-gather), else (P-1)/P.
+[[nodiscard]] inline double bus_factor(std::string_view operation, int ranks) noexcept {
+  return (operation == "all_reduce" ? 2.0 : 1.0) * bus_factor(ranks);
+}
+
 /// One measured point: an operation, a variant (what ran it), a size.
 struct row {
   std::string operation;  ///< "all_gather", "all_to_all"
@@ -99,7 +107,7 @@ struct row {
   std::string check;      ///< "ok", "FAIL" or "-" (not verified)
 
   [[nodiscard]] double algbw() const noexcept { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
-  [[nodiscard]] double busbw() const noexcept { return algbw() * bus_factor(ranks); }
+  [[nodiscard]] double busbw() const noexcept { return algbw() * bus_factor(operation, ranks); }
 };
 
 namespace detail {
@@ -271,14 +279,17 @@ inline void print_table(std::ostream& out, const std::vector<row>& rows) {
   }
   const auto saved_flags = out.flags();
   const auto saved_precision = out.precision();
-  out << std::left << std::setw(11) << "operation" << std::right << std::setw(10) << "size";
+  // The operation column fits the longest name ("reduce_scatter"), at least 11 as before.
+  int operation_width = 11;
+  for (const auto& key : keys) operation_width = std::max(operation_width, static_cast<int>(key.first.size()) + 1);
+  out << std::left << std::setw(operation_width) << "operation" << std::right << std::setw(10) << "size";
   for (const auto& v : variants) out << " | " << std::setw(22) << (v + " us  busbw");
   for (std::size_t i = 1; i < variants.size(); ++i) out << " | " << std::setw(14) << (variants[0] + "/" + variants[i]);
   out << "  check\n";
   out << std::fixed;
   for (const auto& key : keys) {
     const auto& line = cells[key];
-    out << std::left << std::setw(11) << key.first << std::right << std::setw(10) << size_text(key.second);
+    out << std::left << std::setw(operation_width) << key.first << std::right << std::setw(10) << size_text(key.second);
     std::string check = "-";
     for (const auto& v : variants) {
       const auto it = line.find(v);
@@ -304,7 +315,8 @@ inline void print_table(std::ostream& out, const std::vector<row>& rows) {
     }
     out << "  " << check << '\n';
   }
-  out << "(us: median over samples of the slowest rank's time per call; busbw in GB/s = bytes/time x (P-1)/P)\n";
+  out << "(us: median over samples of the slowest rank's time per call; busbw in GB/s = bytes/time x (P-1)/P, "
+         "all_reduce x 2(P-1)/P)\n";
   out.flags(saved_flags);
   out.precision(saved_precision);
 }

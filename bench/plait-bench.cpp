@@ -2,11 +2,13 @@
 // side in one run with the native MPI collective and a memcpy ceiling.
 //
 //   mpirun -np 2 build/default/bench/plait-bench -b 4K -e 64M -f 2 --op all_gather,all_to_all
+//   mpirun -np 2 build/default/bench/plait-bench --op reduce_scatter,all_reduce --transport shm,mpi
 //
 // Built against MPI (the usual case) its ranks are MPI processes: plait over
 // shared memory gets its group from plait::mpi::node_local_shm, plait over MPI
 // is plait::mpi::communicator, and the baseline is MPI_Allgather/MPI_Alltoall
-// on the same processes. Built without MPI it forks its ranks itself
+// (MPI_Reduce_scatter_block/MPI_Allreduce for the reductions, float sum) on
+// the same processes. Built without MPI it forks its ranks itself
 // (plait::shm::run_processes, `-p` of them) and compares plait with memcpy only.
 //
 // Variants measured at each size (samples interleaved, see bench/harness.hpp):
@@ -33,6 +35,11 @@
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
 //               between two private buffers, all ranks at once: the rate a
 //               copy-based transport cannot beat, so its busbw is the ceiling
+//   add         the reductions' ceiling (reduce_scatter, all_reduce, in place of
+//               memcpy): every rank computes c[i] = a[i] + b[i] on floats in
+//               private buffers over the bytes busbw counts, (P-1)/P x size
+//               (all_reduce: 2(P-1)/P x size), all ranks at once: a transport
+//               that must add what it receives to what it holds cannot beat it
 // The table's ratio columns divide the first variant's busbw by each other's.
 // Progress goes to stderr, the table to stdout (rank 0), files with --json/--csv.
 #include <algorithm>
@@ -100,7 +107,8 @@ std::string loadavg();
                "  -e, --maxbytes SIZE      largest size (default 64M)\n"
                "  -f, --stepfactor F       size multiplier between steps (default 2)\n"
                "  --op LIST                all_gather, all_to_all, all_gather_v, all_to_all_v, bundle,\n"
-               "                           comma-separated (default all_gather); the v-forms split the size\n"
+               "                           reduce_scatter, all_reduce (float sum), comma-separated (default\n"
+               "                           all_gather); the v-forms split the size\n"
                "                           by a skewed, MoE-like distribution (bench/reference.hpp,\n"
                "                           skewed_parts: Zipf 1.1, seeded); bundle is an all_to_all of\n"
                "                           two tensors (15/16 and 1/16 of the size) as one plait::bundle,\n"
@@ -110,7 +118,7 @@ std::string loadavg();
                "                           shm-pool (std::vector with plait::shm::allocator), mpi\n"
                "                           (default shm)\n"
                "  --algorithm NAME         ring, tree, pairwise, bruck, recursive_doubling, direct,\n"
-               "                           neighbor_exchange or automatic (default automatic)\n"
+               "                           neighbor_exchange, chain or automatic (default automatic)\n"
                "  -n, --iters N            calls per timed sample (default 20)\n"
                "  -w, --warmup_iters N     untimed calls per variant and size (default 5)\n"
                "  -r, --repetitions N      interleaved samples per variant, in a new order each round;\n"
@@ -124,14 +132,15 @@ std::string loadavg();
                "                           in-place column; all_to_all stays out of place\n"
                "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
                "  --nonblocking            also time each plait call of all_gather/all_to_all as iall_* + wait()\n"
+               "                           (--nonblocking, --persistent, --overlap: all_gather, all_to_all only)\n"
                "  --persistent             also time it bound once by *_init, each call start() + wait()\n"
                "                           (and MPI_Allgather_init/MPI_Alltoall_init where the MPI has them)\n"
                "  --overlap US             also time a compute loop of US microseconds alone and behind an\n"
                "                           iall_* (test() between tenths of it), and print the share hidden\n"
                "  --json FILE, --csv FILE  also write the results there\n"
                "size = the gathered buffer (all_gather, all_gather_v) or one rank's send buffer\n"
-               "(all_to_all, all_to_all_v, bundle);\n"
-               "busbw = size/time x (P-1)/P, in GB/s (1e9 B/s).\n");
+               "(all_to_all, all_to_all_v, bundle, reduce_scatter, all_reduce);\n"
+               "busbw = size/time x (P-1)/P (all_reduce: x 2(P-1)/P), in GB/s (1e9 B/s).\n");
   std::exit(code);
 }
 
@@ -219,7 +228,8 @@ options parse(int argc, char** argv) {
     usage(2);
   }
   for (const auto& op : o.ops) {
-    if (op != "all_gather" && op != "all_to_all" && op != "all_gather_v" && op != "all_to_all_v" && op != "bundle") {
+    if (op != "all_gather" && op != "all_to_all" && op != "all_gather_v" && op != "all_to_all_v" && op != "bundle" &&
+        op != "reduce_scatter" && op != "all_reduce") {
       std::fprintf(stderr, "plait-bench: unknown --op %s\n", op.c_str());
       usage(2);
     }
@@ -296,6 +306,34 @@ std::function<void()> plait_v_call(Comm& comm, std::optional<plait::algorithm_id
     });
   };
   return with_algorithm<Op>(comm.size(), id, call);
+}
+
+/// One plait reduction (Op: op::reduce_scatter<> or op::all_reduce<>), float
+/// sum, under the run-time algorithm choice, as a callable. `send` and `recv`
+/// hold floats (reduce_scatter: recv is this rank's block).
+template <class Op, class Comm>
+std::function<void()> plait_reduce_call(Comm& comm, std::optional<plait::algorithm_id> id,
+                                        std::span<const std::byte> send, std::span<std::byte> recv) {
+  const std::span<const float> in(reinterpret_cast<const float*>(send.data()), send.size() / sizeof(float));
+  const std::span<float> out(reinterpret_cast<float*>(recv.data()), recv.size() / sizeof(float));
+  auto call = [&comm, in, out]<class A>() {
+    return std::function<void()>([&comm, in, out] {
+      if constexpr (std::is_same_v<Op, plait::op::all_reduce<>>) {
+        plait::all_reduce<A>(comm, in, out, plait::sum{});
+      } else {
+        plait::reduce_scatter<A>(comm, in, out, plait::sum{});
+      }
+    });
+  };
+  return with_algorithm<Op>(comm.size(), id, call);
+}
+
+/// c[i] = a[i] + b[i]: the reductions' ceiling. Not inlined into the timed
+/// lambda and with restrict pointers, so that it is the vectorised stream
+/// loop and the compiler cannot drop it.
+[[gnu::noinline]] void add_floats(const float* __restrict a, const float* __restrict b, float* __restrict c,
+                                  std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
 }
 
 /// The call of plait_call as a nonblocking one (iall_*, then wait()) or a
@@ -406,6 +444,7 @@ struct buffers {
   std::vector<std::size_t> send_counts;  // bytes per rank (v-forms)
   std::vector<std::size_t> recv_counts;
   std::size_t first_bytes = 0;                       // the bundle's first member (bundle)
+  std::vector<float> add_a, add_b, add_c;            // the add ceiling (reductions)
   plait::shm::shared_buffer<std::byte> shared_send;  // for plait-shm-shared
   plait::shm::shared_buffer<std::byte> shared_recv;
   std::optional<std::vector<std::byte, plait::shm::allocator<std::byte>>> pool_send;  // for plait-shm-pool
@@ -444,10 +483,13 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
     const bool gather_v = op_name == "all_gather_v";
     const bool exchange_v = op_name == "all_to_all_v";
     const bool bundled = op_name == "bundle";
+    const bool reduce_scatter = op_name == "reduce_scatter";
+    const bool all_reduce = op_name == "all_reduce";
+    const bool reduction = reduce_scatter || all_reduce;
     const bool in_place = gather && o.in_place;
     // The v-forms' rows of the count matrix: rank s sends row(s)[d] bytes to d.
     const auto p = static_cast<std::size_t>(ranks);
-    for (const std::size_t bytes : o.sweep.sizes(p)) {
+    for (const std::size_t bytes : o.sweep.sizes(reduction ? p * sizeof(float) : p)) {
       const std::size_t part = bytes / p;
       const auto row = [&](int s) { return bench::skewed_parts(bytes, ranks, 42u + static_cast<unsigned>(s)); };
       buffers b;
@@ -464,15 +506,28 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         own = b.send_counts[static_cast<std::size_t>(rank)];
         b.send.resize(bytes);
         b.recv.resize(total);
+      } else if (reduction) {
+        b.send.resize(bytes);
+        b.recv.resize(reduce_scatter ? part : bytes);
       } else {
         b.send.resize(gather ? part : bytes);
         b.recv.resize(bytes);
       }
       // The bundle's members: 15/16 and 1/16 of the size, each P equal blocks.
       if (bundled) b.first_bytes = bytes / 16 * 15 / p * p;
-      b.copy_from.resize(b.recv.size() - own, std::byte{1});
-      b.copy_to.resize(b.recv.size() - own);
-      if (bundled) {
+      if (reduction) {
+        // The add ceiling runs over the bytes busbw counts.
+        const std::size_t floats = (all_reduce ? 2 : 1) * (bytes - part) / sizeof(float);
+        b.add_a.assign(floats, 1.0f);
+        b.add_b.assign(floats, 2.0f);
+        b.add_c.assign(floats, 0.0f);
+      } else {
+        b.copy_from.resize(b.recv.size() - own, std::byte{1});
+        b.copy_to.resize(b.recv.size() - own);
+      }
+      if (reduction) {
+        bench::fill_reduction_input(rank, {reinterpret_cast<float*>(b.send.data()), b.send.size() / sizeof(float)});
+      } else if (bundled) {
         bench::fill_pattern(rank, std::span(b.send).first(b.first_bytes));
         bench::fill_pattern(rank, std::span(b.send).subspan(b.first_bytes));
       } else {
@@ -497,7 +552,11 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
         names.emplace_back(name);
         results.push_back(recv);
         using comm_type = std::remove_pointer_t<decltype(comm)>;
-        if (gather_v || exchange_v) {
+        if (reduction) {
+          variants.push_back(
+              all_reduce ? plait_reduce_call<plait::op::all_reduce<>, comm_type>(*comm, o.algorithm, send, recv)
+                         : plait_reduce_call<plait::op::reduce_scatter<>, comm_type>(*comm, o.algorithm, send, recv));
+        } else if (gather_v || exchange_v) {
           variants.push_back(gather_v ? plait_v_call<plait::op::all_gather, comm_type>(*comm, o.algorithm, send, recv,
                                                                                        b.send_counts, b.recv_counts)
                                       : plait_v_call<plait::op::all_to_all, comm_type>(*comm, o.algorithm, send, recv,
@@ -556,7 +615,11 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           (void)sink;
         });
       }
-      if (o.baselines) {
+      if (o.baselines && reduction) {
+        names.emplace_back("add");
+        results.emplace_back();
+        variants.push_back([&b] { add_floats(b.add_a.data(), b.add_b.data(), b.add_c.data(), b.add_c.size()); });
+      } else if (o.baselines) {
         names.emplace_back("memcpy");
         results.emplace_back();
         variants.push_back([&b] { std::memcpy(b.copy_to.data(), b.copy_from.data(), b.copy_from.size()); });
@@ -578,14 +641,18 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
       if (o.verify) {
         for (std::size_t check = 0; check < 2 * names.size(); ++check) {
           const std::size_t v = check % names.size();
-          if (names[v] == "memcpy" || names[v] == "compute") continue;
+          if (names[v] == "memcpy" || names[v] == "add" || names[v] == "compute") continue;
           const std::span<std::byte> recv = results[v];
           std::fill(recv.begin(), recv.end(), std::byte{0});
           if (in_place) restore_shard(v);
           barrier();
           variants[v]();
           std::string wrong;
-          if (gather_v) {
+          if (reduction) {
+            const std::span<const float> got(reinterpret_cast<const float*>(recv.data()), recv.size() / sizeof(float));
+            wrong =
+                bench::check_sum(op_name, ranks, reduce_scatter ? static_cast<std::size_t>(rank) * got.size() : 0, got);
+          } else if (gather_v) {
             wrong = bench::check_all_gather_v(b.recv_counts, recv);
           } else if (exchange_v) {
             wrong = bench::check_all_to_all_v(rank, ranks, row, recv);
@@ -742,6 +809,8 @@ int main(int argc, char** argv) {
       auto native_setup = [&](const std::string& op, buffers& b) {
         native_op = op;
         native_count = static_cast<int>(b.recv.size() / static_cast<std::size_t>(ranks));
+        if (op == "reduce_scatter") native_count = static_cast<int>(b.recv.size() / sizeof(float));  // per block
+        if (op == "all_reduce") native_count = static_cast<int>(b.recv.size() / sizeof(float));
         native_send = op == "all_gather" && o.in_place ? in_place_marker : b.send.data();
         native_recv = b.recv.data();
         as_int(b.send_counts, send_counts, send_displs);
@@ -752,6 +821,10 @@ int main(int argc, char** argv) {
         int code = MPI_SUCCESS;
         if (native_op == "all_gather") {
           code = MPI_Allgather(native_send, native_count, MPI_BYTE, native_recv, native_count, MPI_BYTE, native_comm);
+        } else if (native_op == "reduce_scatter") {
+          code = MPI_Reduce_scatter_block(native_send, native_recv, native_count, MPI_FLOAT, MPI_SUM, native_comm);
+        } else if (native_op == "all_reduce") {
+          code = MPI_Allreduce(native_send, native_recv, native_count, MPI_FLOAT, MPI_SUM, native_comm);
         } else if (native_op == "all_gather_v") {
           code = MPI_Allgatherv(native_send, recv_counts[static_cast<std::size_t>(world.rank())], MPI_BYTE, native_recv,
                                 recv_counts.data(), recv_displs.data(), MPI_BYTE, native_comm);

@@ -1,7 +1,7 @@
 // Serial references for the benchmark's verify mode (-c) and the tour: every
 // rank's send buffer is a known function of (rank, byte index), so any rank can
 // compute, on its own and without communication, what its receive buffer must
-// hold after an all-gather or an all-to-all.
+// hold after an all-gather, an all-to-all, a reduce-scatter or an all-reduce.
 #pragma once
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -117,6 +118,33 @@ std::string check_all_to_all_v(int rank, int ranks, Row&& row, std::span<const s
         return "all_to_all_v: byte " + std::to_string(i) + " of the block from rank " + std::to_string(from) +
                " differs";
       }
+    }
+  }
+  return {};
+}
+
+/// Element `index` of `rank`'s float input to the reduction benchmarks: a
+/// small integer, so that a float sum over any number of ranks up to 2^14 is
+/// exact in every order and every algorithm's result can be checked exactly.
+[[nodiscard]] constexpr float reduction_input(int rank, std::size_t index) noexcept {
+  return static_cast<float>((index * 7 + static_cast<std::size_t>(rank) * 13) % 1024);
+}
+
+inline void fill_reduction_input(int rank, std::span<float> send) noexcept {
+  for (std::size_t i = 0; i < send.size(); ++i) send[i] = reduction_input(rank, i);
+}
+
+/// "" when `recv` holds the sum over `ranks` ranks of reduction_input at
+/// elements `first`, `first` + 1, ...: an all-reduce's result (first = 0) or
+/// rank r's block of a reduce-scatter (first = r x the block), else where the
+/// first difference is.
+inline std::string check_sum(std::string_view operation, int ranks, std::size_t first, std::span<const float> recv) {
+  for (std::size_t i = 0; i < recv.size(); ++i) {
+    float want = 0;
+    for (int r = 0; r < ranks; ++r) want += reduction_input(r, first + i);
+    if (recv[i] != want) {
+      return std::string(operation) + ": element " + std::to_string(first + i) + " is " + std::to_string(recv[i]) +
+             ", want " + std::to_string(want);
     }
   }
   return {};
