@@ -364,6 +364,14 @@ TEMPLATE_LIST_TEST_CASE("every rank's all_reduce result is the same bits, NaNs a
     for (std::size_t i = 0; i < n; ++i) {
       float x = float_contribution(comm.rank(), i);
       if (i % 7 == 3 && comm.rank() == 1) x = std::numeric_limits<float>::quiet_NaN();
+      // Partials holding NaNs of different payloads meet (ranks 0 and 2: in
+      // recursive doubling's second step, where each partner combines into
+      // its own partial, one on the left and one on the right): a combine that
+      // keeps the payload of whichever operand the compiled loop puts first
+      // would leave the partners with different bits.
+      if (i % 9 == 4 && (comm.rank() == 0 || comm.rank() == 2)) {
+        x = std::bit_cast<float>(comm.rank() == 0 ? std::uint32_t{0x7fc00000u} : std::uint32_t{0xffc00005u});
+      }
       if (i % 5 == 1) x = comm.rank() % 2 == 0 ? 0.0f : -0.0f;
       send[i] = x;
     }

@@ -77,12 +77,26 @@ template <class T>
 using wrap_type = std::common_type_t<std::make_unsigned_t<T>, unsigned int>;
 
 /// a op b with integer wrap, 16-bit floats through float, others as T does.
+/// A floating NaN operand is the result as it is, the left one when both
+/// are: given two NaNs the hardware keeps the payload of the operand that
+/// comes first, and a compiler may swap the operands of a commutative add
+/// in one loop and not in another, so two ranks combining the same partials
+/// (recursive doubling: one writes over its left operand, the other over its
+/// right) could otherwise keep different NaNs.
 template <class T, class Op>
 constexpr T arithmetic(const T& a, const T& b, Op op) {
   if constexpr (is_float16_v<T>) {
-    return T(op(static_cast<float>(a), static_cast<float>(b)));
+    const float x = static_cast<float>(a);
+    const float y = static_cast<float>(b);
+    if (x != x) return a;
+    if (y != y) return b;
+    return T(op(x, y));
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(op(static_cast<wrap_type<T>>(a), static_cast<wrap_type<T>>(b)));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+    return op(a, b);
   } else {
     return static_cast<T>(op(a, b));
   }
