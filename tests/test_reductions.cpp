@@ -1,4 +1,4 @@
-// plait-test-labels: quick sanitize
+// plait-test-labels: quick
 // The reduction values and their type-erased kernels, without any transport:
 // every built-in on every element type it accepts matches a serial reference
 // folded over "ranks"; integers wrap; min and max keep their NaN and
