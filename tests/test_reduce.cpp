@@ -21,6 +21,10 @@
 #include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 using plait_test::mode;
 
 namespace {
@@ -766,3 +770,55 @@ TEMPLATE_LIST_TEST_CASE("reduce_scatter along a tensor dimension gives each rank
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("reductions on comm.allocate and plait::shm::allocator buffers equal those on plain vectors",
+          "[reduce][allocate]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3, 4);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    const std::size_t block = 1000;
+    const std::size_t n = block * static_cast<std::size_t>(ranks);
+    auto send = comm.allocate<std::int32_t>(n);
+    auto recv = comm.allocate<std::int32_t>(n);
+    std::vector<std::int32_t, plait::shm::allocator<std::int32_t>> part(block,
+                                                                        plait::shm::allocator<std::int32_t>{comm});
+    for (std::size_t i = 0; i < n; ++i) send[i] = contribution(comm.rank(), i, 11);
+    plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+    std::string v = check_result(std::vector<std::int32_t>(recv.begin(), recv.end()), plait::sum{}, ranks, 0, 11,
+                                 "all_reduce on allocate buffers");
+    plait::reduce_scatter<plait::direct>(comm, send, part, plait::max{});
+    if (v.empty()) {
+      v = check_result(std::vector<std::int32_t>(part.begin(), part.end()), plait::max{}, ranks,
+                       static_cast<std::size_t>(comm.rank()) * block, 11, "reduce_scatter into an allocator vector");
+    }
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+#if defined(__x86_64__)
+TEST_CASE("check mode refuses an ordered float reduction while the thread flushes subnormals", "[reduce][check]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [&](plait::shm::communicator& comm) -> std::string {
+    comm.set_check_mode(true);
+    std::vector<float> send(4, 1.0f);
+    std::vector<float> recv(4);
+    const unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040u);  // FTZ and DAZ, as -ffast-math's startup code sets them
+    std::string v;
+    try {
+      plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::sum>{});
+      v = "ordered ran with FTZ/DAZ set";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::invalid_argument || std::string(e.what()).find("FTZ") == std::string::npos) {
+        v = std::string("unclear: ") + e.what();
+      }
+    }
+    _mm_setcsr(saved);
+    plait::all_reduce<plait::direct>(comm, send, recv, plait::ordered<plait::sum>{});  // and runs once they are off
+    if (v.empty() && recv != std::vector<float>(4, 2.0f)) v = "wrong sum after FTZ/DAZ were cleared";
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+#endif
