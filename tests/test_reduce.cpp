@@ -1,4 +1,4 @@
-// plait-test-labels: quick shm sanitize
+// plait-test-labels: quick shm
 // plait-test-timeout: 600
 // Reductions (reduce_scatter, all_reduce) on the shared-memory transport:
 // every algorithm that schedules them, every form (blocking, in place,
