@@ -1,0 +1,1234 @@
+// plait-soak: the fault-injection soak (issue 29). Random collectives (every
+// operation, form, built-in algorithm; contiguous and along<1>; P in a range;
+// sizes with zeros), each trial a fresh group: a few fault-free calls checked
+// against a serial reference, then one fault at a random rank, then checks:
+// no hang, no crash outside a killed rank, no leaked /dev/shm segment, no
+// wrong result returned without an error, no error on a fault-free call, the
+// faulty rank named by every other rank's error, later calls poisoned.
+//
+//   plait-soak [--seed S] [--faults N] [--trial T] [--ranks LO-HI]
+//              [--timeout SECONDS] [--slack SECONDS] [--jobs J]
+//              [--transport shm|mpi] [--lenient LIST] [--verbose]
+//
+// shm: every trial runs plait::shm::run_processes in a runner process of its
+// own (forked before any thread), so a killed rank is a real SIGKILL and a
+// hang is caught by the parent's deadline. MPI (the binary launched under
+// mpiexec): the ranks are the MPI processes; no kill (it ends the job).
+// Every rank derives every rank's input from (seed, trial, call, rank), so the
+// reference is computed locally. scripts/soak wraps it.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <plait/plait.hpp>
+#if defined(PLAIT_SOAK_MPI)
+#include <plait/mpi.hpp>
+#endif
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------
+// What a trial is: drawn from (seed, trial) alone, the same on every rank.
+// ---------------------------------------------------------------------------
+
+enum class opk : int {
+  all_gather,
+  all_to_all,
+  all_gather_v,
+  all_to_all_v,
+  bundle_gather,
+  bundle_exchange,
+  reduce_scatter,
+  all_reduce,
+  count_
+};
+constexpr std::array<const char*, 8> op_names{"all_gather",     "all_to_all",        "all_gather_v",
+                                              "all_to_all_v",   "bundle all_gather", "bundle all_to_all",
+                                              "reduce_scatter", "all_reduce"};
+enum class formk : int { blocking, nonblocking, persistent };
+constexpr std::array<const char*, 3> form_names{"blocking", "nonblocking", "persistent"};
+
+enum class faultk : int { kill, delay, skip, other_op, other_size, other_type, count, count_ };
+constexpr std::array<const char*, 7> fault_names{
+    "kill", "delay", "skip", "other operation", "other size", "other element type", "corrupted count"};
+
+/// One collective call, as every rank describes it.
+struct call_spec {
+  opk op = opk::all_gather;
+  formk form = formk::blocking;
+  plait::algorithm_id algorithm = plait::algorithm_id::ring;
+  bool along = false;       // all_gather only: 2-D [rows, n] along<1>
+  std::size_t rows = 1;     // along only
+  std::size_t n = 0;        // elements per block
+  std::uint64_t salt = 0;   // per call: values and v counts
+  bool small_type = false;  // the faulty rank's other element type
+  int corrupt_rank = -1;    // the v count this rank corrupts (-1: none)
+  bool short_recv = false;  // an even op's recv one element short
+};
+
+std::string describe(const call_spec& c) {
+  std::string s =
+      std::string(op_names[static_cast<int>(c.op)]) + "<" + std::string(plait::to_string(c.algorithm)) + ">";
+  if (c.along) s += " along<1> rows " + std::to_string(c.rows);
+  s += " " + std::string(form_names[static_cast<int>(c.form)]) + " n " + std::to_string(c.n);
+  return s;
+}
+
+struct trial_spec {
+  std::uint64_t seed = 0;
+  std::uint64_t index = 0;
+  int ranks = 1;
+  double timeout = 0.3;
+  std::vector<call_spec> free_calls;  // fault-free
+  call_spec fault_call;               // what the others call at the fault
+  call_spec probe;                    // the call after it
+  faultk fault = faultk::delay;
+  int faulty = 0;
+  int partner = -1;       // for a count that disagrees: the other rank of the pair
+  long trigger_us = 0;    // kill/delay: 0 before the call, else a timer inside it
+  double delay_s = 0;     // delay: how long
+  call_spec faulty_call;  // what the faulty rank calls instead (other_* / count)
+  bool check_mode = false;
+};
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct rng_t {
+  std::uint64_t s;
+  std::uint64_t operator()() { return s = mix(s); }
+  std::size_t below(std::size_t n) { return n == 0 ? 0 : static_cast<std::size_t>((*this)() % n); }
+  double uniform() { return static_cast<double>((*this)() >> 11) / 9007199254740992.0; }
+};
+
+template <class Op>
+std::vector<plait::algorithm_id> usable(int ranks) {
+  std::vector<plait::algorithm_id> out;
+  for (plait::algorithm_id id : plait::all_algorithm_ids) {
+    if (plait::supports<Op>(id, ranks)) out.push_back(id);
+  }
+  return out;
+}
+
+using rs_op = plait::detail::reduce_scatter_for<plait::sum>;
+using ar_op = plait::detail::all_reduce_for<plait::sum>;
+
+std::vector<plait::algorithm_id> algorithms_for(opk op, int ranks) {
+  switch (op) {
+    case opk::all_gather:
+    case opk::all_gather_v:
+    case opk::bundle_gather: return usable<plait::op::all_gather>(ranks);
+    case opk::reduce_scatter: return usable<rs_op>(ranks);
+    case opk::all_reduce: return usable<ar_op>(ranks);
+    default: return usable<plait::op::all_to_all>(ranks);
+  }
+}
+
+call_spec draw_call(rng_t& rng, int ranks, std::uint64_t salt, bool on_mpi) {
+  call_spec c;
+  c.op = static_cast<opk>(rng.below(static_cast<std::size_t>(opk::count_)));
+  const auto algos = algorithms_for(c.op, ranks);
+  c.algorithm = algos[rng.below(algos.size())];
+  c.form = static_cast<formk>(rng.below(3));
+  c.along = c.op == opk::all_gather && rng.below(4) == 0;
+  c.rows = 1 + rng.below(3);
+  c.n = rng.below(8) == 0 ? 0 : 1 + rng.below(rng.below(4) == 0 ? 600 : 40);
+  c.salt = salt;
+  (void)on_mpi;
+  return c;
+}
+
+trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, double timeout, bool on_mpi,
+                      int mpi_size) {
+  rng_t rng{mix(seed ^ mix(index + 0x5eed))};
+  trial_spec t;
+  t.seed = seed;
+  t.index = index;
+  t.timeout = timeout;
+  t.ranks = on_mpi ? mpi_size : lo + static_cast<int>(rng.below(static_cast<std::size_t>(hi - lo + 1)));
+  const std::size_t free = 1 + rng.below(3);
+  std::uint64_t salt = index * 16;
+  for (std::size_t k = 0; k < free; ++k) t.free_calls.push_back(draw_call(rng, t.ranks, ++salt, on_mpi));
+  t.fault_call = draw_call(rng, t.ranks, ++salt, on_mpi);
+  t.probe = draw_call(rng, t.ranks, ++salt, on_mpi);
+  t.probe.n = std::max<std::size_t>(t.probe.n, 1);  // the probe always moves data
+  // The fault. With one rank only what one rank can tell alone applies.
+  std::vector<faultk> kinds;
+  if (t.ranks == 1) {
+    kinds = {faultk::count};
+  } else {
+    for (int k = 0; k < static_cast<int>(faultk::count_); ++k) {
+      if (on_mpi && static_cast<faultk>(k) == faultk::kill) continue;  // ends the whole job
+      kinds.push_back(static_cast<faultk>(k));
+    }
+  }
+  t.fault = kinds[rng.below(kinds.size())];
+  t.faulty = static_cast<int>(rng.below(static_cast<std::size_t>(t.ranks)));
+  call_spec& fc = t.fault_call;
+  if (t.fault != faultk::kill && t.fault != faultk::delay && t.fault != faultk::skip)
+    fc.n = std::max<std::size_t>(fc.n, 1);
+  t.faulty_call = fc;
+  switch (t.fault) {
+    case faultk::kill:
+    case faultk::delay:
+      t.trigger_us = rng.below(3) == 0 ? 0 : 1 + static_cast<long>(rng.below(4000));
+      t.delay_s = timeout * (1.5 + rng.uniform());
+      break;
+    case faultk::skip: break;
+    case faultk::other_op: {
+      // Another operation over the same algorithm family where one serves it.
+      opk other = fc.op;
+      while (other == fc.op) other = static_cast<opk>(rng.below(static_cast<std::size_t>(opk::count_)));
+      t.faulty_call.op = other;
+      t.faulty_call.along = false;
+      const auto algos = algorithms_for(other, t.ranks);
+      if (std::find(algos.begin(), algos.end(), fc.algorithm) == algos.end()) {
+        t.faulty_call.algorithm = algos[rng.below(algos.size())];
+      }
+      t.check_mode = on_mpi;  // MPI messages carry no stamp
+      break;
+    }
+    case faultk::other_size: t.faulty_call.n = fc.n + 1 + rng.below(3); break;
+    case faultk::other_type:
+      // The same bytes in another element type: 4n uint8 for uint32 (or
+      // float for the reductions' uint32): what only a stamp can tell.
+      if (fc.op == opk::bundle_gather || fc.op == opk::bundle_exchange || fc.along) {
+        fc.op = t.faulty_call.op = opk::all_gather;
+        fc.along = t.faulty_call.along = false;
+        const auto algos = algorithms_for(fc.op, t.ranks);
+        fc.algorithm = t.faulty_call.algorithm = algos[rng.below(algos.size())];
+      }
+      t.faulty_call.small_type = true;
+      t.check_mode = on_mpi;
+      break;
+    case faultk::count:
+      if (fc.op == opk::all_gather_v || fc.op == opk::all_to_all_v) {
+        t.partner = static_cast<int>(rng.below(static_cast<std::size_t>(t.ranks)));
+        t.faulty_call.corrupt_rank = t.partner;
+        if (t.partner == t.faulty) t.partner = -1;
+      } else {
+        t.faulty_call.short_recv = true;
+      }
+      break;
+    default: break;
+  }
+  return t;
+}
+
+std::string describe(const trial_spec& t) {
+  std::string s = "P " + std::to_string(t.ranks) + ", " + std::to_string(t.free_calls.size()) +
+                  " fault-free calls, fault '" + fault_names[static_cast<int>(t.fault)] + "' at rank " +
+                  std::to_string(t.faulty) + " in " + describe(t.fault_call);
+  if (t.fault == faultk::kill || t.fault == faultk::delay) {
+    s += t.trigger_us == 0 ? " (before the call)" : " (timer " + std::to_string(t.trigger_us) + " us into the call)";
+  }
+  if (t.fault == faultk::delay) s += ", delay " + std::to_string(t.delay_s) + " s";
+  if (t.fault == faultk::other_op || t.fault == faultk::other_size || t.fault == faultk::other_type ||
+      t.fault == faultk::count) {
+    s += "; rank " + std::to_string(t.faulty) + " calls " + describe(t.faulty_call);
+    if (t.faulty_call.small_type) s += " with another element type";
+    if (t.faulty_call.corrupt_rank >= 0)
+      s += " with the count of rank " + std::to_string(t.faulty_call.corrupt_rank) + " off";
+    if (t.faulty_call.short_recv) s += " with a recv one element short";
+  }
+  if (t.check_mode) s += " (check mode)";
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Data and the serial reference.
+// ---------------------------------------------------------------------------
+
+std::uint32_t value(int source, int target, std::size_t i, std::uint64_t salt) {
+  return static_cast<std::uint32_t>(mix(salt * 0x100000001b3ULL ^ (static_cast<std::uint64_t>(source) << 40) ^
+                                        (static_cast<std::uint64_t>(target + 1) << 24) ^ i));
+}
+
+/// The v count of (source, target) in call `salt`: zeros included.
+int vcount(const call_spec& c, int source, int target) {
+  return static_cast<int>(
+      mix(c.salt * 31 + static_cast<std::uint64_t>(source) * 977 + static_cast<std::uint64_t>(target)) % (c.n + 1));
+}
+
+/// Outcome of one call on one rank.
+enum class result : int { not_run = 0, right = 1, wrong = 2, threw = 3 };
+
+struct call_outcome {
+  int state = 0;
+  int code = 0;
+  int peer = -1;
+  double seconds = 0;
+  char message[480] = {};
+};
+
+void set_text(char* to, std::size_t capacity, const std::string& text) {
+  const std::size_t n = std::min(text.size(), capacity - 1);
+  std::memcpy(to, text.data(), n);
+  to[n] = '\0';
+}
+
+template <class T>
+bool same(const std::vector<T>& got, const std::vector<T>& want) {
+  return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
+}
+
+/// Runs one collective in its form; returns whether the result is the reference.
+template <class A, class Comm>
+bool run_call(Comm& comm, const call_spec& c) {
+  const int P = comm.size();
+  const int me = comm.rank();
+  const auto p = static_cast<std::size_t>(P);
+  const std::size_t n = c.n;
+  const auto form = c.form;
+  // Every form of a gather/exchange: a persistent one is started twice.
+  auto go = [&]<class Op, class Layout = plait::contiguous>(auto&& send, auto&& recv, const auto&... counts) {
+    if (form == formk::blocking) {
+      if constexpr (sizeof...(counts) > 0) {
+        plait::run_collective_v<Op, A, Layout>(comm, send, recv, counts...);
+      } else {
+        plait::run_collective<Op, A, Layout>(comm, send, recv);
+      }
+    } else if (form == formk::nonblocking) {
+      plait::collective_request r;
+      if constexpr (sizeof...(counts) > 0) {
+        r = plait::start_collective_v<Op, A, Layout>(comm, send, recv, counts...);
+      } else {
+        r = plait::start_collective<Op, A, Layout>(comm, send, recv);
+      }
+      r.wait();
+    } else {
+      plait::persistent_collective pc;
+      if constexpr (sizeof...(counts) > 0) {
+        pc = plait::init_collective_v<Op, A, Layout>(comm, send, recv, counts...);
+      } else {
+        pc = plait::init_collective<Op, A, Layout>(comm, send, recv);
+      }
+      for (int start = 0; start < 2; ++start) {
+        pc.start();
+        pc.wait();
+      }
+    }
+  };
+  auto reduce = [&]<class Op>(auto& send, auto& recv) {
+    if (form == formk::blocking) {
+      plait::run_reduction<Op, A, plait::contiguous>(comm, send, recv, plait::sum{});
+    } else if (form == formk::nonblocking) {
+      auto r = plait::start_reduction<Op, A, plait::contiguous>(comm, send, recv, plait::sum{});
+      r.wait();
+    } else {
+      auto pc = plait::init_reduction<Op, A, plait::contiguous>(comm, send, recv, plait::sum{});
+      pc.start();
+      pc.wait();
+    }
+  };
+  const std::size_t short_by = c.short_recv ? 1 : 0;
+  switch (c.op) {
+    case opk::all_gather: {
+      if constexpr (plait::schedules<A, plait::op::all_gather>) {
+        if (c.small_type) {
+          std::vector<std::uint8_t> send(4 * n, static_cast<std::uint8_t>(me)), recv(4 * n * p);
+          go.template operator()<plait::op::all_gather>(send, recv);
+          return false;  // another call than the others': no result is right
+        }
+        if (c.along) {
+          const std::size_t rows = c.rows;
+          std::vector<std::uint32_t> send(rows * n), recv(rows * n * p), want(rows * n * p);
+          for (std::size_t i = 0; i < send.size(); ++i) send[i] = value(me, -1, i, c.salt);
+          for (std::size_t x = 0; x < rows; ++x) {
+            for (int r = 0; r < P; ++r) {
+              for (std::size_t i = 0; i < n; ++i)
+                want[x * n * p + static_cast<std::size_t>(r) * n + i] = value(r, -1, x * n + i, c.salt);
+            }
+          }
+          plait::tensor_view<const std::uint32_t, 2> in(send.data(), {rows, n});
+          plait::tensor_view<std::uint32_t, 2> out(recv.data(), {rows, n * p - short_by});
+          go.template operator()<plait::op::all_gather, plait::along<1>>(in, out);
+          return same(recv, want);
+        }
+        std::vector<std::uint32_t> send(n), recv(n * p - std::min(short_by, n * p)), want;
+        for (std::size_t i = 0; i < n; ++i) send[i] = value(me, -1, i, c.salt);
+        for (int r = 0; r < P; ++r) {
+          for (std::size_t i = 0; i < n; ++i) want.push_back(value(r, -1, i, c.salt));
+        }
+        go.template operator()<plait::op::all_gather>(send, recv);
+        return same(recv, want);
+      }
+      break;
+    }
+    case opk::all_to_all: {
+      if constexpr (plait::schedules<A, plait::op::all_to_all>) {
+        if (c.small_type) {
+          std::vector<std::uint8_t> send(4 * n * p, static_cast<std::uint8_t>(me)), recv(4 * n * p);
+          go.template operator()<plait::op::all_to_all>(send, recv);
+          return false;
+        }
+        std::vector<std::uint32_t> send(n * p), recv(n * p - std::min(short_by, n * p)), want(n * p);
+        for (int d = 0; d < P; ++d) {
+          for (std::size_t i = 0; i < n; ++i) {
+            send[static_cast<std::size_t>(d) * n + i] = value(me, d, i, c.salt);
+            want[static_cast<std::size_t>(d) * n + i] = value(d, me, i, c.salt);
+          }
+        }
+        go.template operator()<plait::op::all_to_all>(send, recv);
+        return same(recv, want);
+      }
+      break;
+    }
+    case opk::all_gather_v: {
+      if constexpr (plait::schedules<A, plait::op::all_gather>) {
+        std::vector<int> counts(p);
+        for (int r = 0; r < P; ++r) counts[static_cast<std::size_t>(r)] = vcount(c, r, -1);
+        std::vector<std::uint32_t> send(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)])), want;
+        for (std::size_t i = 0; i < send.size(); ++i) send[i] = value(me, -1, i, c.salt);
+        for (int r = 0; r < P; ++r) {
+          for (int i = 0; i < counts[static_cast<std::size_t>(r)]; ++i)
+            want.push_back(value(r, -1, static_cast<std::size_t>(i), c.salt));
+        }
+        if (c.corrupt_rank >= 0) {
+          // This rank believes the corrupted rank contributes one more (its
+          // recv sized to match, so only the peers can tell).
+          counts[static_cast<std::size_t>(c.corrupt_rank)] += 1;
+          if (c.corrupt_rank == me) {
+            // Its own part one longer: consistent on this rank, so a normal
+            // return is right here; its peers must see the disagreement.
+            send.push_back(0);
+            std::size_t end = 0;
+            for (int r = 0; r <= me; ++r) end += static_cast<std::size_t>(vcount(c, r, -1));
+            want.insert(want.begin() + static_cast<std::ptrdiff_t>(end), 0);
+          }
+        }
+        std::size_t total = 0;
+        for (int k : counts) total += static_cast<std::size_t>(k);
+        std::vector<std::uint32_t> recv(total);
+        go.template operator()<plait::op::all_gather>(send, recv, counts);
+        return same(recv, want);
+      }
+      break;
+    }
+    case opk::all_to_all_v: {
+      if constexpr (plait::schedules<A, plait::op::all_to_all>) {
+        std::vector<int> send_counts(p), recv_counts(p);
+        std::vector<std::uint32_t> send, want;
+        for (int d = 0; d < P; ++d) {
+          send_counts[static_cast<std::size_t>(d)] = vcount(c, me, d);
+          for (int i = 0; i < vcount(c, me, d); ++i) send.push_back(value(me, d, static_cast<std::size_t>(i), c.salt));
+        }
+        for (int s = 0; s < P; ++s) {
+          recv_counts[static_cast<std::size_t>(s)] = vcount(c, s, me);
+          for (int i = 0; i < vcount(c, s, me); ++i) want.push_back(value(s, me, static_cast<std::size_t>(i), c.salt));
+        }
+        if (c.corrupt_rank >= 0) recv_counts[static_cast<std::size_t>(c.corrupt_rank)] += 1;
+        std::size_t total = 0;
+        for (int k : recv_counts) total += static_cast<std::size_t>(k);
+        std::vector<std::uint32_t> recv(total);
+        go.template operator()<plait::op::all_to_all>(send, recv, send_counts, recv_counts);
+        return same(recv, want);
+      }
+      break;
+    }
+    case opk::bundle_gather: {
+      if constexpr (plait::schedules<A, plait::op::all_gather>) {
+        std::vector<std::uint32_t> send(n), recv(n * p), want;
+        std::vector<double> dsend(n), drecv(n * p), dwant;
+        for (std::size_t i = 0; i < n; ++i) {
+          send[i] = value(me, -1, i, c.salt);
+          dsend[i] = send[i] + 0.5;
+        }
+        for (int r = 0; r < P; ++r) {
+          for (std::size_t i = 0; i < n; ++i) {
+            want.push_back(value(r, -1, i, c.salt));
+            dwant.push_back(want.back() + 0.5);
+          }
+        }
+        go.template operator()<plait::op::all_gather>(plait::bundle(send, dsend), plait::bundle(recv, drecv));
+        return same(recv, want) && same(drecv, dwant);
+      }
+      break;
+    }
+    case opk::bundle_exchange: {
+      if constexpr (plait::schedules<A, plait::op::all_to_all>) {
+        std::vector<std::uint32_t> send(n * p), recv(n * p), want(n * p);
+        std::vector<double> dsend(n * p), drecv(n * p), dwant(n * p);
+        for (int d = 0; d < P; ++d) {
+          for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t at = static_cast<std::size_t>(d) * n + i;
+            send[at] = value(me, d, i, c.salt);
+            dsend[at] = send[at] + 0.25;
+            want[at] = value(d, me, i, c.salt);
+            dwant[at] = want[at] + 0.25;
+          }
+        }
+        go.template operator()<plait::op::all_to_all>(plait::bundle(send, dsend), plait::bundle(recv, drecv));
+        return same(recv, want) && same(drecv, dwant);
+      }
+      break;
+    }
+    case opk::reduce_scatter: {
+      if constexpr (plait::schedules<A, rs_op>) {
+        if (c.small_type) {
+          std::vector<float> send(n * p, 1.0f), recv(n);
+          reduce.template operator()<rs_op>(send, recv);
+          return false;
+        }
+        std::vector<std::uint32_t> send(n * p), recv(n - std::min(short_by, n)), want(n, 0);
+        for (int d = 0; d < P; ++d) {
+          for (std::size_t i = 0; i < n; ++i) send[static_cast<std::size_t>(d) * n + i] = value(me, d, i, c.salt);
+        }
+        for (int r = 0; r < P; ++r) {
+          for (std::size_t i = 0; i < n; ++i) want[i] += value(r, me, i, c.salt);
+        }
+        reduce.template operator()<rs_op>(send, recv);
+        return same(recv, want);
+      }
+      break;
+    }
+    case opk::all_reduce: {
+      if constexpr (plait::schedules<A, ar_op>) {
+        if (c.small_type) {
+          std::vector<float> send(n, 1.0f), recv(n);
+          reduce.template operator()<ar_op>(send, recv);
+          return false;
+        }
+        std::vector<std::uint32_t> send(n), recv(n - std::min(short_by, n)), want(n, 0);
+        for (std::size_t i = 0; i < n; ++i) send[i] = value(me, -1, i, c.salt);
+        for (int r = 0; r < P; ++r) {
+          for (std::size_t i = 0; i < n; ++i) want[i] += value(r, -1, i, c.salt);
+        }
+        reduce.template operator()<ar_op>(send, recv);
+        return same(recv, want);
+      }
+      break;
+    }
+    default: break;
+  }
+  return false;  // draw_call picks only algorithms that serve the operation
+}
+
+template <class Comm>
+void timed_call(Comm& comm, const call_spec& c, call_outcome& out) {
+  const auto t0 = clock_type::now();
+  try {
+    const bool right = plait::visit_algorithm(c.algorithm, [&](auto tag) {
+      using A = typename decltype(tag)::type;
+      return run_call<A>(comm, c);
+    });
+    out.state = static_cast<int>(right ? result::right : result::wrong);
+  } catch (const plait::error& e) {
+    out.state = static_cast<int>(result::threw);
+    out.code = static_cast<int>(e.value());
+    out.peer = e.peer();
+    set_text(out.message, sizeof out.message, e.what());
+  } catch (const std::exception& e) {
+    out.state = static_cast<int>(result::threw);
+    out.code = -1;
+    set_text(out.message, sizeof out.message, std::string("not a plait::error: ") + e.what());
+  }
+  out.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------
+// What each rank reports, in memory shared with the parent.
+// ---------------------------------------------------------------------------
+
+struct rank_report {
+  int started = 0;
+  int finished = 0;  // the body ended (a killed rank never does)
+  int pid = 0;
+  int free_failed = -1;  // index of the first fault-free call that failed
+  call_outcome free_call;
+  call_outcome fault;
+  call_outcome probe;
+  call_outcome poisoned;  // the call after the first error
+};
+
+constexpr int max_ranks = 16;
+
+struct trial_report {
+  std::atomic<int> others_done{0};
+  int runner_finished = 0;
+  char runner_error[480] = {};
+  rank_report ranks[max_ranks];
+};
+
+// Fault triggers inside a call: a timer's signal whose handler kills or
+// stalls this process (plait has no test hook to stop a rank mid-step).
+volatile std::sig_atomic_t fired = 0;
+volatile double stall_seconds = 0;
+extern "C" void on_kill_timer(int) {
+  fired = 1;
+  raise(SIGKILL);
+}
+extern "C" void on_delay_timer(int) {
+  fired = 1;
+  const double s = stall_seconds;
+  timespec ts{static_cast<time_t>(s), static_cast<long>((s - std::floor(s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+void arm(long us, void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval it{};
+  it.it_value.tv_sec = us / 1000000;
+  it.it_value.tv_usec = us % 1000000;
+  setitimer(ITIMER_REAL, &it, nullptr);
+}
+void disarm() {
+  itimerval it{};
+  setitimer(ITIMER_REAL, &it, nullptr);
+  signal(SIGALRM, SIG_IGN);
+}
+
+/// The bound on one call of a non-faulty rank: the timeout plus slack.
+double call_bound(const trial_spec& t, double slack) { return t.timeout + slack; }
+
+/// One rank of one trial; works on any communicator.
+template <class Comm>
+void run_rank(Comm& comm, const trial_spec& t, trial_report& report, double slack, bool wait_for_others) {
+  const int me = comm.rank();
+  rank_report& mine = report.ranks[me];
+  mine.started = 1;
+  mine.pid = static_cast<int>(getpid());
+  comm.set_timeout(std::chrono::duration<double>(t.timeout));
+  comm.set_check_mode(t.check_mode);
+  for (std::size_t k = 0; k < t.free_calls.size(); ++k) {
+    timed_call(comm, t.free_calls[k], mine.free_call);
+    if (mine.free_call.state != static_cast<int>(result::right)) {
+      mine.free_failed = static_cast<int>(k);
+      report.others_done.fetch_add(1);
+      mine.finished = 1;
+      return;
+    }
+  }
+  // Every rank ends the fault-free calls before any rank meets the fault:
+  // a collective does not synchronise, so without this a rank still in a
+  // fault-free call would see the group fail because of the fault.
+  {
+    call_outcome& b = mine.free_call;
+    try {
+      comm.barrier();
+    } catch (const plait::error& e) {
+      b.state = static_cast<int>(result::threw);
+      b.code = static_cast<int>(e.value());
+      set_text(b.message, sizeof b.message, e.what());
+      mine.free_failed = static_cast<int>(t.free_calls.size());
+      report.others_done.fetch_add(1);
+      mine.finished = 1;
+      return;
+    }
+  }
+  if (me == t.faulty) {
+    fired = 0;
+    switch (t.fault) {
+      case faultk::kill:
+        if (t.trigger_us == 0) raise(SIGKILL);
+        arm(t.trigger_us, on_kill_timer);
+        timed_call(comm, t.fault_call, mine.fault);
+        raise(SIGKILL);  // the timer had not fired: killed between calls
+        break;
+      case faultk::delay:
+        stall_seconds = t.delay_s;
+        if (t.trigger_us == 0) {
+          on_delay_timer(0);
+        } else {
+          arm(t.trigger_us, on_delay_timer);
+        }
+        timed_call(comm, t.fault_call, mine.fault);
+        disarm();
+        if (fired == 0) on_delay_timer(0);  // the call ended first: stalled between calls
+        break;
+      case faultk::skip: break;
+      default: timed_call(comm, t.faulty_call, mine.fault); break;
+    }
+    // Alive (an ended process is a lost peer, not an absent one) until the
+    // others are done or past their bound.
+    // (On MPI the report barrier after the trial keeps it there.)
+    const auto until = clock_type::now() + std::chrono::duration<double>(3 * call_bound(t, slack) + t.delay_s);
+    while (wait_for_others && report.others_done.load() < t.ranks - 1 && clock_type::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    mine.finished = 1;
+    return;
+  }
+  timed_call(comm, t.fault_call, mine.fault);
+  call_outcome* first_error = mine.fault.state == static_cast<int>(result::threw) ? &mine.fault : nullptr;
+  timed_call(comm, t.probe, mine.probe);
+  if (first_error == nullptr && mine.probe.state == static_cast<int>(result::threw)) first_error = &mine.probe;
+  if (first_error != nullptr) timed_call(comm, t.probe, mine.poisoned);
+  report.others_done.fetch_add(1);
+  mine.finished = 1;
+}
+
+// ---------------------------------------------------------------------------
+// Judging a trial.
+// ---------------------------------------------------------------------------
+
+enum category : int { hang, crash, leak, silent_wrong, free_error, not_named, not_poisoned, category_count_ };
+constexpr std::array<const char*, category_count_> category_names{"hangs",
+                                                                  "crashes outside a killed rank",
+                                                                  "leaked segments",
+                                                                  "silent wrong results",
+                                                                  "errors on fault-free calls",
+                                                                  "errors not naming the faulty rank",
+                                                                  "later calls not poisoned"};
+
+/// Whether `message` names rank r outside its own "plait, rank R" prefix.
+bool names_rank(const call_outcome& o, int r) {
+  if (r < 0) return false;
+  if (o.peer == r) return true;
+  std::string m = o.message;
+  // Drop the reporter's own "plait, rank R" (and "(parent rank Q)").
+  if (m.rfind("plait, rank ", 0) == 0) {
+    const auto comma = m.find_first_of(",:", 12);
+    if (comma != std::string::npos) m = m.substr(comma);
+  }
+  for (const std::string word : {"rank ", "ranks ", "peer "}) {
+    for (std::size_t at = m.find(word); at != std::string::npos; at = m.find(word, at + 1)) {
+      std::size_t i = at + word.size();
+      // "ranks 1 and 3", "rank 2 (level rank 0)": every number in the run.
+      while (i < m.size()) {
+        std::size_t j = i;
+        while (j < m.size() && std::isdigit(static_cast<unsigned char>(m[j]))) ++j;
+        if (j == i) break;
+        if (std::stoi(m.substr(i, j - i)) == r) return true;
+        if (m.compare(j, 5, " and ") == 0) {
+          i = j + 5;
+        } else if (m.compare(j, 2, ", ") == 0) {
+          i = j + 2;
+        } else {
+          break;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+struct finding {
+  category what;
+  std::string detail;
+};
+
+/// The known cause of a finding, by what it says: the bugs issue 29 lists,
+/// fixed in other lanes ("" when none fits: a new bug). The soak reports
+/// these apart, and --lenient-known fails a run only on the others.
+std::string known_cause(const trial_spec& t, const finding& f) {
+  const std::string& d = f.detail;
+  if (t.fault == faultk::other_type && (f.what == silent_wrong || f.what == not_named)) {
+    return "item 2: the element type is not in the call stamp";
+  }
+  if (f.what != not_named) return {};
+  if (d.find("timed out after") != std::string::npos || d.find("timed out waiting for rank") != std::string::npos) {
+    return "item 1: a timeout blames a present rank (no wait-for chain)";
+  }
+  if (d.find("the group failed: rank") != std::string::npos &&
+      (d.find("failed: peer sent") != std::string::npos || d.find("failed: peer's message") != std::string::npos ||
+       d.find(" failed: ") != std::string::npos)) {
+    return "group failure reason drops the peer the failing rank named (shm record_group_failure)";
+  }
+  return {};
+}
+
+struct verdict {
+  std::vector<finding> findings;
+  int errors = 0;       // first errors of non-faulty ranks
+  int named = 0;        // of them, naming the faulty rank (or its partner)
+  bool effect = false;  // some rank saw an error
+  double longest = 0;   // the slowest call of a non-faulty rank
+};
+
+bool threw(const call_outcome& o) { return o.state == static_cast<int>(result::threw); }
+
+verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool killed_ok) {
+  verdict v;
+  const bool mismatch = t.fault == faultk::other_op || t.fault == faultk::other_size || t.fault == faultk::other_type ||
+                        t.fault == faultk::count;
+  const double bound = call_bound(t, slack);
+  for (int r = 0; r < t.ranks; ++r) {
+    const rank_report& rr = rep.ranks[r];
+    const std::string who = "rank " + std::to_string(r) + ": ";
+    if (rr.free_failed >= 0) {
+      const auto k = static_cast<std::size_t>(rr.free_failed);
+      v.findings.push_back(
+          {free_error, who + "fault-free call " + std::to_string(rr.free_failed) + " (" +
+                           (k < t.free_calls.size() ? describe(t.free_calls[k]) : "barrier") +
+                           "): " + (threw(rr.free_call) ? std::string(rr.free_call.message) : "wrong result")});
+      continue;
+    }
+    if (r == t.faulty) {
+      if (t.fault == faultk::kill && killed_ok) continue;
+      if (!rr.finished) v.findings.push_back({crash, who + "the faulty rank did not end its body"});
+      if (threw(rr.fault)) v.effect = true;
+      // A mismatched call that returns normally delivered another call's bytes.
+      if (mismatch && t.ranks > 1 && rr.fault.state == static_cast<int>(result::right)) {
+        // ... unless its result is exactly the reference: possible only when
+        // the mismatch touched nothing it reads.
+      } else if (mismatch && t.ranks > 1 && rr.fault.state == static_cast<int>(result::wrong)) {
+        v.findings.push_back({silent_wrong, who + "the faulty rank's mismatched call returned normally"});
+      }
+      if (t.fault == faultk::delay && rr.fault.seconds > bound + t.delay_s) {
+        v.findings.push_back({hang, who + "the delayed rank's call took " + std::to_string(rr.fault.seconds) + " s"});
+      }
+      continue;
+    }
+    if (!rr.finished) {
+      v.findings.push_back({crash, who + (rr.started ? "did not end its body" : "never started")});
+      continue;
+    }
+    for (const call_outcome* o : {&rr.fault, &rr.probe, &rr.poisoned}) {
+      if (o->state == 0) continue;
+      if (o->state == static_cast<int>(result::wrong)) {
+        v.findings.push_back({silent_wrong, who + (o == &rr.fault ? "the faulted call" : "the call after it") +
+                                                " returned a result that differs from the reference"});
+      }
+      if (o->seconds > bound) {
+        v.findings.push_back({hang, who + "a call took " + std::to_string(o->seconds) + " s, over the bound of " +
+                                        std::to_string(bound) + " s"});
+      }
+      v.longest = std::max(v.longest, o->seconds);
+    }
+    const call_outcome* first = threw(rr.fault) ? &rr.fault : threw(rr.probe) ? &rr.probe : nullptr;
+    if (first == nullptr) continue;
+    v.effect = true;
+    ++v.errors;
+    if (names_rank(*first, t.faulty) || names_rank(*first, t.partner)) {
+      ++v.named;
+    } else {
+      v.findings.push_back({not_named, who + first->message});
+    }
+    if (!threw(rr.poisoned) || std::strstr(rr.poisoned.message, "unusable since an earlier failure") == nullptr) {
+      v.findings.push_back({not_poisoned, who + "after '" + first->message + "' the next call " +
+                                              (threw(rr.poisoned) ? std::string("said: ") + rr.poisoned.message
+                                                                  : std::string("went through"))});
+    }
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// /dev/shm: plait's names.
+// ---------------------------------------------------------------------------
+
+std::set<std::string> plait_names() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("plait-", 0) == 0) names.insert(name);
+  }
+  return names;
+}
+
+// ---------------------------------------------------------------------------
+// The driver.
+// ---------------------------------------------------------------------------
+
+struct options {
+  std::uint64_t seed = 20261204;
+  long faults = 200;
+  long trial = -1;
+  int lo = 1;
+  int hi = 8;
+  double timeout = 0.3;
+  double slack = 1.0;
+  int jobs = 3;
+  bool verbose = false;
+  std::string transport = "auto";
+  std::set<std::string> lenient;  // categories reported but not failed
+  bool lenient_known = false;     // fail only on findings of no known cause
+  std::string replay;             // what scripts/soak needs before --seed to replay a trial
+};
+
+[[noreturn]] void usage() {
+  std::fprintf(
+      stderr,
+      "usage: plait-soak [--seed S] [--faults N] [--trial T] [--ranks LO-HI] [--timeout S] [--slack S]\n"
+      "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--lenient-known] [--verbose]\n"
+      "categories: hang crash leak silent_wrong free_error not_named not_poisoned\n");
+  std::exit(2);
+}
+
+constexpr std::array<const char*, category_count_> category_keys{
+    "hang", "crash", "leak", "silent_wrong", "free_error", "not_named", "not_poisoned"};
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage();
+      return argv[++i];
+    };
+    if (a == "--seed") {
+      o.seed = std::strtoull(next().c_str(), nullptr, 10);
+    } else if (a == "--faults") {
+      o.faults = std::strtol(next().c_str(), nullptr, 10);
+    } else if (a == "--trial") {
+      o.trial = std::strtol(next().c_str(), nullptr, 10);
+    } else if (a == "--ranks") {
+      const std::string r = next();
+      const auto dash = r.find('-');
+      o.lo = std::atoi(r.substr(0, dash).c_str());
+      o.hi = dash == std::string::npos ? o.lo : std::atoi(r.substr(dash + 1).c_str());
+    } else if (a == "--timeout") {
+      o.timeout = std::strtod(next().c_str(), nullptr);
+    } else if (a == "--slack") {
+      o.slack = std::strtod(next().c_str(), nullptr);
+    } else if (a == "--jobs") {
+      o.jobs = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--transport") {
+      o.transport = next();
+    } else if (a == "--lenient") {
+      const std::string list = next();
+      std::size_t at = 0;
+      while (at <= list.size()) {
+        const auto comma = list.find(',', at);
+        const std::string key = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        if (!key.empty()) {
+          if (std::find_if(category_keys.begin(), category_keys.end(), [&](const char* k) { return key == k; }) ==
+              category_keys.end()) {
+            usage();
+          }
+          o.lenient.insert(key);
+        }
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+    } else if (a == "--has-mpi") {
+#if defined(PLAIT_SOAK_MPI)
+      std::puts("yes");
+      std::exit(0);
+#else
+      std::puts("no");
+      std::exit(1);
+#endif
+    } else if (a == "--lenient-known") {
+      o.lenient_known = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else {
+      usage();
+    }
+  }
+  if (o.lo < 1 || o.hi > max_ranks || o.lo > o.hi || o.timeout <= 0 || o.faults < 0) usage();
+  return o;
+}
+
+struct tally {
+  long trials = 0;
+  long effective = 0;
+  long errors = 0;
+  long named = 0;
+  std::array<long, category_count_> counts{};
+  std::map<std::string, long> by_fault;  // fault -> trials
+  std::vector<std::string> failing;      // one line per failing trial
+  std::map<std::string, long> causes;    // known cause -> trials
+  long unknown = 0;                      // failing trials with a finding of no known cause
+  double longest = 0;
+};
+
+void record(tally& all, const trial_spec& t, const verdict& v, const options& o) {
+  ++all.trials;
+  all.by_fault[fault_names[static_cast<int>(t.fault)]] += 1;
+  all.effective += v.effect ? 1 : 0;
+  all.errors += v.errors;
+  all.named += v.named;
+  all.longest = std::max(all.longest, v.longest);
+  if (v.findings.empty()) return;
+  std::set<int> seen;
+  for (const finding& f : v.findings) seen.insert(f.what);
+  for (int c : seen) all.counts[static_cast<std::size_t>(c)] += 1;
+  std::string line = "trial " + std::to_string(t.index) + " (replay: scripts/soak " + o.replay + "--seed " +
+                     std::to_string(o.seed) + " --trial " + std::to_string(t.index) + "): " + describe(t);
+  std::set<std::string> causes;
+  bool unknown = false;
+  for (const finding& f : v.findings) {
+    const std::string cause = known_cause(t, f);
+    line += "\n    [" + std::string(category_keys[f.what]) + "] " + f.detail;
+    if (cause.empty()) {
+      unknown = true;
+    } else {
+      causes.insert(cause);
+      line += "\n        (known: " + cause + ")";
+    }
+  }
+  for (const std::string& c : causes) all.causes[c] += 1;
+  all.unknown += unknown ? 1 : 0;
+  if (!unknown) line = "[known] " + line;
+  all.failing.push_back(line);
+}
+
+trial_report* shared_reports(int count) {
+  void* p = mmap(nullptr, sizeof(trial_report) * static_cast<std::size_t>(count), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::perror("mmap");
+    std::exit(3);
+  }
+  return static_cast<trial_report*>(p);
+}
+
+int summarise(const tally& all, const options& o, double seconds, const std::set<std::string>& leaked) {
+  std::printf("\nplait-soak: seed %" PRIu64 ", %ld faults on %s, P %d-%d, timeout %.3g s, %.1f s (%.0f faults/min)\n",
+              o.seed, all.trials, o.transport.c_str(), o.lo, o.hi, o.timeout, seconds,
+              seconds > 0 ? 60.0 * static_cast<double>(all.trials) / seconds : 0.0);
+  for (const auto& [name, n] : all.by_fault) std::printf("  fault %-20s %ld\n", name.c_str(), n);
+  std::printf("  faults some rank saw: %ld of %ld\n", all.effective, all.trials);
+  bool failed = false;
+  for (int c = 0; c < category_count_; ++c) {
+    long n = all.counts[static_cast<std::size_t>(c)];
+    if (c == leak) n += static_cast<long>(leaked.size());
+    const bool lenient = o.lenient.count(category_keys[static_cast<std::size_t>(c)]) > 0;
+    std::printf("  %-36s %ld%s\n", category_names[static_cast<std::size_t>(c)], n,
+                n > 0 && lenient ? " (reported, not failed: --lenient)" : "");
+    if (n > 0 && !lenient) failed = true;
+  }
+  for (const auto& [cause, n] : all.causes) std::printf("  known cause, %ld trials: %s\n", n, cause.c_str());
+  std::printf("  failing trials with a finding of no known cause: %ld\n", all.unknown);
+  if (o.lenient_known && failed && all.unknown == 0 && leaked.empty()) {
+    std::printf("  every failure has a known cause (--lenient-known): reported, not failed\n");
+    failed = false;
+  }
+  const double pct = all.errors == 0 ? 100.0 : 100.0 * static_cast<double>(all.named) / static_cast<double>(all.errors);
+  std::printf("  %-36s %.2f %% (%ld of %ld errors)\n", "faulty rank named", pct, all.named, all.errors);
+  std::printf("  slowest call of a non-faulty rank:   %.3f s\n", all.longest);
+  for (const std::string& name : leaked) std::printf("  leaked: /dev/shm/%s\n", name.c_str());
+  std::printf("plait-soak: %s\n", failed ? "FAILED" : "passed");
+  return failed ? 1 : 0;
+}
+
+/// Failing trials of no known cause in full; those of a known cause in full
+/// only with --verbose, else their first line (up to 20).
+void print_failures(const tally& all, bool verbose) {
+  std::size_t known_shown = 0;
+  std::size_t known_left = 0;
+  for (const std::string& line : all.failing) {
+    const bool known = line.rfind("[known] ", 0) == 0;
+    if (!known || verbose) {
+      std::printf("%s\n", line.c_str());
+    } else if (known_shown < 20) {
+      std::printf("%s\n", line.substr(0, line.find('\n')).c_str());
+      ++known_shown;
+    } else {
+      ++known_left;
+    }
+  }
+  if (known_left > 0)
+    std::printf("... and %zu more failing trials of a known cause (--verbose shows all)\n", known_left);
+}
+
+int run_shm(const options& o) {
+  const auto start = clock_type::now();
+  const std::set<std::string> before = plait_names();
+  std::vector<long> trials;
+  if (o.trial >= 0) {
+    trials.push_back(o.trial);
+  } else {
+    for (long i = 0; i < o.faults; ++i) trials.push_back(i);
+  }
+  const int slots = o.jobs;
+  trial_report* reports = shared_reports(slots);
+  struct running {
+    pid_t runner = -1;
+    trial_spec spec;
+    clock_type::time_point deadline;
+  };
+  std::vector<running> run(static_cast<std::size_t>(slots));
+  std::set<int> my_pids;
+  tally all;
+  std::size_t next = 0;
+  int busy = 0;
+  auto finish = [&](int s, bool hung) {
+    running& r = run[static_cast<std::size_t>(s)];
+    trial_report& rep = reports[s];
+    verdict v = judge(r.spec, rep, o.slack, true);
+    if (hung) v.findings.push_back({hang, "the trial ran past its deadline; its processes were killed"});
+    for (int k = 0; k < r.spec.ranks; ++k) {
+      if (rep.ranks[k].pid != 0) my_pids.insert(rep.ranks[k].pid);
+    }
+    if (!rep.runner_finished && !hung) v.findings.push_back({crash, "the runner process died"});
+    if (o.verbose || o.trial >= 0) {
+      std::printf("trial %" PRIu64 ": %s\n", r.spec.index, describe(r.spec).c_str());
+      for (int k = 0; k < r.spec.ranks; ++k) {
+        const rank_report& rr = rep.ranks[k];
+        std::printf("  rank %d: fault %d %.3fs %s | probe %d %.3fs %s | poisoned %d %s\n", k, rr.fault.state,
+                    rr.fault.seconds, rr.fault.message, rr.probe.state, rr.probe.seconds, rr.probe.message,
+                    rr.poisoned.state, rr.poisoned.message);
+      }
+    }
+    record(all, r.spec, v, o);
+    r.runner = -1;
+    --busy;
+  };
+  while (next < trials.size() || busy > 0) {
+    for (int s = 0; s < slots && next < trials.size(); ++s) {
+      running& r = run[static_cast<std::size_t>(s)];
+      if (r.runner != -1) continue;
+      r.spec = draw_trial(o.seed, static_cast<std::uint64_t>(trials[next++]), o.lo, o.hi, o.timeout, false, 0);
+      const double bound = call_bound(r.spec, o.slack);
+      r.deadline =
+          clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(
+                                  (static_cast<double>(r.spec.free_calls.size()) + 4) * bound + r.spec.delay_s + 10));
+      new (&reports[s]) trial_report();
+      std::fflush(nullptr);
+      const pid_t pid = fork();
+      if (pid == 0) {
+        setpgid(0, 0);  // the parent kills the whole group on a hang
+        trial_report& rep = reports[s];
+        const trial_spec spec = r.spec;
+        try {
+          plait::shm::run_processes(spec.ranks,
+                                    [&](plait::shm::communicator& comm) { run_rank(comm, spec, rep, o.slack, true); });
+        } catch (const std::exception& e) {
+          set_text(rep.runner_error, sizeof rep.runner_error, e.what());
+        }
+        rep.runner_finished = 1;
+        std::fflush(nullptr);
+        _exit(0);
+      }
+      if (pid < 0) {
+        std::perror("fork");
+        return 3;
+      }
+      setpgid(pid, pid);
+      r.runner = pid;
+      ++busy;
+    }
+    bool reaped = false;
+    for (int s = 0; s < slots; ++s) {
+      running& r = run[static_cast<std::size_t>(s)];
+      if (r.runner == -1) continue;
+      int status = 0;
+      const pid_t got = waitpid(r.runner, &status, WNOHANG);
+      if (got == r.runner) {
+        finish(s, false);
+        reaped = true;
+      } else if (clock_type::now() > r.deadline) {
+        kill(-r.runner, SIGKILL);
+        waitpid(r.runner, &status, 0);
+        finish(s, true);
+        reaped = true;
+      }
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // Leftovers: names that appeared during the run and remain; the pids of
+  // pool and window names ("plait-p<pid>-", "plait-w<pid>-") say whose they
+  // are, a group segment's random name does not (count it when it appeared).
+  std::set<std::string> leaked;
+  for (const std::string& name : plait_names()) {
+    if (before.count(name) > 0) continue;
+    if (name.size() > 7 && (name[6] == 'p' || name[6] == 'w')) {
+      const int pid = std::atoi(name.c_str() + 7);
+      if (my_pids.count(pid) == 0) continue;
+    }
+    leaked.insert(name);
+  }
+  if (!leaked.empty()) {
+    // A concurrent program's live segment is not ours: look again.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const std::set<std::string> now = plait_names();
+    for (auto it = leaked.begin(); it != leaked.end();) it = now.count(*it) > 0 ? std::next(it) : leaked.erase(it);
+  }
+  print_failures(all, o.verbose);
+  return summarise(all, o, std::chrono::duration<double>(clock_type::now() - start).count(), leaked);
+}
+
+#if defined(PLAIT_SOAK_MPI)
+int run_mpi(options o) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  int me = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  o.transport = "mpi";
+  o.lo = o.hi = size;
+  o.replay = "--np " + std::to_string(size) + " ";
+  const auto start = clock_type::now();
+  trial_report* rep = shared_reports(1);
+  tally all;
+  const long first = o.trial >= 0 ? o.trial : 0;
+  const long last = o.trial >= 0 ? o.trial + 1 : o.faults;
+  for (long i = first; i < last; ++i) {
+    const trial_spec spec = draw_trial(o.seed, static_cast<std::uint64_t>(i), size, size, o.timeout, true, size);
+    new (rep) trial_report();
+    {
+      plait::mpi::communicator comm(MPI_COMM_WORLD);
+      run_rank(comm, spec, *rep, o.slack, false);
+    }
+    // Every rank's report to rank 0; the barrier also lines the ranks up
+    // again after a delayed or skipping rank.
+    std::vector<rank_report> gathered(static_cast<std::size_t>(size));
+    MPI_Gather(&rep->ranks[me], sizeof(rank_report), MPI_BYTE, gathered.data(), sizeof(rank_report), MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+    if (me == 0) {
+      for (int r = 0; r < size; ++r) rep->ranks[r] = gathered[static_cast<std::size_t>(r)];
+      const verdict v = judge(spec, *rep, o.slack, false);
+      if (o.verbose || o.trial >= 0) std::printf("trial %ld: %s\n", i, describe(spec).c_str());
+      record(all, spec, v, o);
+    }
+  }
+  int rc = 0;
+  if (me == 0) {
+    print_failures(all, o.verbose);
+    rc = summarise(all, o, std::chrono::duration<double>(clock_type::now() - start).count(), {});
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}
+#endif
+
+bool under_mpiexec() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o = parse(argc, argv);
+  if (o.transport == "auto") o.transport = under_mpiexec() ? "mpi" : "shm";
+  if (o.transport == "mpi") {
+#if defined(PLAIT_SOAK_MPI)
+    return run_mpi(o);
+#else
+    std::fprintf(stderr, "plait-soak: built without MPI\n");
+    return 2;
+#endif
+  }
+  if (o.transport != "shm") usage();
+  return run_shm(o);
+}
