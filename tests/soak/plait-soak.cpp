@@ -198,7 +198,9 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
   switch (t.fault) {
     case faultk::kill:
     case faultk::delay:
-      t.trigger_us = rng.below(3) == 0 ? 0 : 1 + static_cast<long>(rng.below(4000));
+      // Log-uniform from 1 us to 2 ms: most calls here take tens of
+      // microseconds, so short timers land inside them, long ones after.
+      t.trigger_us = rng.below(4) == 0 ? 0 : static_cast<long>(std::exp(rng.uniform() * std::log(2000.0))) + 1;
       t.delay_s = timeout * (1.5 + rng.uniform());
       break;
     case faultk::skip: break;
@@ -561,7 +563,8 @@ struct rank_report {
   int started = 0;
   int finished = 0;  // the body ended (a killed rank never does)
   int pid = 0;
-  int free_failed = -1;  // index of the first fault-free call that failed
+  int free_failed = -1;     // index of the first fault-free call that failed
+  int stalled_in_call = 0;  // delay: the timer fired inside the call
   call_outcome free_call;
   call_outcome fault;
   call_outcome probe;
@@ -666,6 +669,7 @@ void run_rank(Comm& comm, const trial_spec& t, trial_report& report, double slac
         }
         timed_call(comm, t.fault_call, mine.fault);
         disarm();
+        mine.stalled_in_call = t.trigger_us != 0 && fired != 0 ? 1 : 0;
         if (fired == 0) on_delay_timer(0);  // the call ended first: stalled between calls
         break;
       case faultk::skip: break;
@@ -954,12 +958,21 @@ struct tally {
   std::map<std::string, long> by_fault;  // fault -> trials
   std::vector<std::string> failing;      // one line per failing trial
   std::map<std::string, long> causes;    // known cause -> trials
+  std::map<std::string, long> where;     // "kill inside the call" etc. -> trials
   long unknown = 0;                      // failing trials with a finding of no known cause
   double longest = 0;
 };
 
-void record(tally& all, const trial_spec& t, const verdict& v, const options& o) {
+void record(tally& all, const trial_spec& t, const verdict& v, const options& o, const trial_report& rep) {
   ++all.trials;
+  if (t.fault == faultk::kill || t.fault == faultk::delay) {
+    // A killed rank's fault outcome is written only if its call ended first.
+    const rank_report& f = rep.ranks[t.faulty];
+    const bool inside = t.fault == faultk::kill ? f.fault.state == 0 : f.stalled_in_call != 0;
+    all.where[std::string(fault_names[static_cast<int>(t.fault)]) + (t.trigger_us == 0 ? " before the call"
+                                                                     : inside          ? " inside the call"
+                                                                                       : " after the call")] += 1;
+  }
   all.by_fault[fault_names[static_cast<int>(t.fault)]] += 1;
   all.effective += v.effect ? 1 : 0;
   all.errors += v.errors;
@@ -1004,6 +1017,7 @@ int summarise(const tally& all, const options& o, double seconds, const std::set
               o.seed, all.trials, o.transport.c_str(), o.lo, o.hi, o.timeout, seconds,
               seconds > 0 ? 60.0 * static_cast<double>(all.trials) / seconds : 0.0);
   for (const auto& [name, n] : all.by_fault) std::printf("  fault %-20s %ld\n", name.c_str(), n);
+  for (const auto& [name, n] : all.where) std::printf("    %-30s %ld\n", name.c_str(), n);
   std::printf("  faults some rank saw: %ld of %ld\n", all.effective, all.trials);
   bool failed = false;
   for (int c = 0; c < category_count_; ++c) {
@@ -1087,7 +1101,7 @@ int run_shm(const options& o) {
                     rr.poisoned.state, rr.poisoned.message);
       }
     }
-    record(all, r.spec, v, o);
+    record(all, r.spec, v, o, rep);
     r.runner = -1;
     --busy;
   };
@@ -1197,7 +1211,7 @@ int run_mpi(options o) {
       for (int r = 0; r < size; ++r) rep->ranks[r] = gathered[static_cast<std::size_t>(r)];
       const verdict v = judge(spec, *rep, o.slack, false);
       if (o.verbose || o.trial >= 0) std::printf("trial %ld: %s\n", i, describe(spec).c_str());
-      record(all, spec, v, o);
+      record(all, spec, v, o, *rep);
     }
   }
   int rc = 0;
