@@ -287,6 +287,7 @@ struct call_outcome {
   int code = 0;
   int peer = -1;
   double seconds = 0;
+  char operation[64] = {};
   char message[480] = {};
 };
 
@@ -546,6 +547,7 @@ void timed_call(Comm& comm, const call_spec& c, call_outcome& out) {
     out.state = static_cast<int>(result::threw);
     out.code = static_cast<int>(e.value());
     out.peer = e.peer();
+    set_text(out.operation, sizeof out.operation, e.operation());
     set_text(out.message, sizeof out.message, e.what());
   } catch (const std::exception& e) {
     out.state = static_cast<int>(result::threw);
@@ -752,6 +754,9 @@ std::string known_cause(const trial_spec& t, const finding& f) {
   if (t.fault == faultk::other_type && (f.what == silent_wrong || f.what == not_named)) {
     return "item 2: the element type is not in the call stamp";
   }
+  if (f.what == not_poisoned && d.find("drops the operation that failed first") != std::string::npos) {
+    return "item 4: a poisoned communicator's later error drops the operation that failed first";
+  }
   if (f.what != not_named) return {};
   if (d.find("timed out after") != std::string::npos || d.find("timed out waiting for rank") != std::string::npos) {
     return "item 1: a timeout blames a present rank (no wait-for chain)";
@@ -835,6 +840,11 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
       v.findings.push_back({not_poisoned, who + "after '" + first->message + "' the next call " +
                                               (threw(rr.poisoned) ? std::string("said: ") + rr.poisoned.message
                                                                   : std::string("went through"))});
+    } else if (first->operation[0] != '\0' &&
+               std::strstr(std::strstr(rr.poisoned.message, "unusable since"), first->operation) == nullptr) {
+      // "Later calls say so": the first failure, with the operation that failed.
+      v.findings.push_back({not_poisoned, who + "the later error drops the operation that failed first (" +
+                                              first->operation + "): " + rr.poisoned.message});
     }
   }
   return v;
