@@ -101,6 +101,10 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
                                      std::memory_order_acq_rel)) {
     if (expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)) {
+      // A sender withdraws only after marking the group failed: who failed
+      // first, and why, says more than the sender that withdrew (it may
+      // have failed because of another rank).
+      check_group(peer);
       plait::detail::fail(errc::peer_lost,
                           {"the sender withdrew its message (it failed before this rank could copy it)"},
                           where("irecv", peer));
@@ -193,6 +197,10 @@ PLAIT_DECL bool communicator::copy_vector_reference(int peer, pending& m, std::s
   if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(detail::reference_state::copying),
                                      std::memory_order_acq_rel)) {
     if (expected == static_cast<std::uint32_t>(detail::reference_state::withdrawn)) {
+      // A sender withdraws only after marking the group failed: who failed
+      // first, and why, says more than the sender that withdrew (it may
+      // have failed because of another rank).
+      check_group(peer);
       plait::detail::fail(errc::peer_lost,
                           {"the sender withdrew its message (it failed before this rank could copy it)"},
                           where("irecv", peer));
