@@ -1058,7 +1058,7 @@ int summarise(const tally& all, const options& o, double seconds, const std::set
 }
 
 /// Failing trials of no known cause in full; those of a known cause in full
-/// only with --verbose, else their first line (up to 20).
+/// only with --verbose, else their first line (up to 5).
 void print_failures(const tally& all, bool verbose) {
   std::size_t known_shown = 0;
   std::size_t known_left = 0;
@@ -1066,7 +1066,7 @@ void print_failures(const tally& all, bool verbose) {
     const bool known = line.rfind("[known] ", 0) == 0;
     if (!known || verbose) {
       std::printf("%s\n", line.c_str());
-    } else if (known_shown < 20) {
+    } else if (known_shown < 5) {
       std::printf("%s\n", line.substr(0, line.find('\n')).c_str());
       ++known_shown;
     } else {
