@@ -494,6 +494,25 @@ TEST_CASE("a timeout inside one level names world ranks, level ranks in parenthe
   require_all_empty(verdicts);
 }
 
+TEST_CASE("every rank number of a level's message becomes the whole group's, lists and all", "[two_level][errors]") {
+  // Level ranks 0, 1, 2 are whole-group ranks 5, 7, 9. "3 ranks", a split
+  // communicator's "parent rank" and numbers beyond the level stay as they are.
+  const int whole[] = {5, 7, 9};
+  const plait::error raised(
+      plait::errc::size_mismatch,
+      "ranks 0 and 2 disagree; rank 1 calls x; ranks 0, 1 and 2 on 3 ranks; parent rank 1; rank 12",
+      {1, "all_gather<ring>", -1, 2});
+  const plait::error seen =
+      plait::detail::level_error(raised, 7, "all_gather<hierarchical<ring, ring>>", "intra", 9, whole);
+  CHECK(std::string(seen.what()) ==
+        "plait, rank 7, all_gather<hierarchical<ring, ring>>, peer 9: rank 7 (rank 1 of the intra level), in the intra "
+        "level's all_gather<ring>: ranks 5 (rank 0 of the intra level) and 9 (rank 2 of the intra level) disagree; "
+        "rank 7 (rank 1 of the intra level) calls x; ranks 5 (rank 0 of the intra level), 7 (rank 1 of the intra "
+        "level) and 9 (rank 2 of the intra level) on 3 ranks; parent rank 1; rank 12");
+  CHECK(seen.code() == plait::errc::size_mismatch);
+  CHECK(seen.peer() == 9);
+}
+
 TEST_CASE("two_level's census queues behind collectives in flight on its levels", "[two_level][nonblocking]") {
   // Nodes of 3 and 2 ranks; an all-gather is in flight on intra while the
   // census runs: the census's exchanges go through intra's engine behind it,
