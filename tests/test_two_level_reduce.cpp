@@ -163,7 +163,7 @@ TEST_CASE("a reduction on two levels refuses a wrong recv size on this rank befo
       return std::string("accepted");
     } catch (const plait::error& e) {
       if (e.code() != plait::errc::size_mismatch) return std::string("wrong code: ") + e.what();
-      if (std::string(e.what()).find("all_reduce<hierarchical>") == std::string::npos) {
+      if (std::string(e.what()).find("all_reduce<hierarchical<ring, ring>>") == std::string::npos) {
         return std::string("does not name the call: ") + e.what();
       }
     }

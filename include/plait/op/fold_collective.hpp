@@ -30,6 +30,7 @@
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
 #include "plait/op/fold_run.hpp"
+#include "plait/op/launch.hpp"
 #include "plait/reduction/kernel.hpp"
 
 namespace plait {
@@ -240,6 +241,7 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
             members);
       };
       engine::template run<uneven>(comm, make, send.template get<0>(), recv.template get<0>(), launch);
+      watch_sends(comm, launch, send);
     }
   } else if constexpr (!check_data_arguments<Send, Recv, Op::allows_in_place>()) {
     // stopped at the static_assert that says why
@@ -252,6 +254,7 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
       }
     };
     engine::template run<uneven>(comm, make, send, recv, launch);
+    watch_sends(comm, launch, send);
   }
 }
 
