@@ -52,6 +52,7 @@ PLAIT_DECL void communicator::attach_to_segment() {
   segment_->mark_local(rank());
   auto& record = segment_->record(rank());
   detail::atomic(record.pid).store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
+  publish_entered_calls(&record.entered);  // peers' timeouts read which call this rank last entered
   detail::atomic(segment_->header().attached).fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -212,8 +213,19 @@ PLAIT_DECL communicator::request communicator::irecv(int peer, std::span<std::by
 
 PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline until) {
   check_usable("wait_all");
+  // Ends the wait record published below, however the wait ends.
+  struct published_wait {
+    communicator* self = nullptr;
+    published_wait() = default;
+    published_wait(const published_wait&) = delete;
+    published_wait& operator=(const published_wait&) = delete;
+    ~published_wait() {
+      if (self != nullptr) self->end_wait();
+    }
+  } published;
   try {
     plait::detail::wait_loop loop(until, busy_poll());
+    bool labelled = false;
     for (;;) {
       const bool moved = progress();
       if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
@@ -221,9 +233,19 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
         loop.moved();
         continue;
       }
+      if (published.self == nullptr) {  // a wait that ends at its first polls publishes nothing
+        publish_wait(requests, false);
+        published.self = this;
+      }
       check_group(first_waiting(requests));
       if (loop.expired()) throw timed_out(requests);
-      if (loop.slow_check_due() && !peers_alive(requests)) {
+      if (!loop.slow_check_due()) {
+        loop.pause();
+        continue;
+      }
+      publish_wait(requests, !labelled);
+      labelled = true;
+      if (!peers_alive(requests)) {
         // A process that ended cannot write any more: whatever it sent is in
         // the channel now, so one more pass decides whether we can finish.
         progress();
