@@ -80,6 +80,12 @@ struct blame {
 /// after a timeout. (Declared without PLAIT_DECL, as detail::concat is.)
 [[gnu::cold]] blame find_guilty(std::span<const wait_record> records, int self);
 
+/// What `self`'s peers are told when its timeout found `found` (rank >= 0):
+/// the cause first, then the chain ("rank 0 never entered all_gather<ring>
+/// #12 (its last call was #11); rank 2 timed out waiting for rank 1, which
+/// waits for rank 0"): a record that cuts it short keeps the cause.
+[[gnu::cold]] std::string group_reason(const blame& found, int self);
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

@@ -76,6 +76,11 @@ namespace detail {
   }
 }
 
+[[gnu::cold, gnu::noinline]] PLAIT_DECL std::string group_reason(const blame& found, int self) {
+  return found.sentence + "; rank " + std::to_string(self) + " timed out waiting for rank " +
+         std::to_string(found.first_peer) + found.chain;
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

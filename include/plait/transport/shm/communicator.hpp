@@ -450,6 +450,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   std::uint64_t bytes_copied_vectored_ = 0;
   mutable std::uint64_t send_lookups_ = 0;  // counted by the const locate_send
   unsigned test_looks_ = 0;                 // test_all calls, to look for lost peer processes now and then
+  bool test_published_ = false;             // test_all published a wait record not yet ended
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =

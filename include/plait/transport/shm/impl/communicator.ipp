@@ -271,14 +271,24 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
   };
   try {
     progress();
-    if (all_complete()) return true;
+    if (all_complete()) {
+      if (test_published_) end_wait();
+      test_published_ = false;
+      return true;
+    }
+    // A wait made of looks publishes its record now and then, as wait_all
+    // does at its first idle poll (a few stores, not at every look).
+    if (test_looks_ % 64 == 0) {
+      publish_wait(requests, true);
+      test_published_ = true;
+    }
     check_group(first_waiting(requests));
     // A peer process that died writes no failure record: look for it now and
     // then (a kill(pid, 0) per peer is too dear for every look).
     const bool look_for_lost = ++test_looks_ % 1024 == 0;
     if (look_for_lost && !peers_alive(requests)) {
       progress();
-      if (all_complete()) return true;
+      if (all_complete()) return true;  // the record ends at the next look or wait
       throw lost_process(requests);
     }
     if (clock::now() > until) {

@@ -47,10 +47,7 @@ PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
   try {
     if (e.value() == errc::timeout && blame_.rank >= 0) {
       // The cause first (a long chain is what a full record cuts short).
-      segment_->mark_failed(rank(),
-                            plait::detail::concat({blame_.sentence, "; rank ", rank(), " timed out waiting for rank ",
-                                                   blame_.first_peer, blame_.chain}),
-                            blame_.rank);
+      segment_->mark_failed(rank(), plait::detail::group_reason(blame_, rank()), blame_.rank);
       return;
     }
     const std::string reason = e.value() == errc::timeout && e.peer() >= 0
