@@ -233,6 +233,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
       failed(requests, code);
     }
     if (done == 0) {
+      // As wait_all, answer a peer's query now and then (a look is a poll).
+      if (++test_looks_ % 1024 == 0 && serve_blame_queries(requests)) {
+        store_handles(requests);
+        verdict_received(requests);
+      }
       const auto now = clock::now();
       if (now >= until) {
         // How long it waited if `until` came from timeout(); saturated, as
@@ -353,6 +358,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     swap(handles_, other.handles_);
     swap(statuses_, other.statuses_);
     swap(finished_, other.finished_);
+    swap(test_looks_, other.test_looks_);
     swap(blame_tag_, other.blame_tag_);
     swap(blame_, other.blame_);
   }
@@ -678,6 +684,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
   std::vector<int> finished_;      // MPI_Testsome's indices, on a timeout only
+  unsigned test_looks_ = 0;        // test_all calls without completion, to answer queries now and then
   int blame_tag_ = 0;              // MPI_TAG_UB: the blame exchange's messages (see tag_upper_bound)
   detail::blame_message blame_{};  // the verdict a wait received
 };
