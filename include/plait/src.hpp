@@ -18,6 +18,7 @@
 
 // ---- core --------------------------------------------------------------
 #include "plait/core/impl/backoff.ipp"
+#include "plait/core/impl/blame.ipp"
 #include "plait/core/impl/call_stamp.ipp"
 #include "plait/core/impl/communicator_core.ipp"
 #include "plait/core/impl/cost_model.ipp"

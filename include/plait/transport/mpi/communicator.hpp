@@ -16,11 +16,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "plait/core/backoff.hpp"
+#include "plait/core/blame.hpp"
 #include "plait/core/blocking_calls.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/cost_model.hpp"
@@ -29,6 +31,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/core/wait_loop.hpp"
+#include "plait/transport/mpi/blame.hpp"
 #include "plait/transport/mpi/cost_model.hpp"
 #include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/node.hpp"
@@ -190,6 +193,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     // MPI. The deadline still holds to within those polls. It yields for long
     // before it sleeps: MPI moves bytes only inside a poll.
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
+    unsigned idle_polls = 0;
     for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -199,6 +203,14 @@ class communicator : public communicator_core, public blocking_calls<communicato
       }
       if (done != 0) break;
       if (loop.expired()) timed_out(requests, loop.waited());
+      // A peer whose wait timed out asks what this rank waits for
+      // (detail::blame_message): answered from here, at every poll once the
+      // wait sleeps and every 1024th before, so the probe costs a spinning
+      // wait nothing measurable.
+      if ((loop.sleeping() || ++idle_polls % 1024 == 0) && serve_blame_queries(requests)) {
+        store_handles(requests);
+        verdict_received(requests);
+      }
       loop.pause();
     }
     store_handles(requests);
@@ -221,6 +233,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
       failed(requests, code);
     }
     if (done == 0) {
+      // As wait_all, answer a peer's query now and then (a look is a poll).
+      if (++test_looks_ % 1024 == 0 && serve_blame_queries(requests)) {
+        store_handles(requests);
+        verdict_received(requests);
+      }
       const auto now = clock::now();
       if (now >= until) {
         // How long it waited if `until` came from timeout(); saturated, as
@@ -237,8 +254,10 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   // wait(request), send and recv: blocking_calls (core/blocking_calls.hpp).
 
-  /// The largest tag MPI accepts here (MPI_TAG_UB, at least 32767): next_tag()
-  /// cycles through [1, tag_upper_bound()], and isend/irecv refuse larger tags.
+  /// The largest tag plait uses for messages here (MPI_TAG_UB less one, at
+  /// least 32766; MPI_TAG_UB itself carries the queries that name the rank
+  /// to blame after a timeout): next_tag() cycles through [1,
+  /// tag_upper_bound()], and isend/irecv refuse larger tags.
   [[nodiscard]] int tag_upper_bound() const noexcept { return tag_limit(); }
 
   /// MPI_Ibarrier, polled with the same timeout as every other wait. A
@@ -339,6 +358,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
     swap(handles_, other.handles_);
     swap(statuses_, other.statuses_);
     swap(finished_, other.finished_);
+    swap(test_looks_, other.test_looks_);
+    swap(blame_tag_, other.blame_tag_);
+    swap(blame_, other.blame_);
   }
 
   /// Takes ownership of `comm` (a fresh duplicate or split result).
@@ -355,7 +377,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
     int found = 0;
     detail::check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr", context);
     // The standard guarantees at least 32767; trust that if the attribute is absent.
-    set_tag_limit(found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767);
+    blame_tag_ = found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767;
+    set_tag_limit(blame_tag_ - 1);
   }
 
   /// Poisons the communicator with `message` and throws it.
@@ -509,13 +532,137 @@ class communicator : public communicator_core, public blocking_calls<communicato
     }
     const int first_peer = detail::first_pending_peer(requests);
     const std::string pending = detail::describe_pending(requests);
+    const plait::detail::wait_record mine = own_record(requests);
     // Cancel before throwing: no receive may write into a user buffer after the throw.
     for (request& r : requests) r.abandon();
-    fail_and_poison(errc::timeout,
-                    "timed out waiting for rank " + std::to_string(first_peer) + " after " +
-                        plait::detail::seconds_text(waited) + " (timeout " + plait::detail::seconds_text(timeout()) +
-                        "), " + pending,
-                    where("wait_all", first_peer));
+    std::string message = "timed out waiting for rank " + std::to_string(first_peer) + " after " +
+                          plait::detail::seconds_text(waited) + " (timeout " + plait::detail::seconds_text(timeout()) +
+                          "), " + pending;
+    // In a collective, the rank to blame is at the end of the chain of waits
+    // (core/blame.hpp): ask the others, then tell them.
+    if (mine.call == 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer));
+    // Another rank that timed out first may have named the rank already:
+    // its verdict then stands (this rank's own chain may lead to a rank that
+    // has failed since, and answers no more).
+    if (serve_blame_queries({}, &mine)) verdict_received({});
+    const plait::detail::blame found = ask_peers(mine);
+    if (blame_.kind == detail::blame_message::verdict) verdict_received({});
+    if (found.rank < 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer));
+    tell_peers(found);
+    fail_and_poison(errc::timeout, message + found.chain + ": " + found.sentence, where("wait_all", found.rank));
+  }
+
+  // ---- naming the rank to blame (transport/mpi/blame.hpp) ---------------
+
+  /// This rank's wait record while it waits for `requests`.
+  [[nodiscard]] plait::detail::wait_record own_record(std::span<const request> requests) const {
+    const plait::detail::wait_note& note = current_wait();
+    const bool collective = !note.operation.empty();
+    return {true,
+            static_cast<std::uint32_t>(last_tag()),
+            true,
+            collective ? static_cast<std::uint32_t>(note.tag) : 0,
+            collective ? stamp_of(note.tag).bits() : 0,
+            collective ? note.step : -1,
+            detail::first_pending_peer(requests),
+            collective ? std::string(note.operation) : std::string()};
+  }
+
+  /// The next message of the exchange, if one has arrived: its sender, else -1.
+  int next_blame_message(detail::blame_message& m) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, blame_tag_, comm_, &flag, &status) != MPI_SUCCESS || flag == 0) return -1;
+    if (MPI_Recv(&m, static_cast<int>(sizeof m), MPI_BYTE, status.MPI_SOURCE, blame_tag_, comm_, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+      return -1;
+    }
+    return status.MPI_SOURCE;
+  }
+
+  /// Sends `m` to `peer`. Small enough to go eagerly: MPI_Send returns without the receiver.
+  void send_blame_message(const detail::blame_message& m, int peer) {
+    (void)MPI_Send(&m, static_cast<int>(sizeof m), MPI_BYTE, peer, blame_tag_, comm_);
+  }
+
+  /// Answers `peer`'s query with `mine`.
+  void answer(int peer, const plait::detail::wait_record& mine) {
+    detail::blame_message m;
+    m.kind = detail::blame_message::answer;
+    m.entered = static_cast<std::int32_t>(mine.entered);
+    m.waiting = mine.waiting ? 1 : 0;
+    m.call = static_cast<std::int32_t>(mine.call);
+    m.stamp = mine.stamp;
+    m.step = mine.step;
+    m.peer = mine.peer;
+    m.set_text(mine.operation);
+    send_blame_message(m, peer);
+  }
+
+  /// Answers every query that has arrived with this rank's record (`mine`,
+  /// else made from `requests`); true when a verdict came (kept in blame_).
+  bool serve_blame_queries(std::span<const request> requests, const plait::detail::wait_record* mine = nullptr) {
+    detail::blame_message m;
+    for (int from = next_blame_message(m); from >= 0; from = next_blame_message(m)) {
+      if (m.kind == detail::blame_message::query) {
+        answer(from, mine != nullptr ? *mine : own_record(requests));
+      } else if (m.kind == detail::blame_message::verdict) {
+        blame_ = m;
+        return true;
+      }  // an answer to a query of ours that came too late: nothing to do
+    }
+    return false;
+  }
+
+  /// Another rank timed out and named the rank to blame: this wait fails
+  /// with peer_lost saying so.
+  [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
+    for (request& r : requests) r.abandon();
+    const int blamed = blame_.peer >= 0 && blame_.peer < size() ? blame_.peer : -1;
+    fail_and_poison(errc::peer_lost, "the group failed: " + blame_.text_value(), where("wait_all", blamed));
+  }
+
+  /// Asks every other rank what it waits for, collects the answers for
+  /// detail::blame_answer_window (answering their queries meanwhile), and
+  /// follows the chain; ranks that did not answer are the suspects.
+  [[gnu::cold]] plait::detail::blame ask_peers(const plait::detail::wait_record& mine) {
+    std::vector<plait::detail::wait_record> records(static_cast<std::size_t>(size()));
+    for (auto& r : records) r.known = false;
+    records[static_cast<std::size_t>(rank())] = mine;
+    detail::blame_message query;
+    query.call = static_cast<std::int32_t>(mine.call);
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer != rank()) send_blame_message(query, peer);
+    }
+    int answered = 0;
+    const deadline end = plait::detail::after(detail::blame_answer_window);
+    detail::blame_message m;
+    while (answered < size() - 1 && clock::now() < end) {
+      const int from = next_blame_message(m);
+      if (from < 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      } else if (m.kind == detail::blame_message::answer && !records[static_cast<std::size_t>(from)].known) {
+        records[static_cast<std::size_t>(from)] = detail::record_of(m);
+        ++answered;
+      } else if (m.kind == detail::blame_message::query) {
+        answer(from, mine);  // it timed out too: it is owed our record as we are its
+      } else if (m.kind == detail::blame_message::verdict) {
+        blame_ = m;  // another rank named the rank to blame first
+        return {};
+      }
+    }
+    return plait::detail::find_guilty(records, rank());
+  }
+
+  /// Tells every other rank why the group failed (those still waiting fail with it).
+  [[gnu::cold]] void tell_peers(const plait::detail::blame& found) {
+    detail::blame_message verdict;
+    verdict.kind = detail::blame_message::verdict;
+    verdict.peer = found.rank;
+    verdict.set_text(plait::detail::group_reason(found, rank()));
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer != rank()) send_blame_message(verdict, peer);
+    }
   }
 
   /// A receive must get exactly the bytes it asked for; MPI reports a shorter
@@ -536,7 +683,10 @@ class communicator : public communicator_core, public blocking_calls<communicato
   // Scratch for wait_all, kept to avoid an allocation per call.
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
-  std::vector<int> finished_;  // MPI_Testsome's indices, on a timeout only
+  std::vector<int> finished_;      // MPI_Testsome's indices, on a timeout only
+  unsigned test_looks_ = 0;        // test_all calls without completion, to answer queries now and then
+  int blame_tag_ = 0;              // MPI_TAG_UB: the blame exchange's messages (see tag_upper_bound)
+  detail::blame_message blame_{};  // the verdict a wait received
 };
 
 namespace detail {
