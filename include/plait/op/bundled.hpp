@@ -73,6 +73,13 @@ constexpr void check_bundle_pair() {
   }
 }
 
+template <class Bundle, std::size_t... I>
+auto members_element_of(std::index_sequence<I...>) -> element_pack<
+    typename element_of<std::remove_cvref_t<decltype(std::declval<Bundle&>().template get<I>())>>::type...>;
+/// The element types of a bundle's members, for its call stamp.
+template <class Bundle>
+using members_element = decltype(members_element_of<Bundle>(std::make_index_sequence<Bundle::size>{}));
+
 /// A bundle's collective of Op on Transport with Algorithm and Layout.
 template <class Op, class Transport, class Algorithm, class Layout>
 struct bundled_collective {
@@ -165,7 +172,7 @@ struct bundled_collective {
       check_members(comm, planned, plan, send, recv, Uneven ? std::string_view(Op::v_name) : std::string_view(Op::name),
                     std::make_index_sequence<Plan::members>{});
     }
-    launch_planned<Op, Layout, Algorithm, Uneven>(comm, planned, wide, plan, launch);
+    launch_planned<Op, Layout, Algorithm, Uneven, members_element<Recv>>(comm, planned, wide, plan, launch);
   }
 };
 
