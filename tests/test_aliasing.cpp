@@ -78,41 +78,37 @@ TEST_CASE("a bundle whose recv members are the same buffer is invalid_argument i
                             plait::all_gather<plait::ring>(comm, plait::bundle(a, b), plait::bundle(all, all));
                           }) == "");
   // Members that overlap in part, all_to_all.
-  REQUIRE(expect_aliasing({"all_to_all<pairwise>", "recv members 0 and 1"},
-                          [](plait::shm::communicator& comm, std::vector<int>& r) {
-                            std::vector<int> a(4, 1), b(4, 2);
-                            plait::all_to_all<plait::pairwise>(comm, plait::bundle(a, b),
-                                                               plait::bundle(std::span(r).first(4),
-                                                                             std::span(r).subspan(3, 4)));
-                          }) == "");
+  REQUIRE(expect_aliasing({"all_to_all<pairwise>", "recv members 0 and 1"}, [](plait::shm::communicator& comm,
+                                                                               std::vector<int>& r) {
+            std::vector<int> a(4, 1), b(4, 2);
+            plait::all_to_all<plait::pairwise>(comm, plait::bundle(a, b),
+                                               plait::bundle(std::span(r).first(4), std::span(r).subspan(3, 4)));
+          }) == "");
   // The uneven forms and the nonblocking and persistent ones check the same.
-  REQUIRE(expect_aliasing({"all_gather_v<ring>", "recv members 0 and 1"},
-                          [](plait::shm::communicator& comm, std::vector<int>& r) {
-                            std::vector<int> a(2, 1), b(2, 2);
-                            const std::vector<std::size_t> counts{2, 2};
-                            auto all = std::span(r).first(4);
-                            plait::all_gather_v<plait::ring>(comm, plait::bundle(a, b), plait::bundle(all, all), counts);
-                          }) == "");
-  REQUIRE(expect_aliasing({"all_to_all_v<pairwise>", "recv members 0 and 1"},
-                          [](plait::shm::communicator& comm, std::vector<int>& r) {
-                            std::vector<int> a(4, 1), b(4, 2);
-                            const std::vector<std::size_t> counts{2, 2};
-                            auto all = std::span(r).first(4);
-                            plait::all_to_all_v<plait::pairwise>(comm, plait::bundle(a, b), counts,
-                                                                 plait::bundle(all, all), counts);
-                          }) == "");
-  REQUIRE(expect_aliasing({"all_gather<ring>", "recv members 0 and 1"},
-                          [](plait::shm::communicator& comm, std::vector<int>& r) {
-                            std::vector<int> a(2, 1), b(2, 2);
-                            auto all = std::span(r).first(4);
-                            auto request =
-                                plait::iall_gather<plait::ring>(comm, plait::bundle(a, b), plait::bundle(all, all));
-                            request.wait();
-                          }) == "");
+  REQUIRE(expect_aliasing(
+              {"all_gather_v<ring>", "recv members 0 and 1"}, [](plait::shm::communicator& comm, std::vector<int>& r) {
+                std::vector<int> a(2, 1), b(2, 2);
+                const std::vector<std::size_t> counts{2, 2};
+                auto all = std::span(r).first(4);
+                plait::all_gather_v<plait::ring>(comm, plait::bundle(a, b), plait::bundle(all, all), counts);
+              }) == "");
+  REQUIRE(expect_aliasing({"all_to_all_v<pairwise>", "recv members 0 and 1"}, [](plait::shm::communicator& comm,
+                                                                                 std::vector<int>& r) {
+            std::vector<int> a(4, 1), b(4, 2);
+            const std::vector<std::size_t> counts{2, 2};
+            auto all = std::span(r).first(4);
+            plait::all_to_all_v<plait::pairwise>(comm, plait::bundle(a, b), counts, plait::bundle(all, all), counts);
+          }) == "");
+  REQUIRE(expect_aliasing(
+              {"all_gather<ring>", "recv members 0 and 1"}, [](plait::shm::communicator& comm, std::vector<int>& r) {
+                std::vector<int> a(2, 1), b(2, 2);
+                auto all = std::span(r).first(4);
+                auto request = plait::iall_gather<plait::ring>(comm, plait::bundle(a, b), plait::bundle(all, all));
+                request.wait();
+              }) == "");
 }
 
-TEST_CASE("a send member that shares an element with another member's recv is invalid_argument",
-          "[aliasing][bundle]") {
+TEST_CASE("a send member that shares an element with another member's recv is invalid_argument", "[aliasing][bundle]") {
   // Member 1 receives into memory member 0 still has to send.
   REQUIRE(expect_aliasing({"all_gather<ring>", "send member 0 and recv member 1"},
                           [](plait::shm::communicator& comm, std::vector<int>& r) {
@@ -130,12 +126,11 @@ TEST_CASE("a send member that shares an element with another member's recv is in
                           }) == "");
 }
 
-TEST_CASE("send and recv that share one element through their strides are invalid_argument",
-          "[aliasing][strided]") {
+TEST_CASE("send and recv that share one element through their strides are invalid_argument", "[aliasing][strided]") {
   // send: elements 0, 3 (stride 3); recv: elements 1, 3, 5, 7 (stride 2): element 3 is both.
   REQUIRE(expect_aliasing({"send and recv"}, [](plait::shm::communicator& comm, std::vector<int>& r) {
             plait::all_gather<plait::ring, plait::along<0>>(comm, cview1(r.data(), {2}, {3}),
-                                                             view1(r.data() + 1, {4}, {2}));
+                                                            view1(r.data() + 1, {4}, {2}));
           }) == "");
   REQUIRE(expect_aliasing({"send and recv"}, [](plait::shm::communicator& comm, std::vector<int>& r) {
             plait::all_to_all<plait::pairwise, plait::redistribute<0, 0>>(comm, cview1(r.data(), {4}, {3}),
@@ -144,12 +139,11 @@ TEST_CASE("send and recv that share one element through their strides are invali
 }
 
 TEST_CASE("a recv view with a stride of 0 is invalid_argument", "[aliasing][strided]") {
-  REQUIRE(expect_aliasing({"recv view's stride along dimension 0", "overlap"},
-                          [](plait::shm::communicator& comm, std::vector<int>& r) {
-                            std::vector<int> mine(2, 1);
-                            plait::all_gather<plait::ring, plait::along<0>>(comm, cview1(mine.data(), {2}),
-                                                                             view1(r.data(), {4}, {0}));
-                          }) == "");
+  REQUIRE(expect_aliasing({"recv view's stride along dimension 0", "overlap"}, [](plait::shm::communicator& comm,
+                                                                                  std::vector<int>& r) {
+            std::vector<int> mine(2, 1);
+            plait::all_gather<plait::ring, plait::along<0>>(comm, cview1(mine.data(), {2}), view1(r.data(), {4}, {0}));
+          }) == "");
   REQUIRE(expect_aliasing({"recv view's stride along dimension 0"},
                           [](plait::shm::communicator& comm, std::vector<int>& r) {
                             std::vector<int> mine(4, 1);
@@ -190,8 +184,9 @@ TEST_CASE("interleaved views that share no element stay legal: real and imaginar
     }
     // A bundle whose two recv members interleave: real and imaginary parts.
     std::vector<int> re{me, me}, im{-me - 1, -me - 1}, c(8, 0);
-    plait::all_gather<plait::ring, plait::along<0>>(comm, plait::bundle(cview1(re.data(), {2}), cview1(im.data(), {2})),
-                                                     plait::bundle(view1(c.data(), {4}, {2}), view1(c.data() + 1, {4}, {2})));
+    plait::all_gather<plait::ring, plait::along<0>>(
+        comm, plait::bundle(cview1(re.data(), {2}), cview1(im.data(), {2})),
+        plait::bundle(view1(c.data(), {4}, {2}), view1(c.data() + 1, {4}, {2})));
     for (int j = 0; j < 4; ++j) {
       if (c[static_cast<std::size_t>(2 * j)] != j / 2 || c[static_cast<std::size_t>(2 * j + 1)] != -(j / 2) - 1) {
         verdict += "bundle re/im wrong; ";

@@ -34,7 +34,7 @@ inline std::ptrdiff_t ceil_div(std::ptrdiff_t a, std::ptrdiff_t b) noexcept { re
 struct search {
   const std::vector<term>& terms;
   std::vector<std::ptrdiff_t> rest_min, rest_max, rest_gcd;  // over terms [i, n)
-  std::ptrdiff_t low, high;                                 // the offsets at which two elements share a byte
+  std::ptrdiff_t low, high;                                  // the offsets at which two elements share a byte
   std::size_t budget = std::size_t{1} << 16;
 
   /// Whether v plus some choice of terms [i, n) lies in [low, high].
@@ -102,8 +102,11 @@ PLAIT_DECL bool share_bytes(const strided_set& a, const strided_set& b) {
   // Largest steps first: each then leaves few choices to the smaller ones.
   std::sort(terms.begin(), terms.end(), [](const term& x, const term& y) { return x.stride > y.stride; });
   const std::size_t n = terms.size();
-  search s{terms, std::vector<std::ptrdiff_t>(n + 1, 0), std::vector<std::ptrdiff_t>(n + 1, 0),
-           std::vector<std::ptrdiff_t>(n + 1, 0), 1 - static_cast<std::ptrdiff_t>(a.element),
+  search s{terms,
+           std::vector<std::ptrdiff_t>(n + 1, 0),
+           std::vector<std::ptrdiff_t>(n + 1, 0),
+           std::vector<std::ptrdiff_t>(n + 1, 0),
+           1 - static_cast<std::ptrdiff_t>(a.element),
            static_cast<std::ptrdiff_t>(b.element) - 1};
   for (std::size_t i = n; i-- > 0;) {
     s.rest_min[i] = s.rest_min[i + 1] + terms[i].lo * terms[i].stride;
@@ -111,8 +114,8 @@ PLAIT_DECL bool share_bytes(const strided_set& a, const strided_set& b) {
     s.rest_gcd[i] = std::gcd(s.rest_gcd[i + 1], terms[i].stride);
   }
   // Through integers: the views may lie in different objects.
-  const auto offset = static_cast<std::ptrdiff_t>(reinterpret_cast<std::uintptr_t>(a.data) -
-                                                  reinterpret_cast<std::uintptr_t>(b.data));
+  const auto offset =
+      static_cast<std::ptrdiff_t>(reinterpret_cast<std::uintptr_t>(a.data) - reinterpret_cast<std::uintptr_t>(b.data));
   return s.reaches(0, offset);
 }
 
