@@ -81,6 +81,13 @@ struct call_stamp {
   friend constexpr bool operator==(call_stamp, call_stamp) = default;
 };
 
+/// True for the uneven forms, whose message sizes come from each rank's own
+/// counts: ranks whose counts disagree send messages of sizes their peers do
+/// not expect (a transport may then check a message's size before taking it).
+constexpr bool sizes_may_disagree(call_kind kind) noexcept {
+  return kind == call_kind::all_gather_v || kind == call_kind::all_to_all_v || kind == call_kind::reduce_scatter_v;
+}
+
 /// True when two stamps of the same tag say different calls (both known).
 constexpr bool stamps_conflict(call_stamp a, call_stamp b) noexcept { return a.known() && b.known() && a != b; }
 
