@@ -106,6 +106,15 @@ TEST_CASE("a bundle whose recv members are the same buffer is invalid_argument i
                 auto request = plait::iall_gather<plait::ring>(comm, plait::bundle(a, b), plait::bundle(all, all));
                 request.wait();
               }) == "");
+  REQUIRE(expect_aliasing({"all_to_all<pairwise>", "recv members 0 and 1"},
+                          [](plait::shm::communicator& comm, std::vector<int>& r) {
+                            std::vector<int> a(4, 1), b(4, 2);
+                            auto all = std::span(r).first(4);
+                            auto persistent = plait::all_to_all_init<plait::pairwise>(comm, plait::bundle(a, b),
+                                                                                      plait::bundle(all, all));
+                            persistent.start();
+                            persistent.wait();
+                          }) == "");
 }
 
 TEST_CASE("a send member that shares an element with another member's recv is invalid_argument", "[aliasing][bundle]") {
