@@ -24,6 +24,7 @@
 #include "plait/core/impl/cost_model.ipp"
 #include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
+#include "plait/core/impl/overlap.ipp"
 #include "plait/core/impl/progress_engine.ipp"
 #include "plait/core/impl/region.ipp"
 #include "plait/core/impl/stream_copy.ipp"

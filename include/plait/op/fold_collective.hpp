@@ -50,7 +50,7 @@ constexpr op::fold_order fold_order_of() {
 }
 
 /// A reduction's stamp: the algorithm, the layout (with its dimension), the
-/// reduction (ordered<...> named as such) and the element size, under Op's kind.
+/// reduction (ordered<...> named as such) and the element type, under Op's kind.
 template <class Layout>
 call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reduction_kernel& kernel) {
   std::array<char, 160> text{};
@@ -77,7 +77,7 @@ call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reductio
   put(kernel.name);
   put("/");
   put_number(kernel.element_bytes);
-  return call_stamp::of(kind, std::string_view(text.data(), size));
+  return call_stamp::of(kind, std::string_view(text.data(), size)).with_element(kernel.element);
 }
 
 /// Whether the floating-point environment flushes subnormals (FTZ or DAZ
