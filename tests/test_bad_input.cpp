@@ -128,6 +128,45 @@ TEST_CASE("send and recv that overlap outside in-place use are rejected", "[bad_
   REQUIRE(expect_rejected(3, plait::errc::invalid_argument, "overlap", overlapping_exchange) == "");
 }
 
+TEST_CASE("an overlap error suggests plait::in_place only for an operation that has an in-place form",
+          "[bad_input][in_place]") {
+  // all_to_all has no in-place form: its message must not send the user to
+  // plait::in_place (which would not compile), but say what works.
+  const auto exchange_v = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    const std::vector<int> counts(static_cast<std::size_t>(comm.size()), 2);
+    const auto n = 2 * static_cast<std::size_t>(comm.size());
+    plait::all_to_all_v<plait::pairwise>(comm, std::span(recv).first(n), counts, std::span(recv).subspan(1, n), counts);
+  };
+  const auto exchange_tensor = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    const auto p = static_cast<std::size_t>(comm.size());
+    plait::all_to_all<plait::pairwise, plait::redistribute<0, 0>>(comm, plait::tensor_view<int, 2>(recv.data(), {p, 2}),
+                                                                  plait::tensor_view<int, 2>(recv.data() + 1, {p, 2}));
+  };
+  const std::function<void(plait::shm::communicator&, std::vector<int>&)> calls[] = {exchange_v, exchange_tensor};
+  for (const auto& call : calls) {
+    const auto verdicts = plait_test::run_ranks(mode::threads, 3, [&](plait::shm::communicator& comm) -> std::string {
+      std::vector<int> recv(64, 0);
+      try {
+        call(comm, recv);
+        return "accepted";
+      } catch (const plait::error& e) {
+        const std::string text = e.what();
+        if (e.code() != plait::errc::invalid_argument) return "wrong code: " + text;
+        if (text.find("in_place") != std::string::npos) return "suggests in_place: " + text;
+        if (text.find("all_to_all has no in-place form") == std::string::npos) return "unclear: " + text;
+      }
+      return {};
+    });
+    REQUIRE(plait_test::failures(verdicts) == "");
+  }
+  // all_gather has one: its message still says how to use it.
+  auto gather = [](plait::shm::communicator& comm, std::vector<int>& recv) {
+    plait::all_gather<plait::ring>(comm, std::span(recv).subspan(1, 2),
+                                   std::span(recv).first(2 * static_cast<std::size_t>(comm.size())));
+  };
+  REQUIRE(expect_rejected(3, plait::errc::invalid_argument, "pass plait::in_place as send", gather) == "");
+}
+
 TEST_CASE("in-place all-gather rejects a recv that P does not divide", "[bad_input][in_place]") {
   auto indivisible = [](plait::shm::communicator& comm, std::vector<int>& recv) {
     plait::all_gather<plait::ring>(comm, plait::in_place, std::span(recv).first(7));

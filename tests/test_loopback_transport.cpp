@@ -1,4 +1,4 @@
-// plait-test-labels: quick sanitize
+// plait-test-labels: quick
 // plait-test-timeout: 300
 // The loopback transport (tests/support/loopback_transport.hpp): an
 // in-memory transport of point-to-point moves only, written against the

@@ -9,11 +9,14 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include <plait/algorithm/ring.hpp>
 #include <plait/core/call_stamp.hpp>
+#include <plait/plait.hpp>
 #include <plait/transport/nvlink/host_emulation.hpp>
 
 #include "support/harness.hpp"
@@ -87,4 +90,46 @@ TEST_CASE("nvlink emulation: equal call stamps and unrecorded ones pass", "[nvli
     return verdict;
   });
   REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: ranks that all-gather the same bytes as int8 and as float fail naming both types",
+          "[nvlink][stamps][element]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = run_pair(m, [](gpu_comm& gpu) -> std::string {
+    gpu.set_timeout(std::chrono::milliseconds(500));
+    std::vector<std::int8_t> small(8, 1), small_all(16, -1);
+    std::vector<float> wide(2, 7.0F), wide_all(4, -1.0F);
+    try {
+      if (gpu.rank() == 0) {
+        plait::all_gather<plait::ring>(gpu, small, small_all);
+      } else {
+        plait::all_gather<plait::ring>(gpu, wide, wide_all);
+      }
+      return "the mismatched call went through";
+    } catch (const plait::error& e) {
+      const std::string text = e.what();
+      // The rank that sees the other's header says size_mismatch.
+      if (e.code() == plait::errc::size_mismatch) {
+        for (const std::string word : {"of int8", "of float", "element types"}) {
+          if (text.find(word) == std::string::npos) return "message lacks '" + word + "': " + text;
+        }
+        return "detected";
+      }
+      if (gpu.rank() == 0 ? small_all[8] != -1 : wide_all[0] != -1.0F) return "peer bytes landed";
+      // The other rank stops at its fault before its own message leaves: this
+      // one's wait ends at its timeout (shortened here), blaming that peer.
+      if (e.code() != plait::errc::timeout && e.code() != plait::errc::peer_lost) return "wrong code: " + text;
+      return {};
+    }
+  });
+  // At least one rank saw the conflict itself; the other failed too.
+  bool any = false;
+  std::vector<std::string> rest;
+  for (const std::string& v : verdicts) {
+    any = any || v == "detected";
+    rest.push_back(v == "detected" ? std::string() : v);
+  }
+  REQUIRE(plait_test::failures(rest) == "");
+  REQUIRE(any);
 }

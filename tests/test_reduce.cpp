@@ -20,6 +20,7 @@
 
 #include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
+#include "support/order_sensitive.hpp"
 
 #if defined(__x86_64__)
 #include <xmmintrin.h>
@@ -60,8 +61,12 @@ std::string check_result(const std::vector<std::int32_t>& got, const Reduction& 
   return {};
 }
 
-/// Every form of all_reduce and reduce_scatter with one algorithm and reduction.
-template <class Algorithm, class Reduction>
+/// all_reduce and reduce_scatter with one algorithm and reduction: blocking
+/// out of place, and with `all_forms` also in place, nonblocking and
+/// persistent (the forms share one engine whatever the reduction, so one
+/// reduction sweeps them; every form of every reduction doubled this file's
+/// compile time for no path the sweep did not already take).
+template <class Algorithm, bool all_forms, class Reduction>
 std::string every_form(plait::shm::communicator& comm, std::size_t block, const Reduction& reduction) {
   const int p = comm.size();
   const std::size_t n = block * static_cast<std::size_t>(p);
@@ -86,6 +91,8 @@ std::string every_form(plait::shm::communicator& comm, std::size_t block, const 
     fill(send, 1);
     plait::all_reduce<Algorithm>(comm, send, recv, reduction);
     note(check_result(recv, reduction, p, 0, 1, "all_reduce"));
+  }
+  if constexpr (all_forms && plait_test::has_schedule<Algorithm, any_all_reduce>) {
     std::vector<std::int32_t> buffer;
     fill(buffer, 2);
     plait::all_reduce<Algorithm>(comm, plait::in_place, buffer, reduction);
@@ -106,6 +113,8 @@ std::string every_form(plait::shm::communicator& comm, std::size_t block, const 
     fill(send, 6);
     plait::reduce_scatter<Algorithm>(comm, send, part, reduction);
     note(check_result(part, reduction, p, mine, 6, "reduce_scatter"));
+  }
+  if constexpr (all_forms && plait_test::has_schedule<Algorithm, any_reduce_scatter>) {
     std::vector<std::int32_t> buffer;
     fill(buffer, 7);
     plait::reduce_scatter<Algorithm>(comm, plait::in_place, buffer, reduction);
@@ -125,45 +134,19 @@ std::string every_form(plait::shm::communicator& comm, std::size_t block, const 
   return verdict;
 }
 
-/// A 2x2 integer matrix: its product does not commute, so a wrong operand
-/// order changes the result (exactly: unsigned arithmetic wraps).
-struct matrix {
-  std::array<std::uint32_t, 4> m;
-  bool operator==(const matrix&) const = default;
-};
-constexpr matrix times(const matrix& a, const matrix& b) {
-  return {{a.m[0] * b.m[0] + a.m[1] * b.m[2], a.m[0] * b.m[1] + a.m[1] * b.m[3], a.m[2] * b.m[0] + a.m[3] * b.m[2],
-           a.m[2] * b.m[1] + a.m[3] * b.m[3]}};
-}
-matrix matrix_of(int rank, std::size_t i) {
-  const auto r = static_cast<std::uint32_t>(rank);
-  const auto k = static_cast<std::uint32_t>(i);
-  return {{1 + r, 2 + k, 3 * r + k, 1 + r * k}};
-}
-
-/// Floats whose sum depends on the order: large values of both signs and
-/// small ones, so ((x0 + x1) + x2) ... differs from other orders.
-float float_contribution(int rank, std::size_t i) {
-  const float big = (rank % 2 == 0 ? 1.0f : -1.0f) * 3.0e7f * static_cast<float>(1 + (rank + i) % 3);
-  return big + 0.37f * static_cast<float>(rank + 1) + 0.011f * static_cast<float>(i);
-}
-float left_fold(int ranks, std::size_t i) {
-  float acc = float_contribution(0, i);
-  for (int r = 1; r < ranks; ++r) acc = acc + float_contribution(r, i);
-  return acc;
-}
-float right_fold(int ranks, std::size_t i) {
-  float acc = float_contribution(ranks - 1, i);
-  for (int r = ranks - 2; r >= 0; --r) acc = float_contribution(r, i) + acc;
-  return acc;
-}
+using plait_test::float_contribution;
+using plait_test::left_fold;
+using plait_test::matrix;
+using plait_test::matrix_of;
+using plait_test::right_fold;
+using plait_test::times;
 
 using order_keeping = std::tuple<plait::tree, plait::recursive_doubling, plait::direct, plait::chain, plait::automatic>;
 using ordered_algorithms = std::tuple<plait::direct, plait::chain, plait::automatic>;
 
 }  // namespace
 
-TEMPLATE_LIST_TEST_CASE("integer reductions equal a serial reference in every form, for every algorithm and P",
+TEMPLATE_LIST_TEST_CASE("integer reductions equal a serial reference for every algorithm and P, the sum in every form",
                         "[reduce]", plait_test::algorithms_for<any_all_reduce>) {
   using Algorithm = TestType;
   const mode m = GENERATE(mode::threads, mode::processes);
@@ -171,14 +154,14 @@ TEMPLATE_LIST_TEST_CASE("integer reductions equal a serial reference in every fo
   const std::size_t block = GENERATE(std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{257});
   CAPTURE(plait_test::to_string(m), ranks, block);
   const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
-    std::string v = every_form<Algorithm>(comm, block, plait::sum{});
-    if (v.empty()) v = every_form<Algorithm>(comm, block, plait::max{});
+    std::string v = every_form<Algorithm, true>(comm, block, plait::sum{});
+    if (v.empty()) v = every_form<Algorithm, false>(comm, block, plait::max{});
     if (v.empty() && block < 10) {
-      v = every_form<Algorithm>(comm, block, plait::prod{});
-      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::min{});
-      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::bit_xor{});
-      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::bit_and{});
-      if (v.empty()) v = every_form<Algorithm>(comm, block, plait::logical_or{});
+      v = every_form<Algorithm, false>(comm, block, plait::prod{});
+      if (v.empty()) v = every_form<Algorithm, false>(comm, block, plait::min{});
+      if (v.empty()) v = every_form<Algorithm, false>(comm, block, plait::bit_xor{});
+      if (v.empty()) v = every_form<Algorithm, false>(comm, block, plait::bit_and{});
+      if (v.empty()) v = every_form<Algorithm, false>(comm, block, plait::logical_or{});
     }
     return v;
   });

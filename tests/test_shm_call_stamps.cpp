@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -91,6 +92,81 @@ TEST_CASE("ranks that call all_gather and all_to_all with the same bytes both fa
         {"all_gather", "all_to_all", "peer " + std::to_string(1 - comm.rank())}, all, comm.rank() == 0 ? 7 : 1);
   });
   REQUIRE(conflict_failures(verdicts) == "");
+}
+
+TEST_CASE("ranks that all-gather the same bytes as int8 and as float both fail naming both element types",
+          "[shm][stamps][element]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  // 8-byte messages: chunks; 64 KiB messages: single copy by reference.
+  const std::size_t bytes = GENERATE(std::size_t{8}, std::size_t{1} << 16);
+  const auto verdicts = plait_test::run_ranks(m, 2, [bytes](plait::shm::communicator& comm) {
+    // Rank 0 sends `bytes` int8 of 1, rank 1 bytes / 4 floats of 7: the same
+    // byte counts, so only the stamp's element byte tells them apart.
+    std::vector<std::int8_t> small(bytes, 1), small_all(2 * bytes, -1);
+    std::vector<float> wide(bytes / 4, 7.0F), wide_all(bytes / 2, -1.0F);
+    std::string verdict = expect_conflict(
+        comm,
+        [&] {
+          if (comm.rank() == 0) {
+            plait::all_gather<plait::ring>(comm, small, small_all);
+          } else {
+            plait::all_gather<plait::ring>(comm, wide, wide_all);
+          }
+        },
+        {"all_gather", "of int8", "of float", "element types"}, {}, 0);
+    // No peer byte may land: rank 0's block 1 stays -1, rank 1's block 0 stays -1.
+    if (comm.rank() == 0 && small_all[bytes] != -1) return std::string("the float bytes landed as int8");
+    if (comm.rank() == 1 && wide_all[0] != -1.0F) return std::string("the int8 bytes landed as float");
+    return verdict;
+  });
+  REQUIRE(conflict_failures(verdicts) == "");
+}
+
+TEST_CASE("bundles whose members hold other element types on another rank fail", "[shm][stamps][element]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) {
+    // Both ranks move 4 + 8 bytes a member pair: int32 then double on rank 0,
+    // float then int64 on rank 1.
+    std::vector<std::int32_t> a(1, 1), a_all(2, -1);
+    std::vector<double> b(1, 1.0), b_all(2, -1.0);
+    std::vector<float> c(1, 7.0F), c_all(2, -1.0F);
+    std::vector<std::int64_t> d(1, 7), d_all(2, -1);
+    return expect_conflict(
+        comm,
+        [&] {
+          if (comm.rank() == 0) {
+            plait::all_gather<plait::ring>(comm, plait::bundle(a, b), plait::bundle(a_all, b_all));
+          } else {
+            plait::all_gather<plait::ring>(comm, plait::bundle(c, d), plait::bundle(c_all, d_all));
+          }
+        },
+        {"all_gather", "a bundle of several element types"}, {}, 0);
+  });
+  REQUIRE(conflict_failures(verdicts) == "");
+}
+
+TEST_CASE("plait::half and plait::bfloat16 are told apart, and from int16", "[shm][stamps][element]") {
+  STATIC_REQUIRE(plait::element_code<plait::half> != plait::element_code<plait::bfloat16>);
+  STATIC_REQUIRE(plait::element_code<plait::half> != plait::element_code<std::int16_t>);
+  STATIC_REQUIRE(plait::element_code<std::int16_t> != plait::element_code<std::uint16_t>);
+  STATIC_REQUIRE(plait::element_code<const float> == plait::element_code<float>);
+  struct twelve {
+    char bytes[12];
+  };
+  struct forty {
+    char bytes[40];
+  };
+  REQUIRE(plait::describe_element(plait::element_code<twelve>) == "bytes of size 12");
+  REQUIRE(plait::describe_element(plait::element_code<plait::bfloat16>) == "bfloat16");
+  REQUIRE(plait::describe_element(plait::element_code<std::uint64_t>) == "uint64");
+  // 40-byte structs: the size lives in the digest, so 40 and 48 differ.
+  struct forty_eight {
+    char bytes[48];
+  };
+  using op = plait::op::all_gather;
+  constexpr auto s40 = plait::detail::collective_stamp<op, plait::contiguous, forty>("ring");
+  constexpr auto s48 = plait::detail::collective_stamp<op, plait::contiguous, forty_eight>("ring");
+  STATIC_REQUIRE(plait::stamps_conflict(s40, s48));
 }
 
 TEST_CASE("ranks that call the same all_to_all with different layouts fail naming both calls", "[shm][stamps]") {

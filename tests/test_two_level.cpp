@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <plait/plait.hpp>
@@ -446,13 +447,70 @@ TEST_CASE("an error inside one level names the two-level call, the level and the
     } catch (const plait::error& e) {
       const std::string text = e.what();
       if (e.code() != plait::errc::unsupported) return "wrong code: " + text;
-      if (e.rank() != world.rank() || e.operation() != "all_gather<hierarchical>") return "wrong place: " + text;
-      if (text.find("in the inter level (") == std::string::npos || text.find("3 ranks") == std::string::npos) {
+      if (e.rank() != world.rank() || e.operation() != "all_gather<hierarchical<ring, neighbor_exchange>>") {
+        return "wrong place: " + text;
+      }
+      if (text.find("in the inter level's all_gather") == std::string::npos ||
+          text.find("3 ranks") == std::string::npos) {
         return "unclear: " + text;
       }
     }
     return levels.bytes_sent() == plait::level_bytes{} ? std::string() : std::string("bytes moved");
   }));
+}
+
+TEST_CASE("a timeout inside one level names world ranks, level ranks in parentheses, and the call the user made",
+          "[two_level][errors]") {
+  // Two nodes of two, round-robin: world ranks 0 and 2 on node 0, 1 and 3 on
+  // node 1, so the intra level's rank 1 of node 1 is world rank 3. Rank 3
+  // never calls (alive, so absent rather than lost); rank 1, whose intra
+  // level peer it is, times out first, waiting for level rank 1.
+  using namespace std::chrono_literals;
+  const auto verdicts = on_levels(4, 2, placement::round_robin, [](auto& levels, auto& world) -> std::string {
+    if (world.rank() == 3) {
+      std::this_thread::sleep_for(900ms);
+      return {};
+    }
+    levels.intra().set_timeout(world.rank() == 1 ? 250ms : 600ms);
+    levels.inter().set_timeout(world.rank() == 1 ? 250ms : 600ms);
+    std::vector<int> mine(2, world.rank());
+    std::vector<int> all(8);
+    try {
+      plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
+      return "returned";
+    } catch (const plait::error& e) {
+      const std::string text = e.what();
+      if (e.operation() != "all_gather<hierarchical<ring, ring>>") return "wrong operation: " + text;
+      if (e.rank() != world.rank()) return "wrong rank: " + text;
+      if (world.rank() != 1) return {};
+      if (e.code() != plait::errc::timeout || e.peer() != 3) return "wrong code or peer: " + text;
+      for (const char* part :
+           {"rank 1 (rank 0 of the intra level)", "waiting for rank 3 (rank 1 of the intra level)"}) {
+        if (text.find(part) == std::string::npos) return std::string("lacks '") + part + "': " + text;
+      }
+    }
+    return {};
+  });
+  require_all_empty(verdicts);
+}
+
+TEST_CASE("every rank number of a level's message becomes the whole group's, lists and all", "[two_level][errors]") {
+  // Level ranks 0, 1, 2 are whole-group ranks 5, 7, 9. "3 ranks", a split
+  // communicator's "parent rank" and numbers beyond the level stay as they are.
+  const int whole[] = {5, 7, 9};
+  const plait::error raised(
+      plait::errc::size_mismatch,
+      "ranks 0 and 2 disagree; rank 1 calls x; ranks 0, 1 and 2 on 3 ranks; parent rank 1; rank 12",
+      {1, "all_gather<ring>", -1, 2});
+  const plait::error seen =
+      plait::detail::level_error(raised, 7, "all_gather<hierarchical<ring, ring>>", "intra", 9, whole);
+  CHECK(std::string(seen.what()) ==
+        "plait, rank 7, all_gather<hierarchical<ring, ring>>, peer 9: rank 7 (rank 1 of the intra level), in the intra "
+        "level's all_gather<ring>: ranks 5 (rank 0 of the intra level) and 9 (rank 2 of the intra level) disagree; "
+        "rank 7 (rank 1 of the intra level) calls x; ranks 5 (rank 0 of the intra level), 7 (rank 1 of the intra "
+        "level) and 9 (rank 2 of the intra level) on 3 ranks; parent rank 1; rank 12");
+  CHECK(seen.code() == plait::errc::size_mismatch);
+  CHECK(seen.peer() == 9);
 }
 
 TEST_CASE("two_level's census queues behind collectives in flight on its levels", "[two_level][nonblocking]") {

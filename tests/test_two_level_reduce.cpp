@@ -19,6 +19,7 @@
 #include <plait/plait.hpp>
 
 #include "support/harness.hpp"
+#include "support/order_sensitive.hpp"
 #include "support/placements.hpp"
 
 using plait_test::on_levels;
@@ -91,25 +92,10 @@ std::string every_reduction(Levels& levels) {
   return {};
 }
 
-/// Floats whose sum depends on the order (see test_reduce.cpp).
-float float_contribution(int rank, std::size_t i) {
-  const float big = (rank % 2 == 0 ? 1.0f : -1.0f) * 3.0e7f * static_cast<float>(1 + (rank + i) % 3);
-  return big + 0.37f * static_cast<float>(rank + 1) + 0.011f * static_cast<float>(i);
-}
-
-struct matrix {
-  std::array<std::uint32_t, 4> m;
-  bool operator==(const matrix&) const = default;
-};
-constexpr matrix times(const matrix& a, const matrix& b) {
-  return {{a.m[0] * b.m[0] + a.m[1] * b.m[2], a.m[0] * b.m[1] + a.m[1] * b.m[3], a.m[2] * b.m[0] + a.m[3] * b.m[2],
-           a.m[2] * b.m[1] + a.m[3] * b.m[3]}};
-}
-matrix matrix_of(int rank, std::size_t i) {
-  const auto r = static_cast<std::uint32_t>(rank);
-  const auto k = static_cast<std::uint32_t>(i);
-  return {{1 + r, 2 + k, 3 * r + k, 1 + r * k}};
-}
+using plait_test::float_contribution;
+using plait_test::matrix;
+using plait_test::matrix_of;
+using plait_test::times;
 
 /// The exact left fold and rank order, whatever the placement.
 template <class Levels>
@@ -177,7 +163,7 @@ TEST_CASE("a reduction on two levels refuses a wrong recv size on this rank befo
       return std::string("accepted");
     } catch (const plait::error& e) {
       if (e.code() != plait::errc::size_mismatch) return std::string("wrong code: ") + e.what();
-      if (std::string(e.what()).find("all_reduce<hierarchical>") == std::string::npos) {
+      if (std::string(e.what()).find("all_reduce<hierarchical<ring, ring>>") == std::string::npos) {
         return std::string("does not name the call: ") + e.what();
       }
     }

@@ -12,6 +12,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/harness.hpp"
@@ -249,6 +250,31 @@ TEST_CASE("exchange_counts returns what every rank sends this one", "[exchange_c
       }
     }
     if (comm.bytes_sent() != 8u * static_cast<std::size_t>(comm.size() - 1)) return "bytes_sent is not the payload";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("an exchange_counts that times out names exchange_counts, the call the user made", "[exchange_counts]") {
+  // Rank 1 never calls (alive, so it is absent rather than lost); rank 0's
+  // timeout is raised inside the all-to-all that exchange_counts runs.
+  using namespace std::chrono_literals;
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+    if (comm.rank() == 1) {
+      std::this_thread::sleep_for(600ms);
+      return {};
+    }
+    comm.set_timeout(150ms);
+    const std::vector<int> send{1, 2};
+    try {
+      (void)plait::exchange_counts(comm, send);
+      return "returned";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::timeout) return std::string("wrong code: ") + e.what();
+      if (e.operation().rfind("exchange_counts", 0) != 0)
+        return std::string("does not name exchange_counts: ") + e.what();
+      if (e.rank() != 0) return std::string("wrong rank: ") + e.what();
+    }
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");

@@ -18,11 +18,13 @@
 
 // ---- core --------------------------------------------------------------
 #include "plait/core/impl/backoff.ipp"
+#include "plait/core/impl/blame.ipp"
 #include "plait/core/impl/call_stamp.ipp"
 #include "plait/core/impl/communicator_core.ipp"
 #include "plait/core/impl/cost_model.ipp"
 #include "plait/core/impl/environment.ipp"
 #include "plait/core/impl/error.ipp"
+#include "plait/core/impl/overlap.ipp"
 #include "plait/core/impl/progress_engine.ipp"
 #include "plait/core/impl/region.ipp"
 #include "plait/core/impl/stream_copy.ipp"

@@ -50,7 +50,7 @@ struct transport_without_isend {
   (void)stranger;
   (void)half_transport;
 
-// expect-error(not_a_transport): plait: a transport must opt in with `using transport_concept = plait::transport_tag.`
+// expect-error(not_a_transport): plait: this communicator type is not a transport plait can run collectives on: pass a plait::shm::communicator
 // max-lines(not_a_transport): 20
 #if defined(PLAIT_CASE_not_a_transport)
   plait::all_gather<plait::ring>(stranger, send, recv);
@@ -130,7 +130,7 @@ struct transport_without_isend {
   plait::all_to_all<plait::pairwise>(comm, plait::in_place, recv);
 #endif
 
-// expect-error(split_all_gather_not_a_transport): plait: a transport must opt in with `using transport_concept = plait::transport_tag.`
+// expect-error(split_all_gather_not_a_transport): plait: this communicator type is not a transport plait can run collectives on: pass a plait::shm::communicator
 // max-lines(split_all_gather_not_a_transport): 20
 #if defined(PLAIT_CASE_split_all_gather_not_a_transport)
   auto boundary = plait::split_all_gather<plait::ring, plait::along<0>>(stranger, comm);

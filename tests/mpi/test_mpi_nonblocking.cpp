@@ -153,3 +153,44 @@ TEST_CASE("mpi a timeout while collectives are pending poisons the communicator 
   }
   PLAIT_REQUIRE_ALL(ok);
 }
+
+TEST_CASE("mpi a send buffer changed while its collective is in flight fails the completion in check mode",
+          "[mpi][nonblocking][send_buffers]") {
+  // On MPI a change after the post reached peers as a mix of old and new
+  // bytes; check mode's digest comparison reports it at wait() or test(),
+  // and unchanged buffers pass.
+  plait::mpi::communicator comm(MPI_COMM_WORLD);
+  comm.set_check_mode(true);
+  const int p = comm.size();
+  std::vector<int> mine(1 << 12, comm.rank());
+  std::vector<int> all(mine.size() * static_cast<std::size_t>(p));
+  std::string verdict;
+  auto expect_changed = [&](auto&& complete, const char* form) {
+    try {
+      complete();
+      verdict += std::string(form) + ": the change went unnoticed; ";
+    } catch (const plait::error& e) {
+      const std::string text = e.what();
+      if (e.code() != plait::errc::invalid_argument || text.find("send (") == std::string::npos ||
+          text.find("rank " + std::to_string(comm.rank())) == std::string::npos) {
+        verdict += std::string(form) + ": " + text + "; ";
+      }
+    }
+  };
+  auto gather = plait::iall_gather<plait::ring>(comm, mine, all);
+  mine[7] = -1;
+  expect_changed([&] { gather.wait(); }, "iall_gather");
+  auto bound = plait::all_gather_init<plait::ring>(comm, mine, all);
+  bound.start();
+  bound.wait();  // unchanged: passes
+  bound.start();
+  mine[0] = -2;
+  expect_changed(
+      [&] {
+        while (!bound.test()) {
+        }
+      },
+      "persistent all_gather");
+  CAPTURE(verdict);
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}

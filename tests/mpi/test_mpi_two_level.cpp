@@ -413,3 +413,36 @@ TEST_CASE("mpi reductions on node_levels equal MPI_Allreduce and MPI_Reduce_scat
     PLAIT_REQUIRE_ALL(ok);
   }
 }
+
+TEST_CASE("mpi an error inside a level of node_levels names world ranks, level ranks in parentheses",
+          "[mpi][two_level][errors]") {
+  // Two nodes, round-robin (world rank w on node w % 2): the inter level of
+  // local rank l holds world ranks 2l and 2l + 1 as its ranks 0 and 1. Node 1
+  // gathers shards of 3 elements, node 0 of 2, so check mode refuses every
+  // inter level's first collective on both of its ranks (nobody is left
+  // waiting), with the level's "rank 0 calls ..., but rank 1 calls ...".
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  if (world.size() < 4 || world.size() % 2 != 0) return;  // local-major placement needs equal nodes of two or more
+  plait::mpi::node_levels levels(world, world.rank() % 2);
+  levels.inter().set_check_mode(true);
+  const std::size_t n = world.rank() % 2 == 0 ? 2 : 3;
+  std::vector<int> mine(n, world.rank());
+  std::vector<int> all(n * static_cast<std::size_t>(world.size()));
+  std::string verdict;
+  try {
+    plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
+    verdict = "returned";
+  } catch (const plait::error& e) {
+    const std::string text = e.what();
+    const int first = world.rank() - world.rank() % 2;
+    const std::string parts[] = {"all_gather<hierarchical<ring, ring>>", "in the inter level's",
+                                 "rank " + std::to_string(first) + " (rank 0 of the inter level)",
+                                 "rank " + std::to_string(first + 1) + " (rank 1 of the inter level)"};
+    if (e.rank() != world.rank()) verdict = "wrong rank: " + text;
+    for (const std::string& part : parts) {
+      if (text.find(part) == std::string::npos) verdict = "lacks '" + part + "': " + text;
+    }
+  }
+  CAPTURE(verdict);
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}

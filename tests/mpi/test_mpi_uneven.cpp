@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -123,4 +124,68 @@ TEST_CASE("mpi exchange_counts and a bundle all_to_all_v equal the members moved
                                        recv_counts);
   plait::all_to_all_v<plait::pairwise>(comm, lse, send_counts, lse_b, recv_counts);
   PLAIT_REQUIRE_ALL(ok && out_a == out_b && lse_a == lse_b);
+}
+
+TEST_CASE("mpi all_to_all_v under direct whose counts disagree: the receiver names the sender, whose next call throws",
+          "[mpi][all_to_all_v][size_probe]") {
+  plait::mpi::communicator comm(MPI_COMM_WORLD);
+  const int p = comm.size();
+  if (p < 2) return;
+  // Rank 0 sends rank 1 `k + extra` ints where rank 1 expects k; every other
+  // count agrees, so rank 0 receives exactly what it expects. Large messages
+  // go by rendezvous: the receiver must take them whole, or the sender hangs.
+  const int extra = GENERATE(1, -1);
+  const std::size_t k = GENERATE(std::size_t{4}, std::size_t{100000});
+  CAPTURE(extra, k);
+  comm.set_timeout(std::chrono::seconds(10));
+  std::vector<std::size_t> send_counts(static_cast<std::size_t>(p), k), recv_counts(static_cast<std::size_t>(p), k);
+  if (comm.rank() == 0) send_counts[1] = static_cast<std::size_t>(static_cast<long long>(k) + extra);
+  std::size_t sent = 0;
+  for (std::size_t c : send_counts) sent += c;
+  std::vector<int> send(sent, comm.rank() + 1), recv(k * static_cast<std::size_t>(p), -1);
+  // What the sender's error must say: rank 1 saw the wrong size.
+  const std::string told = "rank 1 received a message of";
+  std::string verdict;
+  bool sender_told = false;
+  try {
+    plait::all_to_all_v<plait::direct>(comm, send, send_counts, recv, recv_counts);
+    if (comm.rank() == 1) verdict = "the receiver of the wrong size returned normally";
+  } catch (const plait::error& e) {
+    const std::string what = e.what();
+    if (comm.rank() == 0 && e.code() == plait::errc::size_mismatch && what.find(told) != std::string::npos) {
+      sender_told = true;  // the notice came while its own wait still ran (a large message)
+    } else if (comm.rank() != 1) {
+      verdict = "rank " + std::to_string(comm.rank()) + " threw: " + what;
+    } else if (e.code() != plait::errc::size_mismatch) {
+      verdict = "wrong code: " + what;
+    } else if (what.find("rank 0 sent a message of") == std::string::npos ||
+               what.find("all_to_all_v") == std::string::npos) {
+      verdict = "the error does not name the sender and the call: " + what;
+    } else {
+      // Nothing of the mismatched message landed: block 0 is untouched.
+      for (std::size_t i = 0; i < k; ++i) {
+        if (recv[i] != -1) verdict = "the mismatched message was written into recv";
+      }
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The sender's next call on the communicator throws, naming the receiver
+  // (as the reason it is poisoned, if its first call threw already).
+  if (comm.rank() == 0) {
+    try {
+      std::vector<int> mine(1, 0), all(static_cast<std::size_t>(p));
+      comm.set_timeout(std::chrono::seconds(5));
+      plait::all_gather<plait::ring>(comm, mine, all);
+      verdict = "the sender's next call returned normally";
+    } catch (const plait::error& e) {
+      const std::string what = e.what();
+      if (e.code() != plait::errc::size_mismatch || what.find(told) == std::string::npos) {
+        verdict = std::string(sender_told ? "" : "(first call returned) ") +
+                  "the sender's next call did not say rank 1 saw the wrong size: " + what;
+      }
+    }
+  }
+  if (comm.rank() == 1 && !comm.poisoned()) verdict = "the receiver is not poisoned";
+  INFO("rank " << comm.rank() << ": " << verdict);
+  PLAIT_REQUIRE_ALL(verdict.empty());
 }

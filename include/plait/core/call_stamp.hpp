@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "plait/core/config.hpp"
+#include "plait/core/element_kind.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -40,19 +41,21 @@ PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept;
 /// engine calls it the first time an operation of one's own runs. Thread-safe.
 PLAIT_DECL void name_call_kind(call_kind kind, const std::string_view* name) noexcept;
 
-/// What one collective call is, in 32 bits: its kind and a digest of the
-/// algorithm and layout that run. A transport whose messages carry a header
+/// What one collective call is, in 32 bits: its kind, its element type
+/// (class and size, core/element_kind.hpp) and a digest of the algorithm and
+/// layout that run. A transport whose messages carry a header
 /// (shm, NVLink) writes the stamp of the message's tag into it; a receiver
 /// whose own call under that tag has another stamp fails with
 /// errc::size_mismatch naming both calls, so ranks that disagree on the
-/// collective get an error by default instead of each other's bytes. A zero
+/// collective, or on its element type, get an error by default instead of
+/// each other's bytes. A zero
 /// stamp (plain next_tag(), user point-to-point) is never compared.
 struct call_stamp {
   /// The kind of call.
   call_kind kind = call_kind::unknown;
-  /// Zero; room for later use without changing the size.
-  std::uint8_t reserved = 0;
-  std::uint16_t digest = 0;  ///< of the running algorithm's and layout's names
+  /// The element byte (plait::element_code): 0 where the call has no element type.
+  std::uint8_t element = 0;
+  std::uint16_t digest = 0;  ///< of the running algorithm's and layout's names (and large or mixed elements)
 
   /// The stamp of a call of `kind` running `detail_text` ("ring along<1>"):
   /// constexpr, so a collective computes its requested stamp at compile time.
@@ -61,13 +64,16 @@ struct call_stamp {
     for (char c : detail_text) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
     return {kind, 0, static_cast<std::uint16_t>((h >> 16) ^ (h & 0xffffu))};
   }
+  /// This stamp with the element byte `code` (plait::element_code).
+  [[nodiscard]] constexpr call_stamp with_element(std::uint8_t code) const noexcept { return {kind, code, digest}; }
   /// The stamp as 32 bits, as a message header carries it.
   [[nodiscard]] constexpr std::uint32_t bits() const noexcept {
-    return static_cast<std::uint32_t>(kind) | std::uint32_t{digest} << 16;
+    return static_cast<std::uint32_t>(kind) | std::uint32_t{element} << 8 | std::uint32_t{digest} << 16;
   }
   /// The stamp a header's 32 bits carry.
   [[nodiscard]] static constexpr call_stamp from_bits(std::uint32_t bits) noexcept {
-    return {static_cast<call_kind>(bits & 0xffu), 0, static_cast<std::uint16_t>(bits >> 16)};
+    return {static_cast<call_kind>(bits & 0xffu), static_cast<std::uint8_t>(bits >> 8),
+            static_cast<std::uint16_t>(bits >> 16)};
   }
   /// False for the stamp of a plain next_tag() or a user message: never compared.
   [[nodiscard]] constexpr bool known() const noexcept { return kind != call_kind::unknown; }
@@ -75,13 +81,25 @@ struct call_stamp {
   friend constexpr bool operator==(call_stamp, call_stamp) = default;
 };
 
+/// True for the uneven forms, whose message sizes come from each rank's own
+/// counts: ranks whose counts disagree send messages of sizes their peers do
+/// not expect (a transport may then check a message's size before taking it).
+constexpr bool sizes_may_disagree(call_kind kind) noexcept {
+  return kind == call_kind::all_gather_v || kind == call_kind::all_to_all_v || kind == call_kind::reduce_scatter_v;
+}
+
 /// True when two stamps of the same tag say different calls (both known).
 constexpr bool stamps_conflict(call_stamp a, call_stamp b) noexcept { return a.known() && b.known() && a != b; }
 
-/// "all_to_all (call digest 0x1a2b)": a stamp as error messages write it.
+/// "all_to_all (algorithm and layout digest 1a2b) of int32": a stamp as error
+/// messages write it.
 // Declared without PLAIT_DECL: the definition carries it and noinline (g++
 // warns when an inline declaration precedes a noinline one).
 [[gnu::cold]] std::string describe(call_stamp stamp);
+
+/// "int8", "float", "bfloat16", "bytes of size 12": an element byte as error
+/// messages write it.
+[[gnu::cold]] std::string describe_element(std::uint8_t code);
 
 }  // namespace v0
 }  // namespace plait

@@ -15,12 +15,15 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "plait/core/blame.hpp"
 #include "plait/core/call_stamp.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/environment.hpp"
@@ -97,8 +100,15 @@ class communicator_core {
     require_usable("collective");
     tag_ = tag_ >= tag_limit_ ? 1 : tag_ + 1;
     stamps_[static_cast<std::size_t>(tag_) % stamps_.size()] = {tag_, stamp};
+    // One relaxed store per call: what a peer's timeout reads to tell a rank
+    // that never entered a call from one that is in it (core/blame.hpp).
+    if (entered_.word != nullptr) {
+      std::atomic_ref<std::uint32_t>(*entered_.word).store(static_cast<std::uint32_t>(tag_), std::memory_order_relaxed);
+    }
     return tag_;
   }
+  /// The tag of the last call next_tag gave (0: none yet).
+  [[nodiscard]] int last_tag() const noexcept { return tag_; }
   /// The stamp recorded for `tag` by one of the last 16 calls, else unknown.
   [[nodiscard]] call_stamp stamp_of(int tag) const noexcept {
     const tagged& t = stamps_[static_cast<std::size_t>(tag < 0 ? 0 : tag) % stamps_.size()];
@@ -106,6 +116,17 @@ class communicator_core {
   }
   /// The largest tag a collective may get (and isend/irecv accept).
   [[nodiscard]] int tag_limit() const noexcept { return tag_limit_; }
+
+  // ---- the wait record (core/blame.hpp) ----------------------------------
+
+  /// The collective step this rank is about to wait in: set by the executor
+  /// around each step's wait (two stores), cleared after it. Transports
+  /// publish it with their wait record, and poisoning names the call.
+  void note_wait(std::string_view operation, int tag, int step) noexcept { note_ = {operation, tag, step}; }
+  /// Ends the note: no collective step waits now.
+  void clear_wait_note() noexcept { note_ = {}; }
+  /// The note of the wait in progress (empty operation: none).
+  [[nodiscard]] const detail::wait_note& current_wait() const noexcept { return note_; }
 
   // ---- check mode -------------------------------------------------------
 
@@ -164,6 +185,13 @@ class communicator_core {
   void attach(int rank, int size) noexcept {
     rank_ = rank;
     size_ = size;
+  }
+  /// Where next_tag publishes each call's tag (a word of shared memory the
+  /// peers read), or null.
+  void publish_entered_calls(std::uint32_t* word) noexcept {
+    entered_.word = word;
+    if (word != nullptr)
+      std::atomic_ref<std::uint32_t>(*word).store(static_cast<std::uint32_t>(tag_), std::memory_order_relaxed);
   }
   /// MPI narrows the tag range to its MPI_TAG_UB.
   void set_tag_limit(int limit) noexcept { tag_limit_ = limit < 1 ? 1 : limit; }
@@ -233,6 +261,25 @@ class communicator_core {
   bool poisoned_ = false;
   errc poison_code_ = errc::transport;
   std::string poison_reason_;
+  std::string poisoned_by_;  // "all_gather<ring> #12, step 1": the call that failed first, if known
+  std::string poison_detail_;
+  int poison_peer_ = -1;
+  detail::wait_note note_{};
+  // See publish_entered_calls; a moved-from core forgets it (it points
+  // into the segment of the communicator it moved to).
+  struct published_word {
+    std::uint32_t* word = nullptr;
+    published_word() noexcept = default;
+    published_word(published_word&& other) noexcept : word(std::exchange(other.word, nullptr)) {}
+    published_word& operator=(published_word&& other) noexcept {
+      word = std::exchange(other.word, nullptr);
+      return *this;
+    }
+    published_word(const published_word&) = delete;
+    published_word& operator=(const published_word&) = delete;
+    ~published_word() = default;
+  };
+  published_word entered_;
   std::array<tagged, 16> stamps_{};
   std::unique_ptr<detail::progress_engine> progress_;  // null until the first collective in flight
 };

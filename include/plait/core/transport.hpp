@@ -129,7 +129,11 @@ consteval bool check_transport() {
                   "non-const reference");
   } else if constexpr (!requires { typename C::transport_concept; }) {
     static_assert(not_a_transport<C>,
-                  "plait: a transport must opt in with `using transport_concept = plait::transport_tag;`");
+                  "plait: this communicator type is not a transport plait can run collectives on: pass a "
+                  "plait::shm::communicator, plait::mpi::communicator or plait::nvlink::communicator, or a "
+                  "plait::two_level or plait::mpi::node_levels of them; a type of your own that implements the "
+                  "transport concept (core/transport.hpp) opts in with `using transport_concept = "
+                  "plait::transport_tag;`");
   } else if constexpr (!std::same_as<typename C::transport_concept, transport_tag>) {
     static_assert(not_a_transport<C>,
                   "plait: a transport opts in with `using transport_concept = plait::transport_tag;`, not another "

@@ -17,6 +17,7 @@
 #include "plait/core/call_site.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/overlap.hpp"
 #include "plait/core/tensor_view.hpp"
 #include "plait/core/views.hpp"
 #include "plait/layout/along.hpp"
@@ -71,7 +72,7 @@ contiguous_fold_plan make_plan(along<D>, op::reduce_scatter<Order>, const call_s
                                   " ranks x recv extent ", r.extent(D), " need ", at.size, " x ", r.extent(D)});
   }
   check_unique(recv_box, at, "recv");
-  if (overlap(send_box.footprint(), recv_box.footprint())) {
+  if (share_bytes(elements_of(send_box), elements_of(recv_box))) {
     at.fail(errc::invalid_argument,
             {"send and recv views overlap; for an in-place reduce_scatter pass plait::in_place as send"});
   }

@@ -15,7 +15,9 @@
 #include <utility>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/call_site.hpp"
 #include "plait/core/config.hpp"
+#include "plait/core/overlap.hpp"
 #include "plait/core/region.hpp"
 
 namespace plait {
@@ -24,6 +26,15 @@ namespace detail {
 
 /// `steps` with every block b replaced by blocks b * members + 0 .. members - 1.
 PLAIT_DECL schedule expand_for_members(const schedule& steps, int members);
+
+/// The members of a bundle must not share elements across members (each
+/// member's own send and recv are its layout's to check): two recv members
+/// that share one would each write it, a send member that shares one with
+/// another member's recv would be overwritten before it is sent. Throws
+/// errc::invalid_argument naming both members. `send` and `recv` hold
+/// `members` entries each.
+PLAIT_DECL void check_members_apart(const call_site& at, const strided_set* send, const strided_set* recv,
+                                    std::size_t members);
 
 template <class... Plans>
 class bundle_plan {

@@ -37,6 +37,20 @@ inline void check_not_null(const call_site& at, const void* data, std::size_t co
   }
 }
 
+/// Throws: send and recv share bytes. The way out depends on whether the
+/// operation has an in-place form (its description says), so that no call is
+/// sent to plait::in_place where it would not compile. `what`: "send and
+/// recv" or "send and recv views".
+template <class Op>
+[[noreturn]] void fail_overlap(const call_site& at, std::string_view what = "send and recv") {
+  if constexpr (Op::allows_in_place) {
+    at.fail(errc::invalid_argument, {what, " overlap; to run in place pass plait::in_place as send"});
+  } else {
+    at.fail(errc::invalid_argument, {what, " overlap; ", Op::name,
+                                     " has no in-place form: give recv a buffer that shares no element with send"});
+  }
+}
+
 template <class Send, class Recv>
 constexpr void check_same_elements() {
   using send_t = std::remove_cv_t<std::ranges::range_value_t<Send>>;
@@ -62,9 +76,7 @@ gather_plan make_plan(contiguous, op::all_gather, const call_site& at, Send&& se
   }
   auto own = const_bytes(send);
   auto all = mutable_bytes(recv);
-  if (overlap(own, all)) {
-    at.fail(errc::invalid_argument, {"send and recv overlap; for an in-place all-gather pass plait::in_place"});
-  }
+  if (overlap(own, all)) fail_overlap<op::all_gather>(at);
   return gather_plan(own, all, own.size(), at.rank, false);
 }
 
@@ -97,7 +109,7 @@ exchange_plan make_plan(contiguous, op::all_to_all, const call_site& at, Send&& 
   }
   auto out = const_bytes(send);
   auto in = mutable_bytes(recv);
-  if (overlap(out, in)) at.fail(errc::invalid_argument, {"send and recv overlap"});
+  if (overlap(out, in)) fail_overlap<op::all_to_all>(at);
   return exchange_plan(out, in, out.size() / static_cast<std::size_t>(at.size), at.rank, at.size);
 }
 

@@ -24,6 +24,7 @@
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/overlap.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/tensor_view.hpp"
 #include "plait/core/views.hpp"
@@ -177,12 +178,17 @@ void check_unique(const byte_box<Rank>& box, const call_site& at, std::string_vi
   check_box_unique(box.element, box.extent.data(), box.stride.data(), Rank, order.data(), at, which);
 }
 
+/// A box's elements for share_bytes (core/overlap.hpp); refers to the box.
 template <std::size_t Rank>
+strided_set elements_of(const byte_box<Rank>& box) noexcept {
+  return {box.data, box.element, box.extent.data(), box.stride.data(), Rank};
+}
+
+/// send and recv must share no element (views that interleave, as the real
+/// and imaginary parts of complex numbers, share none and pass).
+template <class Op, std::size_t Rank>
 void check_disjoint(const byte_box<Rank>& send, const byte_box<Rank>& recv, const call_site& at) {
-  if (overlap(send.footprint(), recv.footprint())) {
-    at.fail(errc::invalid_argument,
-            {"send and recv views overlap; for an in-place all-gather pass plait::in_place as send"});
-  }
+  if (share_bytes(elements_of(send), elements_of(recv))) fail_overlap<Op>(at, "send and recv views");
 }
 
 /// all-gather over tensors: block j is slice [j*n, (j+1)*n) of recv along dim.
@@ -276,7 +282,7 @@ tensor_gather_plan gather_along(std::string_view layout, std::size_t dim, const 
                                   " ranks x send extent ", n, " need ", need});
   }
   check_unique(recv_box, at, "recv");
-  check_disjoint(send_box, recv_box, at);
+  check_disjoint<op::all_gather>(send_box, recv_box, at);
   std::vector<region> blocks;
   blocks.reserve(p);
   for (std::size_t j = 0; j < p; ++j) blocks.push_back(to_region(recv_box.slice(dim, j * n, n), at, "recv"));
@@ -348,7 +354,7 @@ tensor_exchange_plan exchange_split_concat(std::string_view layout, std::size_t 
     }
   }
   check_unique(recv_box, at, "recv");
-  check_disjoint(send_box, recv_box, at);
+  check_disjoint<op::all_to_all>(send_box, recv_box, at);
   std::vector<region> out;
   std::vector<region> in;
   out.reserve(p);

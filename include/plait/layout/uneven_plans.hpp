@@ -108,7 +108,7 @@ tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, cons
                                   ", but recv_counts add up to ", counts.total});
   }
   check_unique(recv_box, at, "recv");
-  check_disjoint(send_box, recv_box, at);
+  check_disjoint<op::all_gather>(send_box, recv_box, at);
   std::vector<region> blocks;
   blocks.reserve(counts.count.size());
   for (std::size_t j = 0; j < counts.count.size(); ++j) {
@@ -179,7 +179,7 @@ exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t spl
              ") but expects ", own_in, " (recv_counts[", at.rank, "] = ", in.count[me], ")"});
   }
   check_unique(recv_box, at, "recv");
-  check_disjoint(send_box, recv_box, at);
+  check_disjoint<op::all_to_all>(send_box, recv_box, at);
   std::vector<region> from;
   std::vector<region> into;
   from.reserve(out.count.size());

@@ -9,14 +9,17 @@
 #include <array>
 #include <cstddef>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "plait/algorithm/select.hpp"
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/overlap.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/bundle_plan.hpp"
 #include "plait/layout/layout.hpp"
+#include "plait/layout/tensor_plans.hpp"
 #include "plait/layout/uneven_plans.hpp"
 #include "plait/op/bundle.hpp"
 #include "plait/op/check.hpp"
@@ -73,6 +76,13 @@ constexpr void check_bundle_pair() {
   }
 }
 
+template <class Bundle, std::size_t... I>
+auto members_element_of(std::index_sequence<I...>) -> element_pack<
+    typename element_of<std::remove_cvref_t<decltype(std::declval<Bundle&>().template get<I>())>>::type...>;
+/// The element types of a bundle's members, for its call stamp.
+template <class Bundle>
+using members_element = decltype(members_element_of<Bundle>(std::make_index_sequence<Bundle::size>{}));
+
 /// A bundle's collective of Op on Transport with Algorithm and Layout.
 template <class Op, class Transport, class Algorithm, class Layout>
 struct bundled_collective {
@@ -85,6 +95,7 @@ struct bundled_collective {
     check_bundle_pair<Send, Recv>();
     const call_site at{comm.rank(), comm.size(), requested_label<Op, Algorithm, false>()};
     auto plan = members_plan(at, send, recv, std::make_index_sequence<Send::size>{});
+    members_apart(at, send, recv, std::make_index_sequence<Send::size>{});
     run<false>(comm, plan, plan.combined_block_bytes(at.rank), send, recv, launch);
   }
 
@@ -94,6 +105,7 @@ struct bundled_collective {
     check_bundle_pair<Send, Recv>();
     const call_site at{comm.rank(), comm.size(), requested_label<Op, Algorithm, true>()};
     auto plan = members_v_plan(at, send, recv, counts, std::make_index_sequence<Send::size>{});
+    members_apart(at, send, recv, std::make_index_sequence<Send::size>{});
     std::size_t largest = 0;
     for (int j = 0; j < comm.size(); ++j) largest = std::max(largest, plan.combined_block_bytes(j));
     run<true>(comm, plan, largest, send, recv, launch);
@@ -107,6 +119,7 @@ struct bundled_collective {
     const operation_label& label = requested_label<Op, Algorithm, true>();
     const call_site at{comm.rank(), comm.size(), label};
     auto plan = members_exchange_plan(at, send, send_counts, recv, recv_counts, std::make_index_sequence<Send::size>{});
+    members_apart(at, send, recv, std::make_index_sequence<Send::size>{});
     if (!skips_count_exchange<Algorithm, Op, Transport>(comm.rank(), comm.size()) || check_mode(comm)) {
       learn_sizes(comm, plan, label, std::make_index_sequence<Send::size>{});
     }
@@ -119,6 +132,18 @@ struct bundled_collective {
   }
 
  private:
+  /// check_members_apart on the members' views, after their plans (which
+  /// check each view alone: null, overflow, a recv that names an element twice).
+  template <class Send, class Recv, std::size_t... I>
+  static void members_apart(const call_site& at, Send& send, Recv& recv, std::index_sequence<I...>) {
+    if constexpr (sizeof...(I) > 1) {
+      const auto sends = std::make_tuple(to_box(as_tensor(send.template get<I>()), at, "send")...);
+      const auto recvs = std::make_tuple(to_box(as_tensor(recv.template get<I>()), at, "recv")...);
+      const std::array<strided_set, sizeof...(I)> send_sets{elements_of(std::get<I>(sends))...};
+      const std::array<strided_set, sizeof...(I)> recv_sets{elements_of(std::get<I>(recvs))...};
+      check_members_apart(at, send_sets.data(), recv_sets.data(), sizeof...(I));
+    }
+  }
   template <class Send, class Recv, std::size_t... I>
   static auto members_plan(const call_site& at, Send& send, Recv& recv, std::index_sequence<I...>) {
     return bundle_plan<decltype(make_plan(Layout{}, Op{}, at, send.template get<I>(), recv.template get<I>()))...>(
@@ -165,7 +190,7 @@ struct bundled_collective {
       check_members(comm, planned, plan, send, recv, Uneven ? std::string_view(Op::v_name) : std::string_view(Op::name),
                     std::make_index_sequence<Plan::members>{});
     }
-    launch_planned<Op, Layout, Algorithm, Uneven>(comm, planned, wide, plan, launch);
+    launch_planned<Op, Layout, Algorithm, Uneven, members_element<Recv>>(comm, planned, wide, plan, launch);
   }
 };
 

@@ -139,17 +139,19 @@ const operation_label& requested_label() {
 /// expansion of it) to `launch` with the call's name and stamp: the
 /// requested ones, or under automatic those of the algorithm it picked, so
 /// that errors name what ran and ranks that named that algorithm agree.
-template <class Op, class Layout, class Algorithm, bool Uneven, class Transport, class Plan, class Launch>
+/// Element is the call's element type (an element_pack for a bundle).
+template <class Op, class Layout, class Algorithm, bool Uneven, class Element, class Transport, class Plan,
+          class Launch>
 void launch_planned(Transport& comm, const planned_schedule& planned, const schedule& steps, const Plan& plan,
                     Launch& launch) {
   constexpr call_kind kind = Uneven ? Op::v_kind : Op::kind;
   const operation_label& requested = requested_label<Op, Algorithm, Uneven>();
   if (planned.algorithm == requested.algorithm()) {
-    static constexpr call_stamp stamp = collective_stamp<Op, Layout>(algorithm_name<Algorithm>(), kind);
+    static constexpr call_stamp stamp = collective_stamp<Op, Layout, Element>(algorithm_name<Algorithm>(), kind);
     launch(comm, steps, plan, requested.view(), stamp);
   } else {
     const operation_label running(requested.operation(), planned.algorithm);
-    launch(comm, steps, plan, running.view(), collective_stamp<Op, Layout>(planned.algorithm, kind));
+    launch(comm, steps, plan, running.view(), collective_stamp<Op, Layout, Element>(planned.algorithm, kind));
   }
 }
 }  // namespace detail
@@ -175,7 +177,8 @@ struct collective {
     // make_plan took the views by reference (owning rvalues are deleted
     // overloads), so they are still the caller's here.
     if (detail::check_mode(comm)) check(comm, planned, plan, send, recv);
-    detail::launch_planned<Op, Layout, Algorithm, false>(comm, planned, planned.steps, plan, launch);
+    detail::launch_planned<Op, Layout, Algorithm, false, typename detail::element_of<std::remove_cvref_t<Recv>>::type>(
+        comm, planned, planned.steps, plan, launch);
   }
 
   /// Check mode: every rank must make the same call (check_call), and the

@@ -88,8 +88,10 @@ void dispatch_even(Comm& comm, Send&& send, Recv&& recv, Launch&& launch) {
     // stopped at the static_assert that says why
   } else if constexpr (bundled_call<Send, Recv>) {
     bundled_collective<Op, Comm, Algorithm, Layout>::even(comm, send, recv, launch);
+    watch_sends(comm, launch, send);
   } else if constexpr (check_data_arguments<Send, Recv, Op::allows_in_place>()) {
     collective<Op, Comm, Algorithm, Layout>::run(comm, std::forward<Send>(send), std::forward<Recv>(recv), launch);
+    watch_sends(comm, launch, send);  // NOLINT(bugprone-use-after-move): forwarded by reference, never moved from
   }
 }
 
@@ -110,6 +112,7 @@ void dispatch_v(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const Cou
     } else {
       gather_v_one<Op, Algorithm, Layout>(comm, std::forward<Send>(send), std::forward<Recv>(recv), counts..., launch);
     }
+    watch_sends(comm, launch, send);  // NOLINT(bugprone-use-after-move): forwarded by reference, never moved from
   } else {
     const auto& [send_counts, recv_counts] = std::tie(counts...);
     if constexpr (bundled_call<Send, Recv>) {
@@ -118,6 +121,7 @@ void dispatch_v(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const Cou
       exchange_v_one<Op, Algorithm, Layout>(comm, std::forward<Send>(send), send_counts, std::forward<Recv>(recv),
                                             recv_counts, launch);
     }
+    watch_sends(comm, launch, send);  // NOLINT(bugprone-use-after-move): forwarded by reference, never moved from
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plait/algorithm/pairwise.hpp"
+#include "plait/core/error.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/contiguous.hpp"
 #include "plait/layout/counts.hpp"
@@ -32,7 +33,12 @@ std::vector<std::size_t> exchange_counts(Comm& comm, const Counts& send_counts) 
   const detail::checked_counts counts = detail::read_counts(send_counts, at, "send_counts", 1);
   std::vector<std::uint64_t> out(counts.count.begin(), counts.count.end());
   std::vector<std::uint64_t> in(out.size());
-  all_to_all<pairwise>(comm, out, in);
+  try {
+    all_to_all<pairwise>(comm, out, in);
+  } catch (const error& e) {
+    // Errors name the call the user made; the all-to-all it runs stays in parentheses.
+    throw e.within({at.rank, at.operation});
+  }
   return {in.begin(), in.end()};
 }
 

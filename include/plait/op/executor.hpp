@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/blame.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
@@ -218,6 +219,7 @@ class schedule_run {
       const step& current = steps_.steps[next_step_];
       const int step_number = static_cast<int>(next_step_);
       try {
+        const noted_wait<Comm> noted(comm_, operation_, tag_, step_number);  // what a timeout names
         if (!posted_) {
           if (replays_locations_) {
             replay_located(next_step_);

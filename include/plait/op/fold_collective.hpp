@@ -30,6 +30,7 @@
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
 #include "plait/op/fold_run.hpp"
+#include "plait/op/launch.hpp"
 #include "plait/reduction/kernel.hpp"
 
 namespace plait {
@@ -49,7 +50,7 @@ constexpr op::fold_order fold_order_of() {
 }
 
 /// A reduction's stamp: the algorithm, the layout (with its dimension), the
-/// reduction (ordered<...> named as such) and the element size, under Op's kind.
+/// reduction (ordered<...> named as such) and the element type, under Op's kind.
 template <class Layout>
 call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reduction_kernel& kernel) {
   std::array<char, 160> text{};
@@ -76,7 +77,7 @@ call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reductio
   put(kernel.name);
   put("/");
   put_number(kernel.element_bytes);
-  return call_stamp::of(kind, std::string_view(text.data(), size));
+  return call_stamp::of(kind, std::string_view(text.data(), size)).with_element(kernel.element);
 }
 
 /// Whether the floating-point environment flushes subnormals (FTZ or DAZ
@@ -240,6 +241,7 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
             members);
       };
       engine::template run<uneven>(comm, make, send.template get<0>(), recv.template get<0>(), launch);
+      watch_sends(comm, launch, send);
     }
   } else if constexpr (!check_data_arguments<Send, Recv, Op::allows_in_place>()) {
     // stopped at the static_assert that says why
@@ -252,6 +254,7 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
       }
     };
     engine::template run<uneven>(comm, make, send, recv, launch);
+    watch_sends(comm, launch, send);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/blame.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/scratch.hpp"
@@ -80,6 +81,7 @@ class schedule_run<Comm, Plan> {
       const step& current = steps_.steps[next_step_];
       const int step_number = static_cast<int>(next_step_);
       try {
+        const noted_wait<Comm> noted(comm_, operation_, tag_, step_number);  // what a timeout names
         if (!posted_) {
           post(current);
           posted_ = true;

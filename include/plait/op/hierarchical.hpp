@@ -109,31 +109,47 @@ template <class Layout, class Send, class Recv>
 concept hierarchical_arguments = std::is_same_v<Layout, contiguous> && send_range<Send> && recv_range<Recv> &&
     std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<Send>>, std::ranges::range_value_t<Recv>>;
 
-/// "all_gather<hierarchical>" / "all_to_all<hierarchical>".
-template <class Op>
+/// "hierarchical<ring, pairwise>": the policy as the user wrote it, built
+/// once per program.
+template <class Inner, class Outer>
+std::string_view hierarchical_name() {
+  static const std::string name =
+      concat({"hierarchical<", algorithm_name<Inner>(), ", ", algorithm_name<Outer>(), ">"});
+  return name;
+}
+
+/// "all_gather<hierarchical<ring, ring>>" / "all_to_all<hierarchical<...>>":
+/// errors name the call the user made, with both levels' algorithms.
+template <class Op, class Inner, class Outer>
 std::string_view hierarchical_label() {
-  static const operation_label label(Op::name, "hierarchical");
+  static const operation_label label(Op::name, hierarchical_name<Inner, Outer>());
   return label.view();
 }
 
 /// An error raised by one level's collective, seen from the two-level call:
-/// the whole group's rank and peer, the two-level operation, the level and
-/// its own rank and operation in the message. Out of line and cold;
-/// declared without PLAIT_DECL and defined with it, noinline on the
-/// definition (as detail::fail: g++ warns about inline and noinline together).
+/// the whole group's rank and peer and the two-level operation (the call the
+/// user made) in the location; the level, its operation and this rank's
+/// rank in it in the message; and every "rank N" of the level's own message
+/// (a level rank) as the whole group's rank with the level's in parentheses,
+/// "rank 5 (rank 1 of the inter level)". `whole_of_level[q]`: the whole
+/// group's rank of level rank q. Out of line and cold; declared without
+/// PLAIT_DECL and defined with it, noinline on the definition (as
+/// detail::fail: g++ warns about inline and noinline together).
 [[gnu::cold]] error level_error(const error& raised, int whole_rank, std::string_view operation, std::string_view level,
-                                int whole_peer);
+                                int whole_peer, std::span<const int> whole_of_level);
 
 /// An error of one level's collective in the two-level call's words (level_error).
 template <class Levels>
 error on_level_error(const Levels& levels, bool inter, std::string_view operation, const error& raised) {
   const int level_size = inter ? levels.inter().size() : levels.intra().size();
-  int peer = -1;
-  if (raised.peer() >= 0 && raised.peer() < level_size) {
-    peer = levels.rank_at(inter ? levels.position_of_inter_peer(raised.peer())
-                                : levels.position_of_intra_peer(raised.peer()));
+  std::vector<int> whole(static_cast<std::size_t>(level_size));
+  for (int q = 0; q < level_size; ++q) {
+    whole[static_cast<std::size_t>(q)] =
+        levels.rank_at(inter ? levels.position_of_inter_peer(q) : levels.position_of_intra_peer(q));
   }
-  return level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer);
+  const int peer =
+      raised.peer() >= 0 && raised.peer() < level_size ? whole[static_cast<std::size_t>(raised.peer())] : -1;
+  return level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer, whole);
 }
 
 /// Starts one level's collective of Op: in flight where the level's
@@ -191,10 +207,10 @@ staged_task gather_by_position(const two_level<Intra, Inter>& levels, std::span<
   const std::size_t local = extent(levels.intra().rank());
   const tensor_view<const std::byte, 2> shard(send.data(), {1, s});
   const tensor_view<std::byte, 2> column(out.data() + local * s, {nodes, s}, {locals * s, 1});
-  co_await on_level(levels, true, hierarchical_label<op::all_gather>(),
+  co_await on_level(levels, true, hierarchical_label<op::all_gather, Inner, Outer>(),
                     [&] { return start_on_level<op::all_gather, Outer, along<0>>(levels.inter(), shard, column); });
   const tensor_view<std::byte, 3> whole(out.data(), {nodes, locals, s});
-  co_await on_level(levels, false, hierarchical_label<op::all_gather>(),
+  co_await on_level(levels, false, hierarchical_label<op::all_gather, Inner, Outer>(),
                     [&] { return start_on_level<op::all_gather, Inner, along<1>>(levels.intra(), in_place, whole); });
 }
 
@@ -215,12 +231,12 @@ staged_task exchange_by_position(const two_level<Intra, Inter>& levels, std::spa
   const std::size_t row = send.size() / extent(levels.node_count());
   const std::span<std::byte> bundled = staging(levels, 0, send.size());  // Inner writes every byte
   for (std::size_t at = 0; at < send.size(); at += row) {
-    co_await on_level(levels, false, hierarchical_label<op::all_to_all>(), [&] {
+    co_await on_level(levels, false, hierarchical_label<op::all_to_all, Inner, Outer>(), [&] {
       return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), send.subspan(at, row),
                                                                bundled.subspan(at, row));
     });
   }
-  co_await on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
+  co_await on_level(levels, true, hierarchical_label<op::all_to_all, Inner, Outer>(), [&] {
     return start_on_level<op::all_to_all, Outer, contiguous>(levels.inter(), std::span<const std::byte>(bundled), out);
   });
 }
@@ -233,11 +249,11 @@ template <class Inner, class Outer, class Intra, class Inter>
 staged_task gather_by_local_rank(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                                  std::span<std::byte> out) {
   const std::size_t row = extent(levels.node_count()) * send.size();
-  co_await on_level(levels, true, hierarchical_label<op::all_gather>(), [&] {
+  co_await on_level(levels, true, hierarchical_label<op::all_gather, Inner, Outer>(), [&] {
     return start_on_level<op::all_gather, Outer, contiguous>(levels.inter(), send,
                                                              out.subspan(extent(levels.intra().rank()) * row, row));
   });
-  co_await on_level(levels, false, hierarchical_label<op::all_gather>(),
+  co_await on_level(levels, false, hierarchical_label<op::all_gather, Inner, Outer>(),
                     [&] { return start_on_level<op::all_gather, Inner, contiguous>(levels.intra(), in_place, out); });
 }
 
@@ -254,11 +270,11 @@ staged_task exchange_by_local_rank(const two_level<Intra, Inter>& levels, std::s
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t locals = extent(levels.node_size());
   const std::span<std::byte> bundled = staging(levels, 0, send.size());  // Inner writes every byte
-  co_await on_level(levels, false, hierarchical_label<op::all_to_all>(),
+  co_await on_level(levels, false, hierarchical_label<op::all_to_all, Inner, Outer>(),
                     [&] { return start_on_level<op::all_to_all, Inner, contiguous>(levels.intra(), send, bundled); });
   const tensor_view<const std::byte, 3> columns(bundled.data(), {locals, nodes, s});
   const tensor_view<std::byte, 3> arrived(out.data(), {locals, nodes, s});
-  co_await on_level(levels, true, hierarchical_label<op::all_to_all>(), [&] {
+  co_await on_level(levels, true, hierarchical_label<op::all_to_all, Inner, Outer>(), [&] {
     return start_on_level<op::all_to_all, Outer, redistribute<1, 1>>(levels.inter(), columns, arrived);
   });
 }
@@ -288,7 +304,7 @@ inline share_range share_of(std::size_t bytes, std::size_t share, std::size_t sh
 template <class Inner, class Outer, class Intra, class Inter>
 staged_task gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                                 std::span<std::byte> out) {
-  const std::string_view label = hierarchical_label<op::all_gather>();
+  const std::string_view label = hierarchical_label<op::all_gather, Inner, Outer>();
   const std::size_t s = send.size();
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t shares = extent(levels.smallest_node_size());
@@ -353,7 +369,7 @@ staged_task gather_uneven_nodes(const two_level<Intra, Inter>& levels, std::span
 template <class Inner, class Outer, class Intra, class Inter>
 staged_task exchange_uneven_nodes(const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                                   std::span<std::byte> out) {
-  const std::string_view label = hierarchical_label<op::all_to_all>();
+  const std::string_view label = hierarchical_label<op::all_to_all, Inner, Outer>();
   const std::size_t ranks = extent(levels.size());
   const std::size_t b = send.size() / ranks;
   const std::size_t nodes = extent(levels.node_count());
@@ -473,23 +489,23 @@ void reorder_blocks(const Levels& levels, std::span<const std::byte> from, std::
 
 /// hierarchical<Inner, Outer>'s size checks of an all-gather on bytes, on
 /// this rank, before any byte moves (and before a nonblocking call returns).
-template <class Intra, class Inter>
+template <class Inner, class Outer, class Intra, class Inter>
 void check_hierarchical_sizes(op::all_gather, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                               std::span<const std::byte> recv) {
   const std::size_t ranks = extent(levels.size());
   if (recv.size() != ranks * send.size()) {
     fail(errc::size_mismatch,
          {"recv holds ", recv.size(), " bytes, and P x send is ", ranks * send.size(), " (P = ", ranks, ")"},
-         {levels.rank(), hierarchical_label<op::all_gather>()});
+         {levels.rank(), hierarchical_label<op::all_gather, Inner, Outer>()});
   }
 }
 
 /// The same for an all-to-all: P equal blocks on both sides.
-template <class Intra, class Inter>
+template <class Inner, class Outer, class Intra, class Inter>
 void check_hierarchical_sizes(op::all_to_all, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                               std::span<const std::byte> recv) {
   const std::size_t ranks = extent(levels.size());
-  const error_context at{levels.rank(), hierarchical_label<op::all_to_all>()};
+  const error_context at{levels.rank(), hierarchical_label<op::all_to_all, Inner, Outer>()};
   if (recv.size() != send.size()) {
     fail(errc::size_mismatch, {"recv holds ", recv.size(), " bytes, and send is ", send.size(), " (P = ", ranks, ")"},
          at);
@@ -552,10 +568,10 @@ staged_task hierarchical_body(op::all_to_all, const two_level<Intra, Inter>& lev
   reorder_blocks(levels, staged_bytes, recv, block, true);
 }
 
-/// "all_gather_v<hierarchical>" / "all_to_all_v<hierarchical>".
-template <class Op>
+/// "all_gather_v<hierarchical<ring, ring>>" / "all_to_all_v<hierarchical<...>>".
+template <class Op, class Inner, class Outer>
 std::string_view hierarchical_v_label() {
-  static const operation_label label(Op::v_name, "hierarchical");
+  static const operation_label label(Op::v_name, hierarchical_name<Inner, Outer>());
   return label.view();
 }
 
@@ -589,7 +605,7 @@ inline std::vector<std::size_t> running_offsets(const std::vector<std::size_t>& 
 template <class Inner, class Outer, class Intra, class Inter>
 staged_task hierarchical_v_body(op::all_gather, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                                 std::span<std::byte> recv, std::vector<std::size_t> counts) {
-  const std::string_view label = hierarchical_v_label<op::all_gather>();
+  const std::string_view label = hierarchical_v_label<op::all_gather, Inner, Outer>();
   const std::size_t ranks = extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t node = extent(levels.node_index());
@@ -680,7 +696,7 @@ template <class Inner, class Outer, class Intra, class Inter>
 staged_task hierarchical_v_body(op::all_to_all, const two_level<Intra, Inter>& levels, std::span<const std::byte> send,
                                 std::span<std::byte> recv, std::vector<std::size_t> send_bytes,
                                 std::vector<std::size_t> recv_bytes) {
-  const std::string_view label = hierarchical_v_label<op::all_to_all>();
+  const std::string_view label = hierarchical_v_label<op::all_to_all, Inner, Outer>();
   const std::size_t ranks = extent(levels.size());
   const std::size_t nodes = extent(levels.node_count());
   const std::size_t node = extent(levels.node_index());
@@ -906,7 +922,7 @@ template <class Op, class Inner, class Outer, class Comm, class Send, class Recv
 std::function<staged_task()> hierarchical_member(Comm& comm, Send& send, Recv& recv) {
   const std::span<const std::byte> s = const_bytes(send);
   const std::span<std::byte> r = mutable_bytes(recv);
-  check_hierarchical_sizes(Op{}, comm, s, r);
+  check_hierarchical_sizes<Inner, Outer>(Op{}, comm, s, r);
   return [&comm, s, r] { return hierarchical_body<Inner, Outer>(Op{}, comm, s, r); };
 }
 
@@ -925,7 +941,7 @@ std::vector<std::size_t> count_bytes(const Counts& counts, const call_site& at, 
 template <class Inner, class Outer, class Comm, class Send, class Recv, class Counts>
 std::function<staged_task()> hierarchical_v_member(op::all_gather, Comm& comm, Send& send, Recv& recv,
                                                    const Counts& recv_counts) {
-  const call_site at{comm.rank(), comm.size(), hierarchical_v_label<op::all_gather>()};
+  const call_site at{comm.rank(), comm.size(), hierarchical_v_label<op::all_gather, Inner, Outer>()};
   (void)make_v_plan(contiguous{}, op::all_gather{}, at, send, recv, recv_counts);
   std::vector<std::size_t> bytes =
       count_bytes(recv_counts, at, "recv_counts", sizeof(std::ranges::range_value_t<std::remove_cvref_t<Recv>>));
@@ -938,7 +954,7 @@ std::function<staged_task()> hierarchical_v_member(op::all_gather, Comm& comm, S
 template <class Inner, class Outer, class Comm, class Send, class Recv, class SendCounts, class RecvCounts>
 std::function<staged_task()> hierarchical_v_member(op::all_to_all, Comm& comm, Send& send, Recv& recv,
                                                    const SendCounts& send_counts, const RecvCounts& recv_counts) {
-  const call_site at{comm.rank(), comm.size(), hierarchical_v_label<op::all_to_all>()};
+  const call_site at{comm.rank(), comm.size(), hierarchical_v_label<op::all_to_all, Inner, Outer>()};
   (void)make_v_plan(contiguous{}, op::all_to_all{}, at, send, send_counts, recv, recv_counts);
   const std::size_t unit = sizeof(std::ranges::range_value_t<std::remove_cvref_t<Recv>>);
   std::vector<std::size_t> out = count_bytes(send_counts, at, "send_counts", unit);

@@ -88,10 +88,10 @@ struct level_reduction<T, accumulate<Acc, R>> {
   static decltype(auto) of(const accumulate<Acc, R>& r) noexcept { return level_reduction<Acc, R>::of(r.reduction); }
 };
 
-/// "all_reduce<hierarchical>", "reduce_scatter<hierarchical>".
-template <class Op>
+/// "all_reduce<hierarchical<ring, ring>>", "reduce_scatter<hierarchical<...>>".
+template <class Op, class Inner, class Outer>
 std::string_view hierarchical_fold_label() {
-  static const operation_label label(Op::name, "hierarchical");
+  static const operation_label label(Op::name, hierarchical_name<Inner, Outer>());
   return label.view();
 }
 
@@ -203,7 +203,7 @@ template <class Op, class Inner, class Outer, class Comm, class Send, class Recv
 std::function<staged_task()> hierarchical_fold_member(Comm& comm, Send& send, Recv& recv, std::shared_ptr<const R> r,
                                                       const Counts&... counts) {
   using T = std::remove_cv_t<std::ranges::range_value_t<std::remove_cvref_t<Recv>>>;
-  const call_site at{comm.rank(), comm.size(), hierarchical_fold_label<Op>()};
+  const call_site at{comm.rank(), comm.size(), hierarchical_fold_label<Op, Inner, Outer>()};
   const bool in_place_call = std::is_same_v<std::remove_cvref_t<Send>, in_place_t>;
   const auto plan = [&] {
     if constexpr (sizeof...(Counts) == 0) {
@@ -234,7 +234,7 @@ std::function<staged_task()> hierarchical_fold_member(Comm& comm, Send& send, Re
   const bool gathered = exact_left_fold || (Op::order == op::fold_order::rank && !positions_are_ranks(comm));
   return [&comm, data, out, first, count, r, gathered] {
     return fold_on_levels<Inner, Outer, !exact_left_fold>(comm, data, out, first, count, r, gathered,
-                                                          hierarchical_fold_label<Op>());
+                                                          hierarchical_fold_label<Op, Inner, Outer>());
   };
 }
 

@@ -55,6 +55,8 @@ class engine_run : public pending_collective {
     rearm();
   }
   [[nodiscard]] Comm& comm() const noexcept { return comm_; }
+  /// The call's name, as its errors give it ("all_gather<ring>").
+  [[nodiscard]] std::string_view name() const noexcept { return name_; }
   /// Runs the remaining steps in the transport's own waits.
   void run_blocking() { run_.advance(true); }
   /// schedule_run::advance, for a run moved by another collective that owns

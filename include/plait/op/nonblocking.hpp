@@ -11,6 +11,13 @@
 // ring, bruck and automatic), that exchange is a small blocking collective
 // inside the call.
 //
+// The buffers belong to the collective until it completes (wait()
+// returned, or test() returned true): a send buffer changed before then is
+// read at no fixed moment, so peers get old bytes, new ones or a mix. Check
+// mode compares a digest of each send member taken here with one taken at
+// completion and reports a change as invalid_argument (op/request.hpp,
+// send_watch; docs/nonblocking.md, "Buffers in flight").
+//
 // On a stream-ordered device transport (the NVLink communicator: a step is
 // enqueued on the stream and wait_all returns without waiting for it) the
 // i-forms run the collective as the blocking forms do, which already returns

@@ -5,8 +5,11 @@
 // Each start() of the returned plait::persistent_collective (op/request.hpp)
 // then checks only that the communicator is usable and the previous start
 // complete, takes the call's tag, and moves the bytes: no plan, no schedule,
-// no argument check, no name formatting per start. The bound buffers' contents
-// are read at every start; their addresses and sizes are fixed at init.
+// no argument check, no name formatting per start. Each start sends the bound
+// buffers' contents as they are at that start(): change a send buffer only
+// between a start's completion (wait() returned, test() true) and the next
+// start(), never while it is active (check mode reports a change made then;
+// docs/nonblocking.md, "Buffers in flight"). Addresses and sizes are fixed at init.
 #pragma once
 
 #include <utility>

@@ -8,15 +8,18 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/call_stamp.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/progress_engine.hpp"
+#include "plait/core/region.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/op/in_flight.hpp"
 
@@ -52,6 +55,31 @@ class owned_run : public engine_run<Comm, Plan, schedule, Plan> {
   call_stamp stamp_;
 };
 
+/// Check mode's watch over a collective's send buffers while it is in
+/// flight: a digest of each send member, taken when the collective is posted
+/// (a persistent one: at each start()) and compared when it completes
+/// (wait(), or test() returning true). A send buffer changed in between sent
+/// old bytes, new ones or a mix, depending on size, transport and timing;
+/// the comparison turns that into an error naming the member. Only made in
+/// check mode (op/launch.hpp, watch_sends): otherwise nothing is computed.
+class send_watch {
+ public:
+  /// One region per send member in order (a bundle's, or the one send);
+  /// an empty region is not watched (plait::in_place).
+  send_watch(std::vector<region> members, bool bundled) noexcept : members_(std::move(members)), bundled_(bundled) {}
+  /// Takes the digests: the collective is posted or started now.
+  PLAIT_DECL void take();
+  /// Once per post or start: errc::invalid_argument naming the first member
+  /// whose digest differs, as rank `rank` in `operation`.
+  PLAIT_DECL void compare(int rank, std::string_view operation);
+
+ private:
+  std::vector<region> members_;
+  std::vector<std::uint64_t> digests_;
+  bool bundled_ = false;
+  bool armed_ = false;
+};
+
 /// What a request or persistent object holds, with no type but the engine's:
 /// the run, its engine (null: stream-ordered, never queued) and how to
 /// restart and destroy it.
@@ -61,11 +89,17 @@ struct in_flight_handle {
 
   pending_collective* run = nullptr;
   progress_engine* engine = nullptr;
-  int rank = -1;  // errors name it
+  int rank = -1;               // errors name it
+  std::string_view operation;  // and it: the run's own name, which lives as long as the run
   std::chrono::nanoseconds busy_poll{};
   restart_fn restart = nullptr;
   destroy_fn destroy = nullptr;
+  send_watch* sends = nullptr;  // check mode only, owned (freed with the run)
 };
+
+/// Check mode, at completion: the send members must hold what they held when
+/// the collective was posted or started (send_watch). Cold and out of line.
+[[gnu::cold]] PLAIT_DECL void compare_sends(in_flight_handle& h);
 
 /// A handle over `run` on `comm` (freed by `destroy`), in comm's engine
 /// unless `stream_ordered` (never queued: starting it runs it at once).
@@ -97,8 +131,9 @@ template <class Comm, class Plan>
 in_flight_handle own_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view name, call_stamp stamp,
                          int tag, bool stream_ordered) {
   using run_type = owned_run<Comm, Plan>;
-  in_flight_handle h =
-      handle_for(comm, new run_type(comm, steps, plan, name, stamp, tag), &run_type::destroy_one, stream_ordered);
+  auto* run = new run_type(comm, steps, plan, name, stamp, tag);
+  in_flight_handle h = handle_for(comm, run, &run_type::destroy_one, stream_ordered);
+  h.operation = run->name();
   h.restart = stream_ordered ? &run_type::run_now_one : &run_type::restart_one;
   return h;
 }
@@ -112,7 +147,11 @@ PLAIT_DECL void release(in_flight_handle& h) noexcept;
 /// A nonblocking collective in flight (plait::iall_gather and the other
 /// i-forms). Movable, not copyable. Every rank must start the collectives of
 /// a communicator in the same order; they may be waited for in any order.
-/// The user's buffers must outlive the request. Destroying a pending request
+/// The user's buffers must outlive the request, and are the collective's
+/// until it completes: change a send buffer, or touch a recv buffer, only
+/// once wait() has returned or test() has returned true (in check mode a
+/// send buffer changed before then makes that wait() or test() throw
+/// invalid_argument naming it). Destroying a pending request
 /// completes it first, so no transfer touches a buffer after the request is
 /// gone. A default-constructed request is complete.
 class collective_request {
@@ -140,7 +179,10 @@ class collective_request {
   /// this one is complete (then at once, every time). Throws its failure as
   /// plait::error.
   bool test() {
-    return handle_.run == nullptr || handle_.engine == nullptr || detail::test_in_engine(*handle_.engine, *handle_.run);
+    const bool done =
+        handle_.run == nullptr || handle_.engine == nullptr || detail::test_in_engine(*handle_.engine, *handle_.run);
+    if (done && handle_.sends != nullptr) detail::compare_sends(handle_);
+    return done;
   }
   /// Whether the collective has finished (complete or failed), without
   /// moving anything: only the progress thread, or another request's test()
@@ -152,6 +194,7 @@ class collective_request {
   void wait() {
     if (handle_.run != nullptr && handle_.engine != nullptr)
       detail::wait_in_engine(*handle_.engine, *handle_.run, handle_.busy_poll);
+    if (handle_.sends != nullptr) detail::compare_sends(handle_);
   }
 
  private:
@@ -161,7 +204,10 @@ class collective_request {
 /// A persistent collective (plait::all_gather_init, plait::all_to_all_init):
 /// arguments validated, schedule and block plan built once; each start()
 /// then moves the bytes of one collective. Movable, not copyable; the bound
-/// buffers must outlive it and are read at every start().
+/// buffers must outlive it. Each start() sends the contents the send buffers
+/// have at that start(): change them only between a start's completion
+/// (wait() returned, test() true) and the next start() (check mode: a change
+/// while a start is active makes its wait() or test() throw invalid_argument).
 class persistent_collective {
  public:
   /// An empty object: start() is invalid_argument, test() and wait() return at once.
@@ -196,12 +242,15 @@ class persistent_collective {
   /// Moves every collective in flight on the communicator once; true when
   /// this start is complete, and at once before the first start().
   bool test() {
-    return !started_ || handle_.engine == nullptr || detail::test_in_engine(*handle_.engine, *handle_.run);
+    const bool done = !started_ || handle_.engine == nullptr || detail::test_in_engine(*handle_.engine, *handle_.run);
+    if (done && handle_.sends != nullptr) detail::compare_sends(handle_);
+    return done;
   }
   /// Moves the collectives in flight until this start is complete (at once
   /// before the first start()); throws its failure as plait::error.
   void wait() {
     if (started_ && handle_.engine != nullptr) detail::wait_in_engine(*handle_.engine, *handle_.run, handle_.busy_poll);
+    if (handle_.sends != nullptr) detail::compare_sends(handle_);
   }
   /// Started and not yet complete.
   [[nodiscard]] PLAIT_DECL bool active() const;

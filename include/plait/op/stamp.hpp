@@ -1,25 +1,45 @@
-// The call stamp of a collective (core/call_stamp.hpp): its operation, the
-// algorithm that runs and the layout with its parameters, so that ranks that
-// disagree on any of them are told apart by a transport with a message header.
+// The call stamp of a collective (core/call_stamp.hpp): its operation, its
+// element type, the algorithm that runs and the layout with its parameters,
+// so that ranks that disagree on any of them are told apart by a transport
+// with a message header.
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <type_traits>
 
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/element_kind.hpp"
 #include "plait/core/operation.hpp"
 
 namespace plait {
 inline namespace v0 {
 namespace detail {
 
+/// Writes what an element byte cannot hold into a stamp's digest text: each
+/// type's code and exact size ("/e192:48").
+template <class Put, class PutNumber, class T>
+constexpr void put_element_digest(Put& put, PutNumber& put_number, std::type_identity<T>) {
+  put("/e");
+  put_number(element_code<T>);
+  put(":");
+  put_number(sizeof(T));
+}
+template <class Put, class PutNumber, class... T>
+constexpr void put_element_digest(Put& put, PutNumber& put_number, std::type_identity<element_pack<T...>>) {
+  (put_element_digest(put, put_number, std::type_identity<T>{}), ...);
+}
+
 /// The stamp of Op with Layout running `algorithm` (the running one: under
 /// automatic, the algorithm it picked, so that it matches a rank that named
 /// that algorithm). constexpr: a collective computes its requested stamp once.
 /// `kind` names the form when it is not Op's even one (all_gather_v, ...).
-template <class Op, class Layout>
+/// Element is the element type (an element_pack for a bundle): its class and
+/// size go in the stamp's element byte, and what that byte cannot hold (a size
+/// of 32 bytes or more, a bundle's member types) into the digest.
+template <class Op, class Layout, class Element>
 constexpr call_stamp collective_stamp(std::string_view algorithm, call_kind kind = call_kind::unknown) noexcept {
   std::array<char, 160> text{};
   std::size_t size = 0;
@@ -67,8 +87,10 @@ constexpr call_stamp collective_stamp(std::string_view algorithm, call_kind kind
     put_number(Layout::concat_dimension);
     put(">");
   }
+  constexpr std::uint8_t element = element_code<Element>;
+  if constexpr (element_size_in(element) == 0) put_element_digest(put, put_number, std::type_identity<Element>{});
   if (kind == call_kind::unknown) kind = Op::kind;
-  return call_stamp::of(kind, std::string_view(text.data(), size));
+  return call_stamp::of(kind, std::string_view(text.data(), size)).with_element(element);
 }
 
 }  // namespace detail

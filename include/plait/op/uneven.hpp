@@ -136,7 +136,8 @@ struct uneven_collective {
     if (check_mode(comm)) {
       collective<Op, Transport, Algorithm, Layout>::check(comm, planned, plan, send, recv, Op::v_name, false);
     }
-    launch_planned<Op, Layout, Algorithm, true>(comm, planned, planned.steps, plan, launch);
+    launch_planned<Op, Layout, Algorithm, true, typename element_of<std::remove_cvref_t<Recv>>::type>(
+        comm, planned, planned.steps, plan, launch);
   }
 };
 

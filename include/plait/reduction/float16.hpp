@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "plait/core/element_kind.hpp"
+
 namespace plait {
 inline namespace v0 {
 
@@ -25,6 +27,8 @@ inline namespace v0 {
 /// mantissa bits). A storage type: convert to float to compute.
 class bfloat16 {
  public:
+  /// What a call stamp says of it (core/element_kind.hpp).
+  static constexpr element_class plait_element_class = element_class::brain_floating;
   /// Positive zero, so that value-initialised buffers read as zeros.
   constexpr bfloat16() noexcept = default;
 
@@ -76,6 +80,8 @@ class bfloat16 {
 /// float to compute.
 class half {
  public:
+  /// What a call stamp says of it (core/element_kind.hpp).
+  static constexpr element_class plait_element_class = element_class::floating;
   /// Positive zero, so that value-initialised buffers read as zeros.
   constexpr half() noexcept = default;
 

@@ -14,10 +14,12 @@
 #include <array>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
 
+#include "plait/core/element_kind.hpp"
 #include "plait/reduction/reductions.hpp"
 
 namespace plait {
@@ -51,6 +53,9 @@ struct reduction_kernel {
   /// check mode then makes sure flush-to-zero and denormals-are-zero are off
   /// for an ordered reduction, whose bits they would change.
   bool floating = false;
+  /// The element type's class and size as a call stamp carries them
+  /// (plait::element_code<T>), so that ranks reducing different types fail.
+  std::uint8_t element = 0;
   /// Bytes of one element as partials travel and combine: element_bytes, or
   /// the accumulator's for plait::accumulate<Acc, R> (combine, prepare and
   /// finish then work on Acc).
@@ -198,6 +203,7 @@ reduction_kernel kernel_for(const Reduction& r) {
         kernel.floating = is_floating_v<T>;
       }
     }
+    kernel.element = element_code<T>;
   }
   return kernel;
 }

@@ -53,7 +53,30 @@ PLAIT_DECL std::string_view call_kind_name(call_kind kind) noexcept {
 [[gnu::cold, gnu::noinline]] PLAIT_DECL std::string describe(call_stamp stamp) {
   char digest[16];
   std::snprintf(digest, sizeof digest, "%04x", static_cast<unsigned>(stamp.digest));
-  return std::string(call_kind_name(stamp.kind)) + " (algorithm and layout digest " + digest + ")";
+  std::string text = std::string(call_kind_name(stamp.kind)) + " (algorithm and layout digest " + digest + ")";
+  if (stamp.element != 0) text += " of " + describe_element(stamp.element);
+  return text;
+}
+
+[[gnu::cold, gnu::noinline]] PLAIT_DECL std::string describe_element(std::uint8_t code) {
+  const std::size_t size = element_size_in(code);
+  const std::string bits = std::to_string(8 * size);
+  switch (element_class_in(code)) {
+    case element_class::none: return "no element type";
+    case element_class::signed_integer: return "int" + bits;
+    case element_class::unsigned_integer: return "uint" + bits;
+    case element_class::floating:
+      if (size == 2) return "half";
+      if (size == 4) return "float";
+      if (size == 8) return "double";
+      return size == 0 ? "floating point of 32 bytes or more" : "floating point of " + std::to_string(size) + " bytes";
+    case element_class::brain_floating:
+      return size == 2 ? "bfloat16" : "brain floating point of " + std::to_string(size) + " bytes";
+    case element_class::boolean: return "bool";
+    case element_class::bytes: return size == 0 ? "bytes of size 32 or more" : "bytes of size " + std::to_string(size);
+    case element_class::mixed: return "a bundle of several element types";
+  }
+  return "an unknown element type";
 }
 
 }  // namespace v0

@@ -61,10 +61,23 @@ PLAIT_DECL void communicator_core::poison(const error& first) noexcept {
   if (poisoned_) return;
   poisoned_ = true;
   poison_code_ = first.value();
+  poison_peer_ = first.peer();
   try {
     poison_reason_ = first.what();
+    poison_detail_ = first.detail();
+    // The call that failed: the executor's note while a step waits, else
+    // what the error says. Later errors name it (item 4 of issue 29: they
+    // used to drop it).
+    const std::string_view operation = !note_.operation.empty() ? note_.operation : std::string_view(first.operation());
+    if (!operation.empty()) {
+      poisoned_by_.assign(operation);
+      if (!note_.operation.empty()) poisoned_by_.append(" #").append(std::to_string(note_.tag));
+      const int step = !note_.operation.empty() ? note_.step : first.step();
+      if (step >= 0) poisoned_by_.append(", step ").append(std::to_string(step));
+    }
   } catch (...) {  // out of memory: the code alone still says what happened
     poison_reason_.clear();
+    poisoned_by_.clear();
   }
 }
 
@@ -74,7 +87,13 @@ PLAIT_DECL void communicator_core::poison(const error& first) noexcept {
                  {"called on a null communicator (split with plait::no_group, default-constructed or moved from)"},
                  {-1, operation});
   }
-  detail::fail(poison_code_, {"communicator unusable since an earlier failure: ", poison_reason_}, where(operation));
+  if (!poisoned_by_.empty()) {
+    detail::fail(poison_code_,
+                 {"communicator unusable since an earlier failure: poisoned by ", poisoned_by_, ": ", poison_detail_},
+                 where(operation, poison_peer_));
+  }
+  detail::fail(poison_code_, {"communicator unusable since an earlier failure: ", poison_reason_},
+               where(operation, poison_peer_));
 }
 
 [[gnu::cold, gnu::noinline]] PLAIT_DECL void communicator_core::bad_peer(int peer, std::string_view operation) const {

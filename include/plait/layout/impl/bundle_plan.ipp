@@ -5,7 +5,10 @@
 #include <vector>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/call_site.hpp"
 #include "plait/core/config.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/overlap.hpp"
 #include "plait/layout/bundle_plan.hpp"
 
 namespace plait {
@@ -30,6 +33,29 @@ PLAIT_DECL schedule expand_for_members(const schedule& steps, int members) {
   out.steps.reserve(steps.steps.size());
   for (const step& s : steps.steps) out.steps.push_back(step{expand(s.sends), expand(s.recvs)});
   return out;
+}
+
+PLAIT_DECL void check_members_apart(const call_site& at, const strided_set* send, const strided_set* recv,
+                                    std::size_t members) {
+  for (std::size_t i = 0; i < members; ++i) {
+    for (std::size_t j = i + 1; j < members; ++j) {
+      if (share_bytes(recv[i], recv[j])) {
+        at.fail(errc::invalid_argument, {"recv members ", i, " and ", j,
+                                         " of the bundle share elements: both would write them, and one member's "
+                                         "data would be lost; give each member its own memory"});
+      }
+    }
+  }
+  if (send == nullptr) return;  // in place
+  for (std::size_t i = 0; i < members; ++i) {
+    for (std::size_t j = 0; j < members; ++j) {
+      if (i != j && share_bytes(send[i], recv[j])) {
+        at.fail(errc::invalid_argument, {"send member ", i, " and recv member ", j,
+                                         " of the bundle share elements: the call would overwrite data it has yet "
+                                         "to send"});
+      }
+    }
+  }
 }
 
 }  // namespace detail

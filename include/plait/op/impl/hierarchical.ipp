@@ -2,6 +2,9 @@
 // seen from the whole call (see plait/op/hierarchical.hpp).
 #pragma once
 
+#include <cctype>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "plait/core/error.hpp"
@@ -12,12 +15,46 @@ inline namespace v0 {
 namespace detail {
 
 [[gnu::noinline]] PLAIT_DECL error level_error(const error& raised, int whole_rank, std::string_view operation,
-                                               std::string_view level, int whole_peer) {
-  const std::string detail = raised.peer() >= 0
-                                 ? concat({"in the ", level, " level (", raised.operation(), ", level rank ",
-                                           raised.rank(), ", level peer ", raised.peer(), "): ", raised.detail()})
-                                 : concat({"in the ", level, " level (", raised.operation(), ", level rank ",
-                                           raised.rank(), "): ", raised.detail()});
+                                               std::string_view level, int whole_peer,
+                                               std::span<const int> whole_of_level) {
+  // The level's message knows only level ranks: each "rank N" and each
+  // number of "ranks N and M" (not "parent rank N", a split communicator's
+  // note) becomes "rank W (rank N of the X level)", so that no number in the
+  // message means another group's rank.
+  const std::string_view text = raised.detail();
+  const std::string note = concat({" of the ", level, " level)"});
+  const auto digit = [&text](std::size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
+  std::string translated;
+  std::size_t at = 0;  // text before this is in `translated`
+  for (std::size_t i = text.find("rank"); i != std::string_view::npos; i = text.find("rank", i + 1)) {
+    std::size_t j = i + 4;
+    const bool plural = j < text.size() && text[j] == 's';
+    if (plural) ++j;
+    const bool word_start = i == 0 || !std::isalnum(static_cast<unsigned char>(text[i - 1]));
+    const bool parent = i >= 7 && text.substr(i - 7, 7) == "parent ";
+    if (!word_start || parent || j >= text.size() || text[j] != ' ') continue;
+    ++j;
+    while (digit(j)) {  // one number, or a list of them after "ranks"
+      std::size_t end = j;
+      std::size_t q = 0;
+      while (digit(end) && q < whole_of_level.size()) q = q * 10 + static_cast<std::size_t>(text[end++] - '0');
+      if (digit(end) || q >= whole_of_level.size()) break;  // not a rank of this level: left as it is
+      translated.append(text.substr(at, j - at));
+      translated.append(concat({whole_of_level[q], " (rank ", q, note}));
+      at = end;
+      if (!plural) break;
+      if (text.substr(end, 5) == " and ") {
+        j = end + 5;
+      } else if (text.substr(end, 2) == ", ") {
+        j = end + 2;
+      } else {
+        break;
+      }
+    }
+  }
+  translated.append(text.substr(at));
+  const std::string detail = concat({"rank ", whole_rank, " (rank ", raised.rank(), note, ", in the ", level,
+                                     " level's ", raised.operation(), ": ", translated});
   return error(raised.value(), detail, {whole_rank, operation, raised.step(), whole_peer});
 }
 

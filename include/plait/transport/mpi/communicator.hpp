@@ -9,6 +9,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstddef>
@@ -16,12 +18,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "plait/core/backoff.hpp"
+#include "plait/core/blame.hpp"
 #include "plait/core/blocking_calls.hpp"
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/cost_model.hpp"
 #include "plait/core/error.hpp"
@@ -29,6 +34,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/core/wait_loop.hpp"
+#include "plait/transport/mpi/blame.hpp"
 #include "plait/transport/mpi/cost_model.hpp"
 #include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/node.hpp"
@@ -181,6 +187,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// errc::transport for MPI errors.
   void wait_all(std::span<request> requests, deadline until) {
     require_usable("wait_all");
+    if (any_unmatched(requests)) [[unlikely]]
+      match_all(requests, until);
     if (!collect_handles(requests)) return;
 
     // The clock is read only once a poll finds transfers pending, and while
@@ -190,6 +198,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     // MPI. The deadline still holds to within those polls. It yields for long
     // before it sleeps: MPI moves bytes only inside a poll.
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
+    unsigned idle_polls = 0;
     for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -198,10 +207,21 @@ class communicator : public communicator_core, public blocking_calls<communicato
         failed(requests, code);
       }
       if (done != 0) break;
+      if (watch_notices_) check_notices("wait_all", requests);
       if (loop.expired()) timed_out(requests, loop.waited());
+      // A peer whose wait timed out asks what this rank waits for
+      // (detail::blame_message): answered from here, at every poll once the
+      // wait sleeps and every 1024th before, so the probe costs a spinning
+      // wait nothing measurable.
+      if ((loop.sleeping() || ++idle_polls % 1024 == 0) && serve_blame_queries(requests)) {
+        store_handles(requests);
+        verdict_received(requests);
+      }
       loop.pause();
     }
     store_handles(requests);
+    raise_mismatch(requests);
+    raise_notice("wait_all", requests);
     check_lengths(requests);
   }
 
@@ -213,6 +233,17 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// wait_all does, and with errc::timeout once `until` has passed.
   bool test_all(std::span<request> requests, deadline until) {
     require_usable("test_all");
+    if (any_unmatched(requests)) [[unlikely]] {
+      match_probed(requests);
+      if (any_unmatched(requests)) {
+        if (watch_notices_) check_notices("test_all", requests);
+        if (clock::now() >= until) {
+          collect_handles(requests);
+          timed_out(requests, timeout());
+        }
+        return false;
+      }
+    }
     if (!collect_handles(requests)) return true;
     int done = 0;
     const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -221,6 +252,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
       failed(requests, code);
     }
     if (done == 0) {
+      // As wait_all, answer a peer's query now and then (a look is a poll).
+      if (++test_looks_ % 1024 == 0 && serve_blame_queries(requests)) {
+        store_handles(requests);
+        verdict_received(requests);
+      }
       const auto now = clock::now();
       if (now >= until) {
         // How long it waited if `until` came from timeout(); saturated, as
@@ -231,14 +267,34 @@ class communicator : public communicator_core, public blocking_calls<communicato
       return false;
     }
     store_handles(requests);
+    raise_mismatch(requests);
+    raise_notice("test_all", requests);
     check_lengths(requests);
     return true;
   }
 
   // wait(request), send and recv: blocking_calls (core/blocking_calls.hpp).
 
-  /// The largest tag MPI accepts here (MPI_TAG_UB, at least 32767): next_tag()
-  /// cycles through [1, tag_upper_bound()], and isend/irecv refuse larger tags.
+  /// communicator_core::next_tag, after reading any notice that a peer
+  /// received a message of this rank's of a size it did not expect (an
+  /// uneven form whose counts disagree, seen by the receiver's probe). A
+  /// notice that comes while the call that sent the message still waits
+  /// ends that call (raised when its wait completes); one that comes after
+  /// it returned normally makes the next call throw errc::size_mismatch
+  /// naming that peer. Only a rank that has sent an uneven form's message
+  /// looks (one MPI_Iprobe a call).
+  int next_tag(call_stamp stamp) {
+    if (watch_notices_) [[unlikely]]
+      check_notices("collective");
+    return communicator_core::next_tag(stamp);
+  }
+  /// next_tag with no stamp.
+  int next_tag() { return next_tag(call_stamp{}); }
+
+  /// The largest tag plait uses for messages here: MPI_TAG_UB less two (at
+  /// least 32765). MPI_TAG_UB carries the queries that name the rank to blame
+  /// after a timeout, MPI_TAG_UB - 1 the size notices. next_tag() cycles
+  /// through [1, tag_upper_bound()], and isend/irecv refuse larger tags.
   [[nodiscard]] int tag_upper_bound() const noexcept { return tag_limit(); }
 
   /// MPI_Ibarrier, polled with the same timeout as every other wait. A
@@ -339,6 +395,15 @@ class communicator : public communicator_core, public blocking_calls<communicato
     swap(handles_, other.handles_);
     swap(statuses_, other.statuses_);
     swap(finished_, other.finished_);
+    swap(test_looks_, other.test_looks_);
+    swap(blame_tag_, other.blame_tag_);
+    swap(blame_, other.blame_);
+    swap(notice_tag_, other.notice_tag_);
+    swap(watch_notices_, other.watch_notices_);
+    swap(blocked_, other.blocked_);
+    swap(mismatch_, other.mismatch_);
+    swap(notice_, other.notice_);
+    swap(notice_tag_seen_, other.notice_tag_seen_);
   }
 
   /// Takes ownership of `comm` (a fresh duplicate or split result).
@@ -355,7 +420,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
     int found = 0;
     detail::check(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr", context);
     // The standard guarantees at least 32767; trust that if the attribute is absent.
-    set_tag_limit(found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767);
+    blame_tag_ = found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767;
+    // The two largest tags carry the blame exchange and size notices
+    // (check_notices), never a collective's or a user's message.
+    notice_tag_ = blame_tag_ - 1;
+    set_tag_limit(blame_tag_ - 2);
   }
 
   /// Poisons the communicator with `message` and throws it.
@@ -379,8 +448,18 @@ class communicator : public communicator_core, public blocking_calls<communicato
     r.peer_ = peer;
     r.bytes_ = bytes;
     r.receive_ = receive;
+    r.tag_ = tag;
     const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk_bytes_ - 1) / chunk_bytes_;
     r.reserve_handles(chunks);
+    if (probed_tag(tag)) [[unlikely]] {
+      if (!receive) {
+        watch_notices_ = true;
+      } else {
+        r.probed_ = true;  // posted chunk by chunk as each arrives (match_probed)
+        r.data_ = data;
+        return r;
+      }
+    }
     const std::span<MPI_Request> handles = r.handles();
     for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
       const std::size_t offset = chunk * chunk_bytes_;
@@ -413,46 +492,24 @@ class communicator : public communicator_core, public blocking_calls<communicato
     r.peer_ = peer;
     r.bytes_ = bytes;
     r.receive_ = receive;
+    r.tag_ = tag;
     const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk_bytes_ - 1) / chunk_bytes_;
     r.reserve_handles(chunks);
+    if (probed_tag(tag)) [[unlikely]] {
+      if constexpr (receive) {
+        r.probed_ = true;  // posted chunk by chunk as each arrives (match_probed)
+        r.pieces_ = pieces;
+        return r;
+      } else {
+        watch_notices_ = true;
+      }
+    }
     const std::span<MPI_Request> handles = r.handles();
-    // One chunk spans at most every piece: room for its parts, on the stack for up to 16.
-    plait::detail::small_array<int, 16> lengths(pieces.size());
-    plait::detail::small_array<MPI_Aint, 16> displacements(pieces.size());
-    std::size_t piece = 0;  // where the next chunk starts: a piece ...
-    std::size_t at = 0;     // ... and an offset in it
     for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
-      std::size_t left = std::min(chunk_bytes_, bytes - chunk * chunk_bytes_);
-      int parts = 0;
-      std::byte* first = nullptr;
-      while (left != 0) {
-        if (at == pieces[piece].size()) {
-          ++piece;
-          at = 0;
-          continue;
-        }
-        const std::size_t n = std::min(left, pieces[piece].size() - at);
-        auto* start = const_cast<std::byte*>(pieces[piece].data() + at);
-        if (parts == 0) first = start;
-        check_or_poison(MPI_Get_address(start, &displacements[static_cast<std::size_t>(parts)]), "MPI_Get_address",
-                        where(operation, peer));
-        lengths[static_cast<std::size_t>(parts++)] = static_cast<int>(n);  // n <= chunk_bytes_ <= INT_MAX
-        at += n;
-        left -= n;
-      }
-      void* buffer = first;
-      int count = parts == 0 ? 0 : lengths[0];
-      MPI_Datatype type = MPI_BYTE;
-      if (parts > 1) {
-        check_or_poison(MPI_Type_create_hindexed(parts, lengths.data(), displacements.data(), MPI_BYTE, &type),
-                        "MPI_Type_create_hindexed", where(operation, peer));
-        check_or_poison(MPI_Type_commit(&type), "MPI_Type_commit", where(operation, peer));
-        buffer = MPI_BOTTOM;
-        count = 1;
-      }
-      const int code = receive ? MPI_Irecv(buffer, count, type, peer, tag, comm_, &handles[chunk])
-                               : MPI_Isend(buffer, count, type, peer, tag, comm_, &handles[chunk]);
-      if (parts > 1) MPI_Type_free(&type);  // MPI keeps it alive until the transfer completes
+      vectored_part part = vectored_chunk(pieces, bytes, chunk, peer, operation);
+      const int code = receive ? MPI_Irecv(part.buffer, part.count, part.type, peer, tag, comm_, &handles[chunk])
+                               : MPI_Isend(part.buffer, part.count, part.type, peer, tag, comm_, &handles[chunk]);
+      if (part.type != MPI_BYTE) MPI_Type_free(&part.type);  // MPI keeps it alive until the transfer completes
       check_or_poison(code, receive ? "MPI_Irecv" : "MPI_Isend", where(operation, peer));
     }
     if (!receive) {
@@ -460,6 +517,224 @@ class communicator : public communicator_core, public blocking_calls<communicato
       bytes_sent_vectored_ += bytes;
     }
     return r;
+  }
+
+  /// Where one MPI message of a vectored transfer lies: `count` of `type`
+  /// at `buffer`.
+  struct vectored_part {
+    void* buffer = nullptr;
+    int count = 0;
+    MPI_Datatype type = MPI_BYTE;
+  };
+
+  /// Chunk `chunk` of the concatenation of `pieces` (`bytes` in all): bytes
+  /// where it lies in one piece, else a committed hindexed type of its parts
+  /// on MPI_BOTTOM, which the caller frees once the transfer is posted.
+  template <class Byte>
+  vectored_part vectored_chunk(std::span<const std::span<Byte>> pieces, std::size_t bytes, std::size_t chunk, int peer,
+                               std::string_view operation) {
+    // One chunk spans at most every piece: room for its parts, on the stack for up to 16.
+    plait::detail::small_array<int, 16> lengths(pieces.size());
+    plait::detail::small_array<MPI_Aint, 16> displacements(pieces.size());
+    std::size_t piece = 0;                  // where the chunk starts: a piece ...
+    std::size_t at = chunk * chunk_bytes_;  // ... and an offset in it
+    while (piece < pieces.size() && at >= pieces[piece].size() && at != 0) {
+      at -= pieces[piece].size();
+      ++piece;
+    }
+    std::size_t left = std::min(chunk_bytes_, bytes - chunk * chunk_bytes_);
+    int parts = 0;
+    std::byte* first = nullptr;
+    while (left != 0) {
+      if (at == pieces[piece].size()) {
+        ++piece;
+        at = 0;
+        continue;
+      }
+      const std::size_t n = std::min(left, pieces[piece].size() - at);
+      auto* start = const_cast<std::byte*>(pieces[piece].data() + at);
+      if (parts == 0) first = start;
+      check_or_poison(MPI_Get_address(start, &displacements[static_cast<std::size_t>(parts)]), "MPI_Get_address",
+                      where(operation, peer));
+      lengths[static_cast<std::size_t>(parts++)] = static_cast<int>(n);  // n <= chunk_bytes_ <= INT_MAX
+      at += n;
+      left -= n;
+    }
+    vectored_part part{first, parts == 0 ? 0 : lengths[0], MPI_BYTE};
+    if (parts > 1) {
+      check_or_poison(MPI_Type_create_hindexed(parts, lengths.data(), displacements.data(), MPI_BYTE, &part.type),
+                      "MPI_Type_create_hindexed", where(operation, peer));
+      check_or_poison(MPI_Type_commit(&part.type), "MPI_Type_commit", where(operation, peer));
+      part.buffer = MPI_BOTTOM;
+      part.count = 1;
+    }
+    return part;
+  }
+
+  // ---- probed receives (the uneven forms) and size notices ---------------
+
+  /// Whether receives under `tag` are probed before they are taken: the
+  /// uneven forms', whose sizes come from each rank's own counts. A plain
+  /// receive of a longer message would be truncated (MPI_ERR_TRUNCATE on the
+  /// receiver while the sender returns normally); a probe sees the size first.
+  /// The even forms keep plain receives: each rank's sizes follow from its
+  /// own buffers, and a rank whose sizes differ receives mismatched messages
+  /// itself, so every rank of the call fails.
+  [[nodiscard]] bool probed_tag(int tag) const noexcept { return sizes_may_disagree(stamp_of(tag).kind); }
+
+  static bool any_unmatched(std::span<const request> requests) noexcept {
+    return std::any_of(requests.begin(), requests.end(), [](const request& r) { return r.unmatched(); });
+  }
+
+  /// Matches and posts (MPI_Imrecv) every chunk of the probed receives in
+  /// `requests` that has arrived, in posting order per peer (MPI's order for
+  /// one source and tag). A chunk of another size than expected is taken
+  /// whole into scratch (nothing is truncated, nothing lands in the receive
+  /// buffer), its sender is told (send_notice), and the receive counts as
+  /// done: the rest of the wait still completes, so that ranks whose counts
+  /// agree with this one's finish the call, and the wait then throws
+  /// (raise_mismatch).
+  void match_probed(std::span<request> requests) {
+    blocked_.clear();
+    for (request& r : requests) {
+      if (!r.unmatched()) continue;
+      if (std::find(blocked_.begin(), blocked_.end(), r.peer_) != blocked_.end()) continue;
+      while (r.matched_ < r.chunks_) {
+        int found = 0;
+        MPI_Message message = MPI_MESSAGE_NULL;
+        MPI_Status status;
+        check_or_poison(MPI_Improbe(r.peer_, r.tag_, comm_, &found, &message, &status), "MPI_Improbe",
+                        where("wait_all", r.peer_));
+        if (found == 0) {
+          blocked_.push_back(r.peer_);  // a later receive from it must wait for this one
+          break;
+        }
+        int count = 0;
+        MPI_Get_count(&status, MPI_BYTE, &count);
+        const std::size_t offset = r.matched_ * chunk_bytes_;
+        const std::size_t expected = std::min(chunk_bytes_, r.bytes_ - offset);
+        if (count < 0 || static_cast<std::size_t>(count) != expected) [[unlikely]] {
+          size_disagrees(r, message, count, expected);
+          break;
+        }
+        MPI_Request& handle = r.handles()[r.matched_];
+        int code = MPI_SUCCESS;
+        if (r.pieces_.empty()) {
+          code = MPI_Imrecv(r.data_ == nullptr ? nullptr : r.data_ + offset, count, MPI_BYTE, &message, &handle);
+        } else {
+          vectored_part part = vectored_chunk(r.pieces_, r.bytes_, r.matched_, r.peer_, "irecvv");
+          code = MPI_Imrecv(part.buffer, part.count, part.type, &message, &handle);
+          if (part.type != MPI_BYTE) MPI_Type_free(&part.type);
+        }
+        check_or_poison(code, "MPI_Imrecv", where("wait_all", r.peer_));
+        ++r.matched_;
+      }
+    }
+  }
+
+  /// Waits, polling match_probed, until every probed receive of `requests`
+  /// is matched (their transfers then complete in wait_all's loop).
+  void match_all(std::span<request> requests, deadline until) {
+    plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
+    for (;;) {
+      match_probed(requests);
+      if (!any_unmatched(requests)) return;
+      if (watch_notices_) check_notices("wait_all", requests);
+      if (loop.expired()) {
+        collect_handles(requests);
+        timed_out(requests, loop.waited());
+      }
+      loop.pause();
+    }
+  }
+
+  /// What a probe found: a chunk from `peer` of `got` bytes where `expected`
+  /// were due, in the call `stamp` (peer -1: none).
+  struct size_mismatch_seen {
+    int peer = -1;
+    std::size_t got = 0;
+    std::size_t expected = 0;
+    call_stamp stamp;
+  };
+
+  /// A probed chunk from r's peer holds `count` bytes where `expected` were
+  /// due: takes it whole into scratch (a sender of a large message waits for
+  /// its receiver), tells the sender, and remembers the first such chunk
+  /// for raise_mismatch. r counts as done; its later chunks stay in MPI.
+  [[gnu::cold]] void size_disagrees(request& r, MPI_Message& message, int count, std::size_t expected) {
+    const std::size_t got = count < 0 ? 0 : static_cast<std::size_t>(count);
+    std::vector<std::byte> drain(got);
+    MPI_Mrecv(drain.data(), static_cast<int>(got), MPI_BYTE, &message, MPI_STATUS_IGNORE);
+    const call_stamp stamp = stamp_of(r.tag_);
+    send_notice(r.peer_, r.tag_, stamp, expected, got);
+    if (mismatch_.peer < 0) mismatch_ = {r.peer_, got, expected, stamp};
+    r.matched_ = r.chunks_;
+    r.probed_ = false;  // its unposted handles stay MPI_REQUEST_NULL: complete
+  }
+
+  /// Throws (and poisons) the size mismatch a probe saw during this wait, if any.
+  void raise_mismatch(std::span<request> requests) {
+    if (mismatch_.peer < 0) [[likely]]
+      return;
+    const size_mismatch_seen seen = std::exchange(mismatch_, {});
+    for (request& r : requests) r.abandon();
+    fail_and_poison(errc::size_mismatch,
+                    "rank " + std::to_string(seen.peer) + " sent a message of " + std::to_string(seen.got) +
+                        " bytes where this rank expects " + std::to_string(seen.expected) + " in " +
+                        std::string(call_kind_name(seen.stamp.kind)) +
+                        ": the ranks' counts disagree (the message was not taken; rank " + std::to_string(seen.peer) +
+                        " is told, and throws too)",
+                    where("wait_all", seen.peer));
+  }
+
+  /// Tells `peer` that its message of the call `stamp` under `tag` held `got`
+  /// bytes where this rank expected `expected`. Fire and forget: the 4
+  /// numbers live in a static ring, as MPI may read them after this returns.
+  void send_notice(int peer, int tag, call_stamp stamp, std::size_t expected, std::size_t got) noexcept {
+    static std::array<std::array<std::int64_t, 4>, 64> ring{};
+    static std::atomic<std::size_t> next{0};
+    std::array<std::int64_t, 4>& notice = ring[next.fetch_add(1, std::memory_order_relaxed) % ring.size()];
+    notice = {static_cast<std::int64_t>(stamp.bits()), static_cast<std::int64_t>(expected),
+              static_cast<std::int64_t>(got), tag};
+    MPI_Request handle = MPI_REQUEST_NULL;
+    if (MPI_Isend(notice.data(), 4, MPI_INT64_T, peer, notice_tag_, comm_, &handle) == MPI_SUCCESS) {
+      MPI_Request_free(&handle);
+    }
+  }
+
+  /// Reads a size notice a peer sent (send_notice), if one came. One about a
+  /// call of `requests` (the wait in progress, tags compared) is kept for
+  /// raise_notice when the wait ends: this rank still completes the call,
+  /// so that the ranks it exchanges with correctly are not left waiting. One
+  /// about an earlier call throws now: the receiver has failed and is in no
+  /// later call.
+  void check_notices(std::string_view operation, std::span<const request> requests = {}) {
+    if (notice_.peer < 0) {
+      int found = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, notice_tag_, comm_, &found, &status) != MPI_SUCCESS || found == 0) return;
+      std::array<std::int64_t, 4> notice{};
+      MPI_Recv(notice.data(), 4, MPI_INT64_T, status.MPI_SOURCE, notice_tag_, comm_, MPI_STATUS_IGNORE);
+      notice_ = {status.MPI_SOURCE, static_cast<std::size_t>(notice[2]), static_cast<std::size_t>(notice[1]),
+                 call_stamp::from_bits(static_cast<std::uint32_t>(notice[0]))};
+      notice_tag_seen_ = static_cast<int>(notice[3]);
+    }
+    const bool current =
+        std::any_of(requests.begin(), requests.end(), [this](const request& r) { return r.tag_ == notice_tag_seen_; });
+    if (!current) raise_notice(operation, {});
+  }
+
+  /// Throws (and poisons) the size notice check_notices kept, if any.
+  void raise_notice(std::string_view operation, std::span<request> requests) {
+    if (notice_.peer < 0) [[likely]]
+      return;
+    const size_mismatch_seen seen = std::exchange(notice_, {});
+    for (request& r : requests) r.abandon();
+    fail_and_poison(errc::size_mismatch,
+                    "rank " + std::to_string(seen.peer) + " received a message of " + std::to_string(seen.got) +
+                        " bytes from this rank where it expected " + std::to_string(seen.expected) + " in " +
+                        std::string(call_kind_name(seen.stamp.kind)) + ": the ranks' counts disagree",
+                    where(operation, seen.peer));
   }
 
   /// Copies the handles MPI_Testall updated back into their requests.
@@ -496,6 +771,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
   }
 
   [[noreturn, gnu::cold]] void timed_out(std::span<request> requests, clock::duration waited) {
+    raise_mismatch(requests);            // the cause, where a probe saw one ...
+    raise_notice("wait_all", requests);  // ... or a peer's probe did
     // MPI_Testall leaves every handle in place while any is pending, so a
     // transfer that finished would still look pending and could be blamed
     // (issue 27). MPI_Testsome completes exactly the finished ones; their
@@ -509,13 +786,137 @@ class communicator : public communicator_core, public blocking_calls<communicato
     }
     const int first_peer = detail::first_pending_peer(requests);
     const std::string pending = detail::describe_pending(requests);
+    const plait::detail::wait_record mine = own_record(requests);
     // Cancel before throwing: no receive may write into a user buffer after the throw.
     for (request& r : requests) r.abandon();
-    fail_and_poison(errc::timeout,
-                    "timed out waiting for rank " + std::to_string(first_peer) + " after " +
-                        plait::detail::seconds_text(waited) + " (timeout " + plait::detail::seconds_text(timeout()) +
-                        "), " + pending,
-                    where("wait_all", first_peer));
+    std::string message = "timed out waiting for rank " + std::to_string(first_peer) + " after " +
+                          plait::detail::seconds_text(waited) + " (timeout " + plait::detail::seconds_text(timeout()) +
+                          "), " + pending;
+    // In a collective, the rank to blame is at the end of the chain of waits
+    // (core/blame.hpp): ask the others, then tell them.
+    if (mine.call == 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer));
+    // Another rank that timed out first may have named the rank already:
+    // its verdict then stands (this rank's own chain may lead to a rank that
+    // has failed since, and answers no more).
+    if (serve_blame_queries({}, &mine)) verdict_received({});
+    const plait::detail::blame found = ask_peers(mine);
+    if (blame_.kind == detail::blame_message::verdict) verdict_received({});
+    if (found.rank < 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer));
+    tell_peers(found);
+    fail_and_poison(errc::timeout, message + found.chain + ": " + found.sentence, where("wait_all", found.rank));
+  }
+
+  // ---- naming the rank to blame (transport/mpi/blame.hpp) ---------------
+
+  /// This rank's wait record while it waits for `requests`.
+  [[nodiscard]] plait::detail::wait_record own_record(std::span<const request> requests) const {
+    const plait::detail::wait_note& note = current_wait();
+    const bool collective = !note.operation.empty();
+    return {true,
+            static_cast<std::uint32_t>(last_tag()),
+            true,
+            collective ? static_cast<std::uint32_t>(note.tag) : 0,
+            collective ? stamp_of(note.tag).bits() : 0,
+            collective ? note.step : -1,
+            detail::first_pending_peer(requests),
+            collective ? std::string(note.operation) : std::string()};
+  }
+
+  /// The next message of the exchange, if one has arrived: its sender, else -1.
+  int next_blame_message(detail::blame_message& m) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, blame_tag_, comm_, &flag, &status) != MPI_SUCCESS || flag == 0) return -1;
+    if (MPI_Recv(&m, static_cast<int>(sizeof m), MPI_BYTE, status.MPI_SOURCE, blame_tag_, comm_, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+      return -1;
+    }
+    return status.MPI_SOURCE;
+  }
+
+  /// Sends `m` to `peer`. Small enough to go eagerly: MPI_Send returns without the receiver.
+  void send_blame_message(const detail::blame_message& m, int peer) {
+    (void)MPI_Send(&m, static_cast<int>(sizeof m), MPI_BYTE, peer, blame_tag_, comm_);
+  }
+
+  /// Answers `peer`'s query with `mine`.
+  void answer(int peer, const plait::detail::wait_record& mine) {
+    detail::blame_message m;
+    m.kind = detail::blame_message::answer;
+    m.entered = static_cast<std::int32_t>(mine.entered);
+    m.waiting = mine.waiting ? 1 : 0;
+    m.call = static_cast<std::int32_t>(mine.call);
+    m.stamp = mine.stamp;
+    m.step = mine.step;
+    m.peer = mine.peer;
+    m.set_text(mine.operation);
+    send_blame_message(m, peer);
+  }
+
+  /// Answers every query that has arrived with this rank's record (`mine`,
+  /// else made from `requests`); true when a verdict came (kept in blame_).
+  bool serve_blame_queries(std::span<const request> requests, const plait::detail::wait_record* mine = nullptr) {
+    detail::blame_message m;
+    for (int from = next_blame_message(m); from >= 0; from = next_blame_message(m)) {
+      if (m.kind == detail::blame_message::query) {
+        answer(from, mine != nullptr ? *mine : own_record(requests));
+      } else if (m.kind == detail::blame_message::verdict) {
+        blame_ = m;
+        return true;
+      }  // an answer to a query of ours that came too late: nothing to do
+    }
+    return false;
+  }
+
+  /// Another rank timed out and named the rank to blame: this wait fails
+  /// with peer_lost saying so.
+  [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
+    for (request& r : requests) r.abandon();
+    const int blamed = blame_.peer >= 0 && blame_.peer < size() ? blame_.peer : -1;
+    fail_and_poison(errc::peer_lost, "the group failed: " + blame_.text_value(), where("wait_all", blamed));
+  }
+
+  /// Asks every other rank what it waits for, collects the answers for
+  /// detail::blame_answer_window (answering their queries meanwhile), and
+  /// follows the chain; ranks that did not answer are the suspects.
+  [[gnu::cold]] plait::detail::blame ask_peers(const plait::detail::wait_record& mine) {
+    std::vector<plait::detail::wait_record> records(static_cast<std::size_t>(size()));
+    for (auto& r : records) r.known = false;
+    records[static_cast<std::size_t>(rank())] = mine;
+    detail::blame_message query;
+    query.call = static_cast<std::int32_t>(mine.call);
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer != rank()) send_blame_message(query, peer);
+    }
+    int answered = 0;
+    const deadline end = plait::detail::after(detail::blame_answer_window);
+    detail::blame_message m;
+    while (answered < size() - 1 && clock::now() < end) {
+      const int from = next_blame_message(m);
+      if (from < 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      } else if (m.kind == detail::blame_message::answer && !records[static_cast<std::size_t>(from)].known) {
+        records[static_cast<std::size_t>(from)] = detail::record_of(m);
+        ++answered;
+      } else if (m.kind == detail::blame_message::query) {
+        answer(from, mine);  // it timed out too: it is owed our record as we are its
+      } else if (m.kind == detail::blame_message::verdict) {
+        blame_ = m;  // another rank named the rank to blame first
+        return {};
+      }
+    }
+    return plait::detail::find_guilty(records, rank());
+  }
+
+  /// Tells every other rank why the group failed (those still waiting fail with it).
+  [[gnu::cold]] void tell_peers(const plait::detail::blame& found) {
+    detail::blame_message verdict;
+    verdict.kind = detail::blame_message::verdict;
+    verdict.peer = found.rank;
+    verdict.set_text(plait::detail::group_reason(found, rank()));
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer != rank()) send_blame_message(verdict, peer);
+    }
   }
 
   /// A receive must get exactly the bytes it asked for; MPI reports a shorter
@@ -536,7 +937,16 @@ class communicator : public communicator_core, public blocking_calls<communicato
   // Scratch for wait_all, kept to avoid an allocation per call.
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
-  std::vector<int> finished_;  // MPI_Testsome's indices, on a timeout only
+  std::vector<int> finished_;      // MPI_Testsome's indices, on a timeout only
+  unsigned test_looks_ = 0;        // test_all calls without completion, to answer queries now and then
+  int blame_tag_ = 0;              // MPI_TAG_UB: the blame exchange's messages (see tag_upper_bound)
+  detail::blame_message blame_{};  // the verdict a wait received
+  int notice_tag_ = 32766;         // MPI_TAG_UB - 1: size notices only
+  bool watch_notices_ = false;     // this rank has sent an uneven form's message: look for notices
+  std::vector<int> blocked_;       // match_probed's peers with a chunk not yet arrived
+  size_mismatch_seen mismatch_;    // the first wrong size a probe saw in the current wait
+  size_mismatch_seen notice_;      // a peer's notice of a wrong size from this rank, kept until its wait ends
+  int notice_tag_seen_ = 0;        // the tag notice_ is about
 };
 
 namespace detail {

@@ -54,6 +54,7 @@ class request {
 
   /// True until wait_all has completed it (or it was abandoned).
   [[nodiscard]] bool pending() const noexcept {
+    if (unmatched()) return true;
     const auto all = handles();
     return std::any_of(all.begin(), all.end(), [](MPI_Request h) { return h != MPI_REQUEST_NULL; });
   }
@@ -77,6 +78,11 @@ class request {
   [[nodiscard]] std::span<const MPI_Request> handles() const noexcept {
     return chunks_ <= 1 ? std::span<const MPI_Request>(&first_, chunks_) : std::span<const MPI_Request>(more_);
   }
+  /// A probed receive (an uneven form's) with chunks not yet matched: its
+  /// chunks are taken one by one once MPI_Improbe has seen each arrive with
+  /// the size expected (communicator::match_probed), never truncated.
+  [[nodiscard]] bool unmatched() const noexcept { return probed_ && matched_ < chunks_; }
+
   /// Room for `chunks` handles, all MPI_REQUEST_NULL.
   void reserve_handles(std::size_t chunks) {
     chunks_ = chunks;
@@ -91,6 +97,11 @@ class request {
     peer_ = other.peer_;
     bytes_ = other.bytes_;
     receive_ = other.receive_;
+    probed_ = std::exchange(other.probed_, false);
+    matched_ = other.matched_;
+    tag_ = other.tag_;
+    data_ = other.data_;
+    pieces_ = other.pieces_;
   }
 
   /// Ends a pending transfer without completing it. Receives: MPI_Cancel,
@@ -114,6 +125,7 @@ class request {
     first_ = MPI_REQUEST_NULL;
     more_.clear();
     chunks_ = 0;
+    probed_ = false;  // a chunk not matched yet stays in MPI, as a cancelled receive's message does
   }
 
   MPI_Request first_ = MPI_REQUEST_NULL;  // the handle when there is one chunk
@@ -122,6 +134,13 @@ class request {
   int peer_ = -1;
   std::size_t bytes_ = 0;
   bool receive_ = false;
+  int tag_ = 0;
+  // A probed receive: its buffer (data_, or the pieces of an irecvv), and
+  // how many of its chunks have been matched and posted.
+  bool probed_ = false;
+  std::size_t matched_ = 0;
+  std::byte* data_ = nullptr;
+  std::span<const std::span<std::byte>> pieces_;
 };
 
 namespace detail {

@@ -51,7 +51,8 @@ namespace nvlink::detail {
                        plait::describe(call_stamp::from_bits(static_cast<std::uint32_t>(f.found))) +
                        " where this rank runs " +
                        plait::describe(call_stamp::from_bits(static_cast<std::uint32_t>(f.expected))) +
-                       " under the same tag: the ranks called different collectives",
+                       " under the same tag: the ranks called different collectives, or with different algorithms, "
+                       "layouts or element types",
                    at);
     case fault_code::none: break;
   }

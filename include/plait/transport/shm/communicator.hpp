@@ -331,10 +331,14 @@ class communicator : public communicator_core, public blocking_calls<communicato
     return r.is_send ? p.sends_done > r.sequence : p.recvs_done > r.sequence;
   }
   [[nodiscard]] int first_waiting(std::span<request> requests) const {
+    const request* r = first_pending(requests);
+    return r != nullptr ? r->peer : -1;
+  }
+  [[nodiscard]] const request* first_pending(std::span<request> requests) const {
     for (const request& r : requests) {
-      if (!complete(r)) return r.peer;
+      if (!complete(r)) return &r;
     }
-    return -1;
+    return nullptr;
   }
 
   /// Whether send `m` to `peer` (in state `p`) goes as a reference (single copy).
@@ -424,14 +428,29 @@ class communicator : public communicator_core, public blocking_calls<communicato
   [[nodiscard, gnu::cold]] error lost_process(std::span<request> requests) const;
   [[nodiscard, gnu::cold]] error timed_out(std::span<request> requests) const;
 
+  // ---- the wait record (impl/liveness.ipp; the rule: core/blame.hpp) --
+
+  /// Publishes in this rank's record the wait for the first of `requests`
+  /// still pending: its call, step and peer, then `waiting`. A few relaxed
+  /// stores, at a wait's first idle poll and at its slow checks (the peer it
+  /// waits for changes as transfers finish), never per poll. With `label`,
+  /// the call's name too (48 bytes: once a wait has slept a while).
+  void publish_wait(std::span<request> requests, bool label) noexcept;
+  /// Marks the published wait over.
+  void end_wait() noexcept;
+  /// Every rank's wait record as it reads now; this rank's from `requests`.
+  [[nodiscard]] std::vector<plait::detail::wait_record> wait_records(std::span<request> requests) const;
+
   std::shared_ptr<detail::segment> segment_;
   std::vector<peer_state> peers_;
+  mutable plait::detail::blame blame_;  // timed_out's finding, which record_group_failure words for the peers
   std::uint64_t bytes_read_in_place_ = 0;
   std::uint64_t bytes_copied_for_senders_ = 0;
   std::uint64_t bytes_sent_vectored_ = 0;
   std::uint64_t bytes_copied_vectored_ = 0;
   mutable std::uint64_t send_lookups_ = 0;  // counted by the const locate_send
   unsigned test_looks_ = 0;                 // test_all calls, to look for lost peer processes now and then
+  bool test_published_ = false;             // test_all published a wait record not yet ended
   std::size_t single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =

@@ -35,7 +35,7 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 8;  // 8: vectored and pool references; 6: creator, call stamps
+inline constexpr std::uint32_t segment_version = 9;  // 9: wait records; 8: vectored and pool references
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -62,6 +62,9 @@ struct alignas(cache_line) segment_header {
   alignas(cache_line) std::uint32_t barrier_generation;
 };
 
+/// Words of a rank_record's label: a call's name up to 47 characters.
+inline constexpr std::size_t label_words = 6;
+
 /// Per-rank record: liveness, and how a rank failed (read back by run_processes).
 struct alignas(cache_line) rank_record {
   std::int32_t pid;   // the process that claimed the rank, 0 while unclaimed
@@ -70,10 +73,26 @@ struct alignas(cache_line) rank_record {
   std::int32_t peer;
   char operation[120];
   char detail[1024];
-  // Why this rank failed, in one short sentence ("rank 2 timed out waiting
-  // for rank 3"): written by the rank itself, once, before it marks the group
-  // failed; peers quote it in their peer_lost.
-  char reason[160];
+  // Why this rank failed, in one short sentence ("rank 0 never entered
+  // all_gather<ring> #3 (its last call was #2); rank 2 timed out waiting for
+  // rank 1, which waits for rank 0"): written by the rank itself, once,
+  // before it marks the group failed; peers quote it in their peer_lost.
+  char reason[480];
+  std::int32_t blamed;  // 1 + the rank `reason` blames, 0: none (written with it)
+  // The wait record (core/blame.hpp), written by this rank alone with relaxed
+  // stores (a few per wait, none per poll) and read by a peer whose wait
+  // timed out, without this rank's help. Its own cache line: peers read it
+  // while this rank polls.
+  alignas(cache_line) std::uint32_t entered;  // the last call (tag) this rank entered (communicator_core)
+  std::uint32_t waiting;                      // 1 while in the wait described below (stored last, release)
+  std::uint32_t wait_call;                    // that wait's collective call (tag), 0: a user transfer
+  std::uint32_t wait_stamp;                   // call_stamp::bits() of its call
+  std::int32_t wait_step;
+  std::int32_t wait_peer;    // the rank it waits for
+  std::uint32_t label_call;  // the call `label` names, 0: none (stored after the label, release)
+  std::uint32_t reserved;
+  std::uint64_t
+      label[label_words];  // the call's name (label_words) ("all_gather<ring>"), 48 bytes, stored word by word
 };
 
 struct alignas(cache_line) channel_header {
@@ -368,7 +387,8 @@ class segment {
   /// The same, first writing `reason` into `rank`'s record (if it has none
   /// yet) for the peers that see the mark. Only `rank` itself, or the parent
   /// of a dead child, writes that record's reason.
-  bool mark_failed(int rank, std::string_view reason) const noexcept {
+  /// `blamed`: the rank the reason blames (peers name it as their error's peer), -1: none.
+  bool mark_failed(int rank, std::string_view reason, int blamed = -1) const noexcept {
     if (rank >= 0 && static_cast<std::uint32_t>(rank) < shape_.ranks) {
       char* text = record(rank).reason;
       if (text[0] == '\0') {
@@ -376,6 +396,7 @@ class segment {
             reason.size() < sizeof record(rank).reason ? reason.size() : sizeof record(rank).reason - 1;
         std::memcpy(text, reason.data(), n);
         text[n] = '\0';
+        record(rank).blamed = blamed >= 0 ? blamed + 1 : 0;
       }
     }
     return mark_failed(rank);  // its release publishes the text

@@ -183,7 +183,7 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
           errc::size_mismatch,
           {"peer's message of call ", header.tag, " is from ", describe(call_stamp::from_bits(header.stamp)),
            " where this rank runs ", describe(call_stamp::from_bits(m.stamp)),
-           ": the ranks called different collectives, or with different algorithms or layouts"},
+           ": the ranks called different collectives, or with different algorithms, layouts or element types"},
           at);
     case detail::slot_problem::size_mismatch:
       plait::detail::fail(errc::size_mismatch,

@@ -52,6 +52,7 @@ PLAIT_DECL void communicator::attach_to_segment() {
   segment_->mark_local(rank());
   auto& record = segment_->record(rank());
   detail::atomic(record.pid).store(static_cast<std::int32_t>(getpid()), std::memory_order_relaxed);
+  publish_entered_calls(&record.entered);  // peers' timeouts read which call this rank last entered
   detail::atomic(segment_->header().attached).fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -212,8 +213,19 @@ PLAIT_DECL communicator::request communicator::irecv(int peer, std::span<std::by
 
 PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline until) {
   check_usable("wait_all");
+  // Ends the wait record published below, however the wait ends.
+  struct published_wait {
+    communicator* self = nullptr;
+    published_wait() = default;
+    published_wait(const published_wait&) = delete;
+    published_wait& operator=(const published_wait&) = delete;
+    ~published_wait() {
+      if (self != nullptr) self->end_wait();
+    }
+  } published;
   try {
     plait::detail::wait_loop loop(until, busy_poll());
+    bool labelled = false;
     for (;;) {
       const bool moved = progress();
       if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
@@ -221,9 +233,19 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
         loop.moved();
         continue;
       }
+      if (published.self == nullptr) {  // a wait that ends at its first polls publishes nothing
+        publish_wait(requests, false);
+        published.self = this;
+      }
       check_group(first_waiting(requests));
       if (loop.expired()) throw timed_out(requests);
-      if (loop.slow_check_due() && !peers_alive(requests)) {
+      if (!loop.slow_check_due()) {
+        loop.pause();
+        continue;
+      }
+      publish_wait(requests, !labelled);
+      labelled = true;
+      if (!peers_alive(requests)) {
         // A process that ended cannot write any more: whatever it sent is in
         // the channel now, so one more pass decides whether we can finish.
         progress();
@@ -249,14 +271,24 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
   };
   try {
     progress();
-    if (all_complete()) return true;
+    if (all_complete()) {
+      if (test_published_) end_wait();
+      test_published_ = false;
+      return true;
+    }
+    // A wait made of looks publishes its record now and then, as wait_all
+    // does at its first idle poll (a few stores, not at every look).
+    if (test_looks_ % 64 == 0) {
+      publish_wait(requests, true);
+      test_published_ = true;
+    }
     check_group(first_waiting(requests));
     // A peer process that died writes no failure record: look for it now and
     // then (a kill(pid, 0) per peer is too dear for every look).
     const bool look_for_lost = ++test_looks_ % 1024 == 0;
     if (look_for_lost && !peers_alive(requests)) {
       progress();
-      if (all_complete()) return true;
+      if (all_complete()) return true;  // the record ends at the next look or wait
       throw lost_process(requests);
     }
     if (clock::now() > until) {

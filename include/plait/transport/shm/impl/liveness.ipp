@@ -4,14 +4,18 @@
 // message naming the rank waited for.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include "plait/core/blame.hpp"
 #include "plait/core/error.hpp"
 #include "plait/transport/shm/communicator.hpp"
 #include "plait/transport/shm/segment.hpp"
@@ -32,15 +36,24 @@ namespace shm {
     plait::detail::fail(errc::peer_lost, {"rank ", failed, " of the group failed"},
                         where({}, peer >= 0 ? peer : failed));
   }
+  // The rank the failed one blamed (the end of its chain of waits) is the
+  // peer to blame here too; read as untrusted, like the text.
+  const std::int32_t blamed = failed < size() ? segment_->record(failed).blamed : 0;
+  if (blamed > 0 && blamed <= size()) peer = blamed - 1;
   plait::detail::fail(errc::peer_lost, {"the group failed: ", reason}, where({}, peer >= 0 ? peer : failed));
 }
 
 PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
   try {
+    if (e.value() == errc::timeout && blame_.rank >= 0) {
+      // The cause first (a long chain is what a full record cuts short).
+      segment_->mark_failed(rank(), plait::detail::group_reason(blame_, rank()), blame_.rank);
+      return;
+    }
     const std::string reason = e.value() == errc::timeout && e.peer() >= 0
                                    ? plait::detail::concat({"rank ", rank(), " timed out waiting for rank ", e.peer()})
                                    : plait::detail::concat({"rank ", rank(), " failed: ", e.detail()});
-    segment_->mark_failed(rank(), reason);
+    segment_->mark_failed(rank(), reason, e.value() == errc::timeout ? e.peer() : -1);
   } catch (...) {  // out of memory: the mark alone still ends the peers' waits
     segment_->mark_failed(rank());
   }
@@ -68,17 +81,93 @@ PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
 }
 
 [[gnu::noinline]] PLAIT_DECL error communicator::timed_out(std::span<request> requests) const {
-  for (const request& r : requests) {
-    if (complete(r)) continue;
-    const auto& p = peers_[static_cast<std::size_t>(r.peer)];
-    const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
-    return error(
-        errc::timeout,
-        plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", r.peer,
-                               r.is_send ? " to take " : " to send ", m.bytes, " bytes (", m.done, " done)"}),
-        where({}, r.peer));
+  const request* pending_request = first_pending(requests);
+  if (pending_request == nullptr) return error(errc::timeout, "timed out", where({}));
+  const request& r = *pending_request;
+  const auto& p = peers_[static_cast<std::size_t>(r.peer)];
+  const pending& m = r.is_send ? p.sends.front() : p.recvs.front();
+  // The rank to blame is at the end of the chain of waits, which in a ring
+  // is seldom the rank this one waits for (core/blame.hpp).
+  blame_ = {};
+  try {
+    const auto records = wait_records(requests);
+    blame_ = plait::detail::find_guilty(records, rank());
+  } catch (...) {  // out of memory: blame the peer waited for, as without records
+    blame_ = {};
   }
-  return error(errc::timeout, "timed out", where({}));
+  std::string waited =
+      plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", r.peer,
+                             r.is_send ? " to take " : " to send ", m.bytes, " bytes (", m.done, " done)"});
+  if (blame_.rank < 0) return error(errc::timeout, waited, where({}, r.peer));
+  return error(errc::timeout, plait::detail::concat({waited, blame_.chain, ": ", blame_.sentence}),
+               where({}, blame_.rank));
+}
+
+PLAIT_DECL void communicator::publish_wait(std::span<request> requests, bool label) noexcept {
+  const request* r = first_pending(requests);
+  if (r == nullptr) return;
+  const auto& p = peers_[static_cast<std::size_t>(r->peer)];
+  const pending& m = r->is_send ? p.sends.front() : p.recvs.front();
+  const plait::detail::wait_note& note = current_wait();
+  // A collective's step when the executor's note names this tag; else a
+  // transfer of the user's own.
+  const bool collective = !note.operation.empty() && note.tag == m.tag;
+  detail::rank_record& record = segment_->record(rank());
+  detail::atomic(record.wait_call).store(collective ? static_cast<std::uint32_t>(m.tag) : 0, std::memory_order_relaxed);
+  detail::atomic(record.wait_stamp).store(m.stamp, std::memory_order_relaxed);
+  detail::atomic(record.wait_step).store(collective ? note.step : -1, std::memory_order_relaxed);
+  detail::atomic(record.wait_peer).store(r->peer, std::memory_order_relaxed);
+  if (label && collective) {
+    std::uint64_t words[detail::label_words] = {};
+    std::memcpy(words, note.operation.data(), std::min(note.operation.size(), sizeof words - 1));
+    for (std::size_t i = 0; i < detail::label_words; ++i) {
+      detail::atomic(record.label[i]).store(words[i], std::memory_order_relaxed);
+    }
+    detail::atomic(record.label_call).store(static_cast<std::uint32_t>(m.tag), std::memory_order_release);
+  }
+  detail::atomic(record.waiting).store(1, std::memory_order_release);
+}
+
+PLAIT_DECL void communicator::end_wait() noexcept {
+  detail::atomic(segment_->record(rank()).waiting).store(0, std::memory_order_release);
+}
+
+[[gnu::noinline]] PLAIT_DECL std::vector<plait::detail::wait_record> communicator::wait_records(
+    std::span<request> requests) const {
+  std::vector<plait::detail::wait_record> records(static_cast<std::size_t>(size()));
+  for (int peer = 0; peer < size(); ++peer) {
+    plait::detail::wait_record& out = records[static_cast<std::size_t>(peer)];
+    detail::rank_record& record = segment_->record(peer);
+    // A peer's words: every value is only compared or printed, never used as an index.
+    out.entered = detail::atomic(record.entered).load(std::memory_order_relaxed);
+    out.waiting = detail::atomic(record.waiting).load(std::memory_order_acquire) != 0;
+    out.call = detail::atomic(record.wait_call).load(std::memory_order_relaxed);
+    out.stamp = detail::atomic(record.wait_stamp).load(std::memory_order_relaxed);
+    out.step = detail::atomic(record.wait_step).load(std::memory_order_relaxed);
+    out.peer = detail::atomic(record.wait_peer).load(std::memory_order_relaxed);
+    if (out.waiting && out.call != 0 && detail::atomic(record.label_call).load(std::memory_order_acquire) == out.call) {
+      char text[detail::label_words * sizeof(std::uint64_t) + 1] = {};
+      for (std::size_t i = 0; i < detail::label_words; ++i) {
+        const std::uint64_t word = detail::atomic(record.label[i]).load(std::memory_order_relaxed);
+        std::memcpy(text + i * sizeof word, &word, sizeof word);
+      }
+      out.operation.assign(text, strnlen(text, sizeof text));
+    }
+  }
+  // This rank's own, from what it knows (its record may lag a wait behind).
+  plait::detail::wait_record& mine = records[static_cast<std::size_t>(rank())];
+  const request* r = first_pending(requests);
+  const plait::detail::wait_note& note = current_wait();
+  if (r != nullptr) {
+    const auto& p = peers_[static_cast<std::size_t>(r->peer)];
+    const pending& m = r->is_send ? p.sends.front() : p.recvs.front();
+    const bool collective = !note.operation.empty() && note.tag == m.tag;
+    mine = {true,    static_cast<std::uint32_t>(last_tag()),
+            true,    collective ? static_cast<std::uint32_t>(m.tag) : 0,
+            m.stamp, collective ? note.step : -1,
+            r->peer, collective ? std::string(note.operation) : std::string()};
+  }
+  return records;
 }
 
 }  // namespace shm

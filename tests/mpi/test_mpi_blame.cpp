@@ -1,0 +1,100 @@
+// The rank to blame when one never calls, on MPI (issue 29, item 1): the rank
+// whose wait times out asks the others what they wait for (ranks that do not
+// answer are the suspects), follows the chain of waits, and tells every rank,
+// so each one's error names the rank that never entered. A rank still
+// waiting is never the one blamed. The absent rank itself learns it at its
+// next wait on that communicator.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "plait/mpi.hpp"
+
+namespace {
+/// "" when `call` throws a timeout or peer_lost naming rank 0 as the peer,
+/// with every one of `words`; else what went wrong.
+template <class Call>
+std::string blames_rank_zero(Call&& call, const std::vector<std::string>& words) {
+  try {
+    call();
+    return "the call went through";
+  } catch (const plait::error& e) {
+    if (e.value() != plait::errc::timeout && e.value() != plait::errc::peer_lost) {
+      return std::string("wrong code: ") + e.what();
+    }
+    if (e.peer() != 0) return "blames peer " + std::to_string(e.peer()) + ": " + e.what();
+    for (const auto& w : words) {
+      if (std::string(e.what()).find(w) == std::string::npos) return "message lacks '" + w + "': " + e.what();
+    }
+  }
+  return {};
+}
+
+/// Ring all-gather on a fresh communicator, rank 0 never enters the second
+/// call (it waits in MPI_Barrier on the world meanwhile); `late`: the last
+/// rank waits twice as long as the others.
+std::string absent_rank_zero(bool check_mode, bool late) {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_check_mode(check_mode);
+  comm.set_timeout(std::chrono::seconds(20));
+  const std::string operation = check_mode ? "check mode of all_gather<ring>" : "all_gather<ring>";
+  std::vector<int> mine(2, comm.rank()), all(2 * static_cast<std::size_t>(comm.size()), -1);
+  plait::all_gather<plait::ring>(comm, mine, all);
+  std::string verdict;
+  if (comm.rank() != 0) {
+    comm.set_timeout(std::chrono::milliseconds(late && comm.rank() == comm.size() - 1 ? 400 : 200));
+    verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(comm, mine, all); },
+                               {"rank 0 did not answer: it is not in " + operation + " #"});
+    if (verdict.empty()) {  // a later call names the call that failed first
+      verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(comm, mine, all); },
+                                 {"poisoned by " + operation + " #", "rank 0 did not answer"});
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (comm.rank() == 0) {
+    // Its next wait on the communicator finds the verdict (a receive nobody
+    // sends: its late all-gather could complete, from the messages the
+    // others sent before they gave up).
+    std::vector<int> box(1);
+    verdict = blames_rank_zero([&] { comm.recv(1, std::as_writable_bytes(std::span(box)), 5); },
+                               {"the group failed: rank 0 did not answer"});
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return verdict;
+}
+
+constexpr int repetitions = 5;
+}  // namespace
+
+TEST_CASE("mpi: when rank 0 never enters a ring all-gather, every rank's error names rank 0", "[mpi][blame][timeout]") {
+  if (plait_test::world_size() < 2) return;
+  for (int repetition = 0; repetition < repetitions; ++repetition) {
+    const std::string verdict = absent_rank_zero(false, false);
+    CAPTURE(repetition, verdict);
+    CHECK(plait_test::on_all_ranks(verdict.empty()));
+  }
+}
+
+TEST_CASE("mpi: in check mode too, every rank's error names the rank that never entered", "[mpi][blame][timeout]") {
+  if (plait_test::world_size() < 2) return;
+  for (int repetition = 0; repetition < repetitions; ++repetition) {
+    const std::string verdict = absent_rank_zero(true, false);
+    CAPTURE(repetition, verdict);
+    CHECK(plait_test::on_all_ranks(verdict.empty()));
+  }
+}
+
+TEST_CASE("mpi: a rank still waiting when another times out is never the one blamed", "[mpi][blame][timeout]") {
+  if (plait_test::world_size() < 3) return;
+  for (int repetition = 0; repetition < repetitions; ++repetition) {
+    const std::string verdict = absent_rank_zero(false, true);
+    CAPTURE(repetition, verdict);
+    CHECK(plait_test::on_all_ranks(verdict.empty()));
+  }
+}

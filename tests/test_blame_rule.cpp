@@ -1,0 +1,68 @@
+// plait-test-labels: quick
+// The wait-for chain's rule (core/blame.hpp), on records made by hand: which
+// rank a timeout blames, and the sentence that says what it does instead.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plait/core/blame.hpp"
+
+using plait::detail::find_guilty;
+using plait::detail::wait_record;
+
+namespace {
+/// A rank waiting in all_gather<ring> #12 for `peer`.
+wait_record waiting_for(int peer) { return {true, 12, true, 12, 0x51, 1, peer, "all_gather<ring>"}; }
+/// A rank in no wait, whose last call was `entered`.
+wait_record idle(std::uint32_t entered) { return {true, entered, false, 0, 0, -1, -1, ""}; }
+}  // namespace
+
+TEST_CASE("the chain of waits leads past present ranks to the one that never entered", "[blame]") {
+  // Rank 3 waits for 2, 2 for 1, 1 for 0; rank 0 last entered #11.
+  const std::vector<wait_record> records{idle(11), waiting_for(0), waiting_for(1), waiting_for(2)};
+  const auto found = find_guilty(records, 3);
+  CHECK(found.rank == 0);
+  CHECK(found.first_peer == 2);
+  CHECK(found.chain == ", which waits for rank 1, which waits for rank 0");
+  CHECK(found.sentence == "rank 0 never entered all_gather<ring> #12 (its last call was #11)");
+  CHECK(plait::detail::group_reason(found, 3) ==
+        "rank 0 never entered all_gather<ring> #12 (its last call was #11); rank 3 timed out waiting for rank 2, "
+        "which waits for rank 1, which waits for rank 0");
+}
+
+TEST_CASE("a rank in another call or transfer is blamed with what it does", "[blame]") {
+  std::vector<wait_record> records{waiting_for(3), waiting_for(0)};
+  records[0].stamp = 0x72;  // the same call number, another operation
+  records[0].operation = "all_to_all<pairwise>";
+  auto found = find_guilty(records, 1);
+  CHECK(found.rank == 0);
+  CHECK(found.sentence == "rank 0 is in all_to_all<pairwise> #12, waiting for rank 3, not in all_gather<ring> #12");
+
+  records[0] = {true, 11, true, 0, 0, -1, 2, ""};  // a user's receive from rank 2, after call #11
+  found = find_guilty(records, 1);
+  CHECK(found.sentence ==
+        "rank 0 never entered all_gather<ring> #12 (its last call was #11); it waits for rank 2 in a point-to-point "
+        "transfer");
+
+  records[0] = idle(13);  // went on past #12 and waits in nothing
+  CHECK(find_guilty(records, 1).sentence ==
+        "rank 0 has left all_gather<ring> #12 behind: its last call was #13, and it waits in none");
+  records[0] = idle(0);
+  CHECK(find_guilty(records, 1).sentence == "rank 0 never entered all_gather<ring> #12 (it has entered no call yet)");
+}
+
+TEST_CASE("a rank that did not answer is the suspect; a closed chain and a user's wait blame no one", "[blame]") {
+  std::vector<wait_record> records{wait_record{}, waiting_for(0), waiting_for(1)};
+  records[0].known = false;
+  const auto found = find_guilty(records, 2);
+  CHECK(found.rank == 0);
+  CHECK(found.sentence == "rank 0 did not answer: it is not in all_gather<ring> #12 nor in any wait");
+
+  const std::vector<wait_record> cycle{waiting_for(2), waiting_for(0), waiting_for(1)};
+  CHECK(find_guilty(cycle, 0).rank == -1);
+
+  std::vector<wait_record> user{idle(3), {true, 3, true, 0, 0, -1, 0, ""}};
+  CHECK(find_guilty(user, 1).rank == -1);
+}
