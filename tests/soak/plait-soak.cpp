@@ -752,9 +752,6 @@ struct finding {
 /// these apart, and --lenient-known fails a run only on the others.
 std::string known_cause(const trial_spec& t, const finding& f) {
   const std::string& d = f.detail;
-  if (t.fault == faultk::other_type && (f.what == silent_wrong || f.what == not_named)) {
-    return "item 2: the element type is not in the call stamp";
-  }
   if (f.what == not_poisoned && (d.find("MPI_ERR_TRUNCATE") != std::string::npos ||
                                  d.find(" were expected' the next call") != std::string::npos)) {
     return "item 2: on MPI a count disagreement (truncated or short receive) leaves the communicator usable";
@@ -762,14 +759,16 @@ std::string known_cause(const trial_spec& t, const finding& f) {
   if (f.what == not_poisoned && d.find("drops the operation that failed first") != std::string::npos) {
     return "item 4: a poisoned communicator's later error drops the operation that failed first";
   }
-  if (f.what != not_named) return {};
-  if (d.find("timed out after") != std::string::npos || d.find("timed out waiting for rank") != std::string::npos) {
-    return "item 1: a timeout blames a present rank (no wait-for chain)";
-  }
-  if (d.find("the group failed: rank") != std::string::npos &&
-      (d.find("failed: peer sent") != std::string::npos || d.find("failed: peer's message") != std::string::npos ||
-       d.find(" failed: ") != std::string::npos)) {
+  if (f.what == not_named && d.find("the group failed: rank") != std::string::npos &&
+      d.find(" failed: ") != std::string::npos && d.find("timed out") == std::string::npos) {
     return "group failure reason drops the peer the failing rank named (shm record_group_failure)";
+  }
+  if (t.fault == faultk::other_type && (f.what == silent_wrong || f.what == not_named)) {
+    return "item 2: the element type is not in the call stamp";
+  }
+  if (f.what == not_named &&
+      (d.find("timed out after") != std::string::npos || d.find("timed out waiting for rank") != std::string::npos)) {
+    return "item 1: a timeout blames a present rank (no wait-for chain)";
   }
   return {};
 }
@@ -845,11 +844,20 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
       v.findings.push_back({not_poisoned, who + "after '" + first->message + "' the next call " +
                                               (threw(rr.poisoned) ? std::string("said: ") + rr.poisoned.message
                                                                   : std::string("went through"))});
-    } else if (first->operation[0] != '\0' &&
-               std::strstr(std::strstr(rr.poisoned.message, "unusable since"), first->operation) == nullptr) {
-      // "Later calls say so": the first failure, with the operation that failed.
-      v.findings.push_back({not_poisoned, who + "the later error drops the operation that failed first (" +
-                                              first->operation + "): " + rr.poisoned.message});
+    } else if (first->operation[0] != '\0') {
+      // "Later calls say so": the later error names the operation that
+      // poisoned the communicator, the first error's or, when that one left
+      // it usable (counts refused before any byte moved), the next call's.
+      // Names are compared without a suffix such as " (irecv)".
+      const auto base = [](const char* op) { return std::string(op).substr(0, std::string(op).find(" (")); };
+      const char* said = std::strstr(rr.poisoned.message, "unusable since");
+      const bool named = std::strstr(said, base(first->operation).c_str()) != nullptr ||
+                         (threw(rr.probe) && rr.probe.operation[0] != '\0' &&
+                          std::strstr(said, base(rr.probe.operation).c_str()) != nullptr);
+      if (!named) {
+        v.findings.push_back({not_poisoned, who + "the later error drops the operation that failed first (" +
+                                                first->operation + "): " + rr.poisoned.message});
+      }
     }
   }
   return v;
