@@ -840,7 +840,11 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
     } else {
       v.findings.push_back({not_named, who + first->message});
     }
-    if (!threw(rr.poisoned) || std::strstr(rr.poisoned.message, "unusable since an earlier failure") == nullptr) {
+    const bool unusable = std::strstr(rr.poisoned.message, "unusable since an earlier failure") != nullptr;
+    if (threw(rr.poisoned) && !unusable && (names_rank(rr.poisoned, t.faulty) || names_rank(rr.poisoned, t.partner))) {
+      // MPI after counts that disagree: the message was refused, the
+      // communicator stays usable and the next call throws the peer's notice.
+    } else if (!threw(rr.poisoned) || !unusable) {
       v.findings.push_back({not_poisoned, who + "after '" + first->message + "' the next call " +
                                               (threw(rr.poisoned) ? std::string("said: ") + rr.poisoned.message
                                                                   : std::string("went through"))});
