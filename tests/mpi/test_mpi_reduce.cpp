@@ -899,7 +899,8 @@ std::string expect_disagreement(plait::mpi::communicator& comm, const std::funct
 }
 }  // namespace
 
-TEST_CASE("mpi check mode reports ranks whose reductions differ in element size or operation", "[mpi][reduce][check]") {
+TEST_CASE("mpi check mode reports ranks whose reductions differ in element size, element type or operation",
+          "[mpi][reduce][check]") {
   plait::mpi::communicator comm{MPI_COMM_WORLD};
   if (comm.size() < 2) return;
   comm.set_timeout(std::chrono::seconds(10));
@@ -933,6 +934,22 @@ TEST_CASE("mpi check mode reports ranks whose reductions differ in element size 
                           {"all_reduce", "reduce_scatter"});
   CAPTURE(operations);
   CHECK(::plait_test::on_all_ranks(operations.empty()));
+  // The same size, another type: float against int32 summed bit patterns
+  // into garbage without a word until the signature carried the type (the
+  // soak found it: scripts/soak --np 2 --seed 20261207 --trial 7).
+  std::vector<float> floats(n, 1.0f), float_recv(n);
+  const std::string types =
+      expect_disagreement(comm,
+                          [&] {
+                            if (comm.rank() == 0) {
+                              plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+                            } else {
+                              plait::all_reduce<plait::ring>(comm, floats, float_recv, plait::sum{});
+                            }
+                          },
+                          {"int32", "float"});
+  CAPTURE(types);
+  CHECK(::plait_test::on_all_ranks(types.empty()));
   // Agreeing calls go through afterwards.
   const std::string after = outcome([&] { plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{}); });
   CAPTURE(after);

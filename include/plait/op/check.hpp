@@ -89,6 +89,7 @@ struct call_signature {
   std::array<char, 40> layout{};     // "along<1>", "redistribute<1, 0>"; contiguous is along<0> / redistribute<0, 0>
   std::uint64_t names_digest = 0;    // of the three names in full
   std::uint64_t element_bytes = 0;
+  std::uint64_t element_code = 0;  // plait::element_code: float and uint32 are both 4 bytes
   view_shape send;
   view_shape recv;
   std::uint64_t blocks = 0;
@@ -152,6 +153,16 @@ view_shape shape_of(const View& view) {
   }
 }
 
+/// The element type's class and size (plait::element_code) of a view.
+template <class View>
+constexpr std::uint8_t element_code_of_view() {
+  if constexpr (mdspan_like<View>) {
+    return element_code<view_element<View>>;
+  } else {
+    return element_code<std::ranges::range_value_t<View>>;
+  }
+}
+
 template <class View>
 constexpr std::size_t element_bytes_of() {
   if constexpr (mdspan_like<View>) {
@@ -189,6 +200,7 @@ template <class Op, class Layout, class Send, class Recv>
     s.set_names(Op::name, algorithm, type_name<Layout>(), {});
   }
   s.element_bytes = element_bytes_of<Recv>();  // send holds the same type (a compile-time check)
+  s.element_code = element_code_of_view<Recv>();
   s.send = shape_of(send);
   s.recv = shape_of(recv);
   return s;

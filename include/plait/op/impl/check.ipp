@@ -100,7 +100,9 @@ PLAIT_DECL std::uint64_t call_signature::digest() const {
   out += field_text(layout);
   out += ", ";
   out += std::to_string(element_bytes);
-  out += "-byte elements, send ";
+  out += "-byte elements (";
+  out += describe_element(static_cast<std::uint8_t>(element_code));
+  out += "), send ";
   out += send.text();
   out += ", recv ";
   out += recv.text();
@@ -120,6 +122,7 @@ PLAIT_DECL std::uint64_t call_signature::digest() const {
   if (layout != other.layout) return "the layout";
   if (names_digest != other.names_digest) return "the names of the algorithm or layout";
   if (element_bytes != other.element_bytes) return "the element size";
+  if (element_code != other.element_code) return "the element type";
   if (send != other.send) return "the send shape";
   if (recv != other.recv) return "the recv shape";
   if (blocks != other.blocks || first_block_bytes != other.first_block_bytes ||

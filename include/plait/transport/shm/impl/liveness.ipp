@@ -50,10 +50,16 @@ PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
       segment_->mark_failed(rank(), plait::detail::group_reason(blame_, rank()), blame_.rank);
       return;
     }
-    const std::string reason = e.value() == errc::timeout && e.peer() >= 0
-                                   ? plait::detail::concat({"rank ", rank(), " timed out waiting for rank ", e.peer()})
-                                   : plait::detail::concat({"rank ", rank(), " failed: ", e.detail()});
-    segment_->mark_failed(rank(), reason, e.value() == errc::timeout ? e.peer() : -1);
+    // The peer the error names goes into the reason and the record's blamed
+    // rank: a mismatch seen on a peer's message ("peer's message of call 4
+    // is from ...") means nothing to the other ranks without it.
+    const std::string reason =
+        e.value() == errc::timeout && e.peer() >= 0
+            ? plait::detail::concat({"rank ", rank(), " timed out waiting for rank ", e.peer()})
+        : e.peer() >= 0 && e.peer() != rank()
+            ? plait::detail::concat({"rank ", rank(), " failed on a transfer with rank ", e.peer(), ": ", e.detail()})
+            : plait::detail::concat({"rank ", rank(), " failed: ", e.detail()});
+    segment_->mark_failed(rank(), reason, e.peer() != rank() ? e.peer() : -1);
   } catch (...) {  // out of memory: the mark alone still ends the peers' waits
     segment_->mark_failed(rank());
   }
