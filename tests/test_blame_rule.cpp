@@ -66,3 +66,43 @@ TEST_CASE("a rank that did not answer is the suspect; a closed chain and a user'
   std::vector<wait_record> user{idle(3), {true, 3, true, 0, 0, -1, 0, ""}};
   CHECK(find_guilty(user, 1).rank == -1);
 }
+
+TEST_CASE("a closed chain blames the rank that still waits for one that gave up: it came late", "[blame]") {
+  // Rank 1 was stopped inside the call; ranks 0 and 2 timed out, and rank 0
+  // cancelled its receive from 1. Rank 1 then sent, took rank 0's message
+  // and now waits for rank 0 in the next step: the chain 2 -> 0 -> 1 -> 0
+  // closes, and rank 1, waiting for a rank that gave up, is the late one.
+  std::vector<wait_record> records{waiting_for(1), waiting_for(0), waiting_for(0)};
+  records[0].gave_up = true;
+  records[2].gave_up = true;
+  records[1].step = 1;
+  const auto found = find_guilty(records, 2);
+  CHECK(found.rank == 1);
+  CHECK(found.chain == ", which waits for rank 1, which waits for rank 0");
+  CHECK(found.sentence ==
+        "rank 1 is late in all_gather<ring> #12: it waits there (step 1) for rank 0, which had already timed out "
+        "waiting");
+  // Every rank of the cycle gave up, or none did: no one to single out.
+  records[1].gave_up = true;
+  CHECK(find_guilty(records, 2).rank == -1);
+}
+
+TEST_CASE("a chain that closes on itself or ends at a finished rank blames the rank that stopped polling", "[blame]") {
+  // Rank 1 stopped inside its wait for rank 3 (its record is stale): rank 3
+  // has moved on to wait for rank 2, rank 2 waits for rank 1.
+  std::vector<wait_record> records{waiting_for(3), waiting_for(3), waiting_for(1), waiting_for(2)};
+  records[1].stalled = true;
+  records[1].step = 3;
+  const auto found = find_guilty(records, 2);
+  CHECK(found.rank == 1);
+  CHECK(found.sentence ==
+        "rank 1 is stuck in all_gather<ring> #12: it waits there (step 3) for rank 3 but has not polled for over "
+        "100 ms (stopped, or without a core)");
+  // Rank 3 has finished the call: the chain 2 -> 1 -> 3 ends there, and the
+  // stalled rank 1 is still the one to blame.
+  records[3] = idle(13);
+  CHECK(find_guilty(records, 2).rank == 1);
+  // Nothing stalled: a finished rank is named as before.
+  records[1].stalled = false;
+  CHECK(find_guilty(records, 2).rank == 3);
+}

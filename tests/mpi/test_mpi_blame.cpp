@@ -11,6 +11,7 @@
 #include <chrono>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mpi_test.hpp"
@@ -97,4 +98,78 @@ TEST_CASE("mpi: a rank still waiting when another times out is never the one bla
     CAPTURE(repetition, verdict);
     CHECK(plait_test::on_all_ranks(verdict.empty()));
   }
+}
+
+namespace {
+/// "" when `call` throws within `bound` with an error whose peer() is
+/// `faulty` or whose text names "rank <faulty>"; else what went wrong.
+template <class Call>
+std::string names_within(Call&& call, int faulty, std::chrono::milliseconds bound) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    call();
+    return "the call went through";
+  } catch (const plait::error& e) {
+    const auto took = std::chrono::steady_clock::now() - start;
+    const std::string text = e.what();
+    if (e.peer() != faulty && text.find("rank " + std::to_string(faulty)) == std::string::npos) {
+      return "does not name rank " + std::to_string(faulty) + ": " + text;
+    }
+    if (took > bound) {
+      return "took " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+             " ms: " + text;
+    }
+  }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("mpi: a rank whose collective fails tells the others, whose waits end at once naming the rank at fault",
+          "[mpi][blame]") {
+  // The last rank all-gathers one element more: its successor's receive is
+  // truncated, its own is short. Both fail at once; the ranks between them
+  // wait for a block that rank 0 will not forward. Without the failing
+  // ranks' announcements they would wait out the 20 s timeout and blame
+  // rank 0, which is present.
+  if (plait_test::world_size() < 2) return;
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::seconds(20));
+  const int faulty = comm.size() - 1;
+  const std::size_t n = comm.rank() == faulty ? 3 : 2;
+  std::vector<int> mine(n, comm.rank()), all(n * static_cast<std::size_t>(comm.size()), -1);
+  std::string verdict;
+  if (comm.rank() != faulty) {
+    verdict =
+        names_within([&] { plait::all_gather<plait::ring>(comm, mine, all); }, faulty, std::chrono::milliseconds(5000));
+  } else {
+    try {
+      plait::all_gather<plait::ring>(comm, mine, all);
+      verdict = "the faulty rank's call went through";
+    } catch (const plait::error&) {
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CAPTURE(verdict);
+  CHECK(plait_test::on_all_ranks(verdict.empty()));
+}
+
+TEST_CASE("mpi: a rank that stays out of MPI does not hold a timed-out rank past its timeout",
+          "[mpi][blame][timeout]") {
+  // Rank 0 sleeps outside MPI instead of entering the all-gather. A query
+  // sent with a blocking MPI_Send waited until it woke (Open MPI's shared
+  // memory path needs the receiver): the others' errors came 1.5 s late.
+  if (plait_test::world_size() < 2) return;
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::milliseconds(200));
+  std::vector<int> mine(2, comm.rank()), all(2 * static_cast<std::size_t>(comm.size()), -1);
+  std::string verdict;
+  if (comm.rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  } else {
+    verdict =
+        names_within([&] { plait::all_gather<plait::ring>(comm, mine, all); }, 0, std::chrono::milliseconds(1000));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CAPTURE(verdict);
+  CHECK(plait_test::on_all_ranks(verdict.empty()));
 }

@@ -12,6 +12,7 @@
 // inside the peers' waits); find_guilty is the rule and the sentence.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -61,7 +62,14 @@ struct wait_record {
   int step = -1;              ///< its schedule step, -1 if unknown
   int peer = -1;              ///< the rank it waits for
   std::string operation;      ///< the call's name ("all_gather<ring>") where known, else empty
+  bool gave_up = false;       ///< that wait timed out: it no longer waits for its peer's message
+  bool stalled = false;       ///< in that wait, but it has not polled for stall_time (stopped, or without a core)
 };
+
+/// How long a waiting rank may go without polling before its record counts
+/// as stalled (shm: its wait publishes a time stamp every few milliseconds
+/// once it sleeps between polls).
+inline constexpr std::chrono::milliseconds stall_time{100};
 
 /// The end of a chain of waits.
 struct blame {
@@ -69,15 +77,19 @@ struct blame {
   int first_peer = -1;   ///< the rank the timed-out rank itself waits for
   std::string chain;     ///< ", which waits for rank 1, which waits for rank 0" (empty: the first peer)
   std::string sentence;  ///< "rank 0 never entered all_gather<ring> #12 (its last call was #11)"
+  bool busy = false;     ///< the rank is in the call but in no wait: it may be about to wait (look again)
 };
 
 /// Follows the waits from `self` (waiting in a collective call) through every
 /// rank waiting in the same call (number and stamp) to the first rank that is
 /// not: that rank is to blame, with what it does instead. A rank with no
-/// record (`known` false) is blamed as not answering. `records` holds one
-/// record per rank. Returns rank -1 when `self` waits in no collective
-/// call (a user's transfer) or the chain closes on itself. Cold: run once,
-/// after a timeout. (Declared without PLAIT_DECL, as detail::concat is.)
+/// record (`known` false) is blamed as not answering. When the chain closes
+/// on itself, or ends at a rank that has finished the call, a waiting rank
+/// that message is missing from is to blame: one that has stopped polling
+/// (`stalled`), else one that still waits for a rank that gave up (it reached
+/// the wait a timeout after its peer began waiting for it). `records` holds one record per rank. Returns rank -1 when
+/// `self` waits in no collective call (a user's transfer) or no rank of a cycle is late. Cold: run once, after a
+/// timeout. (Declared without PLAIT_DECL, as detail::concat is.)
 [[gnu::cold]] blame find_guilty(std::span<const wait_record> records, int self);
 
 /// What `self`'s peers are told when its timeout found `found` (rank >= 0):

@@ -2,6 +2,7 @@
 // its sentence.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -30,24 +31,64 @@ namespace detail {
   // Only a collective's calls are numbered alike on every rank: a user's own
   // transfer blames the peer it waits for, as before.
   if (!mine.waiting || mine.call == 0) return {};
+  const auto record_of = [&](int r) -> const wait_record& { return records[static_cast<std::size_t>(r)]; };
+  // The waiting rank among `members` that the missing message is due to: one
+  // that has stopped polling its wait (its record shows where it stopped),
+  // else one that still waits for a rank that gave up (that rank cancelled
+  // its receive when its wait timed out; the late sender has since moved on
+  // to wait for it).
+  const auto single_out = [&](std::span<const int> members, blame& found) {
+    for (const int c : members) {
+      const wait_record& w = record_of(c);
+      if (c == self || !w.stalled) continue;
+      found.rank = c;
+      found.sentence = "rank " + std::to_string(c) + " is stuck in " + call_text(mine) + ": it waits there (step " +
+                       std::to_string(w.step) + ") for rank " + std::to_string(w.peer) +
+                       " but has not polled for over " + std::to_string(stall_time.count()) +
+                       " ms (stopped, or without a core)";
+      return true;
+    }
+    for (const int c : members) {
+      const wait_record& w = record_of(c);
+      if (w.gave_up || w.peer < 0 || w.peer >= size || !record_of(w.peer).gave_up) continue;
+      found.rank = c;
+      found.sentence = "rank " + std::to_string(c) + " is late in " + call_text(mine) + ": it waits there (step " +
+                       std::to_string(w.step) + ") for rank " + std::to_string(w.peer) +
+                       ", which had already timed out waiting";
+      return true;
+    }
+    return false;
+  };
   std::vector<bool> seen(records.size(), false);
+  std::vector<int> path{self};  // the chain so far, in order
   seen[static_cast<std::size_t>(self)] = true;
   blame out;
   out.first_peer = mine.peer;
   int at = self;
   for (;;) {
-    const int next = records[static_cast<std::size_t>(at)].peer;
+    const int next = record_of(at).peer;
     if (next < 0 || next >= size) return {};
-    const wait_record& r = records[static_cast<std::size_t>(next)];
+    const wait_record& r = record_of(next);
     const bool same_call = r.known && r.waiting && r.call == mine.call && r.stamp == mine.stamp;
     if (same_call && !seen[static_cast<std::size_t>(next)]) {
-      // Present and stalled by someone else: follow it (a late rank is never blamed).
+      // Present and stalled by someone else: follow it (a rank that is merely
+      // behind its peers in the call is never blamed).
       out.chain += ", which waits for rank " + std::to_string(r.peer);
       seen[static_cast<std::size_t>(next)] = true;
+      path.push_back(next);
       at = next;
       continue;
     }
-    if (same_call) return {};  // every rank of the cycle is in the call: no one to single out
+    // No schedule waits in a circle, and a rank that finished the call sent
+    // all it had to: a chain that closes on itself, or ends at such a rank,
+    // means a waiting rank's record is stale or a message went missing.
+    const bool finished = r.known && r.entered > mine.call;
+    if (same_call || finished) {
+      const auto members = same_call ? std::span<const int>(std::find(path.begin(), path.end(), next), path.end())
+                                     : std::span<const int>(path);
+      if (single_out(members, out)) return out;
+      if (same_call) return {};  // every rank of the cycle waits alike: no one to single out
+    }
     out.rank = next;
     const std::string who = "rank " + std::to_string(next);
     if (!r.known) {
@@ -71,6 +112,7 @@ namespace detail {
                      call_text(mine);
     } else {
       out.sentence = who + " entered " + call_text(mine) + " but has not waited in it since (busy, or stopped)";
+      out.busy = true;
     }
     return out;
   }

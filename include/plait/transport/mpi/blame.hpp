@@ -37,8 +37,8 @@ struct blame_message {
   std::uint32_t stamp = 0;   ///< answer: call_stamp::bits() of that call
   std::int32_t step = -1;    ///< answer: its step
   std::int32_t peer = -1;    ///< answer: the rank it waits for; verdict: the rank blamed
-  std::int32_t reserved = 0;
-  char text[480] = {};  ///< answer: the call's name; verdict: why the group failed
+  std::int32_t gave_up = 0;  ///< answer: 1 when that wait timed out (the rank asks the others too)
+  char text[480] = {};       ///< answer: the call's name; verdict: why the group failed
 
   void set_text(std::string_view value) noexcept {
     const std::size_t n = value.size() < sizeof text ? value.size() : sizeof text - 1;
@@ -54,7 +54,8 @@ inline plait::detail::wait_record record_of(const blame_message& m) {
   return {true,           static_cast<std::uint32_t>(m.entered),
           m.waiting != 0, static_cast<std::uint32_t>(m.call),
           m.stamp,        m.step,
-          m.peer,         m.text_value()};
+          m.peer,         m.text_value(),
+          m.gave_up != 0, false};  // a rank that answers polls
 }
 
 }  // namespace mpi::detail

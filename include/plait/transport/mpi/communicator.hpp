@@ -35,6 +35,7 @@
 #include "plait/core/transport.hpp"
 #include "plait/core/wait_loop.hpp"
 #include "plait/transport/mpi/blame.hpp"
+#include "plait/transport/mpi/control_sends.hpp"
 #include "plait/transport/mpi/cost_model.hpp"
 #include "plait/transport/mpi/error.hpp"
 #include "plait/transport/mpi/node.hpp"
@@ -404,6 +405,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     swap(mismatch_, other.mismatch_);
     swap(notice_, other.notice_);
     swap(notice_tag_seen_, other.notice_tag_seen_);
+    swap(control_, other.control_);
   }
 
   /// Takes ownership of `comm` (a fresh duplicate or split result).
@@ -427,10 +429,16 @@ class communicator : public communicator_core, public blocking_calls<communicato
     set_tag_limit(blame_tag_ - 2);
   }
 
-  /// Poisons the communicator with `message` and throws it.
-  [[noreturn, gnu::cold]] void fail_and_poison(errc code, const std::string& message, const error_context& at) {
+  /// Poisons the communicator with `message` and throws it. A collective
+  /// call that fails here first also tells the other ranks (announce_failure),
+  /// unless `announce` is false: a timeout tells them its own verdict, and a
+  /// verdict received is not echoed.
+  [[noreturn, gnu::cold]] void fail_and_poison(errc code, const std::string& message, const error_context& at,
+                                               bool announce = true) {
     const error failure(code, message, at);
+    const bool first = !poisoned();
     poison(failure);
+    if (announce && first) announce_failure(message, at.peer);
     throw failure;
   }
   /// Nothing for MPI_SUCCESS; otherwise poisons and throws, as detail::check words it.
@@ -688,18 +696,12 @@ class communicator : public communicator_core, public blocking_calls<communicato
   }
 
   /// Tells `peer` that its message of the call `stamp` under `tag` held `got`
-  /// bytes where this rank expected `expected`. Fire and forget: the 4
-  /// numbers live in a static ring, as MPI may read them after this returns.
-  void send_notice(int peer, int tag, call_stamp stamp, std::size_t expected, std::size_t got) noexcept {
-    static std::array<std::array<std::int64_t, 4>, 64> ring{};
-    static std::atomic<std::size_t> next{0};
-    std::array<std::int64_t, 4>& notice = ring[next.fetch_add(1, std::memory_order_relaxed) % ring.size()];
-    notice = {static_cast<std::int64_t>(stamp.bits()), static_cast<std::int64_t>(expected),
-              static_cast<std::int64_t>(got), tag};
-    MPI_Request handle = MPI_REQUEST_NULL;
-    if (MPI_Isend(notice.data(), 4, MPI_INT64_T, peer, notice_tag_, comm_, &handle) == MPI_SUCCESS) {
-      MPI_Request_free(&handle);
-    }
+  /// bytes where this rank expected `expected`, without waiting for it
+  /// (detail::control_sends).
+  void send_notice(int peer, int tag, call_stamp stamp, std::size_t expected, std::size_t got) {
+    const std::array<std::int64_t, 4> notice{static_cast<std::int64_t>(stamp.bits()),
+                                             static_cast<std::int64_t>(expected), static_cast<std::int64_t>(got), tag};
+    (void)control_.post(notice.data(), sizeof notice, peer, notice_tag_, comm_);
   }
 
   /// Reads a size notice a peer sent (send_notice), if one came. One about a
@@ -714,7 +716,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
       MPI_Status status;
       if (MPI_Iprobe(MPI_ANY_SOURCE, notice_tag_, comm_, &found, &status) != MPI_SUCCESS || found == 0) return;
       std::array<std::int64_t, 4> notice{};
-      MPI_Recv(notice.data(), 4, MPI_INT64_T, status.MPI_SOURCE, notice_tag_, comm_, MPI_STATUS_IGNORE);
+      MPI_Recv(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, status.MPI_SOURCE, notice_tag_, comm_,
+               MPI_STATUS_IGNORE);
       notice_ = {status.MPI_SOURCE, static_cast<std::size_t>(notice[2]), static_cast<std::size_t>(notice[1]),
                  call_stamp::from_bits(static_cast<std::uint32_t>(notice[0]))};
       notice_tag_seen_ = static_cast<int>(notice[3]);
@@ -763,10 +766,13 @@ class communicator : public communicator_core, public blocking_calls<communicato
     for (request& r : requests) r.abandon();
     const errc kind = detail::classify(failure.code);
     const std::string message = "MPI_Testall failed: " + detail::error_string(failure.code);
-    // A truncated receive took its whole message (MPI dropped the tail): the
-    // communicator stays usable unless other transfers had to be cancelled,
-    // whose messages may still arrive.
-    if (kind == errc::size_mismatch && !left_pending) throw error(kind, message, where("wait_all", failure.peer));
+    // A truncated receive took its whole message (MPI dropped the tail): a
+    // user's transfer leaves the communicator usable unless other transfers
+    // had to be cancelled, whose messages may still arrive. A collective's
+    // does not: its peers wait for messages this rank will not send.
+    if (kind == errc::size_mismatch && !left_pending && current_wait().operation.empty()) {
+      throw error(kind, message, where("wait_all", failure.peer));
+    }
     fail_and_poison(kind, message, where("wait_all", failure.peer));
   }
 
@@ -786,7 +792,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
     }
     const int first_peer = detail::first_pending_peer(requests);
     const std::string pending = detail::describe_pending(requests);
-    const plait::detail::wait_record mine = own_record(requests);
+    plait::detail::wait_record mine = own_record(requests);
+    mine.gave_up = true;  // what the others are told while this rank asks
     // Cancel before throwing: no receive may write into a user buffer after the throw.
     for (request& r : requests) r.abandon();
     std::string message = "timed out waiting for rank " + std::to_string(first_peer) + " after " +
@@ -794,16 +801,16 @@ class communicator : public communicator_core, public blocking_calls<communicato
                           "), " + pending;
     // In a collective, the rank to blame is at the end of the chain of waits
     // (core/blame.hpp): ask the others, then tell them.
-    if (mine.call == 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer));
+    if (mine.call == 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer), false);
     // Another rank that timed out first may have named the rank already:
     // its verdict then stands (this rank's own chain may lead to a rank that
     // has failed since, and answers no more).
     if (serve_blame_queries({}, &mine)) verdict_received({});
     const plait::detail::blame found = ask_peers(mine);
     if (blame_.kind == detail::blame_message::verdict) verdict_received({});
-    if (found.rank < 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer));
+    if (found.rank < 0) fail_and_poison(errc::timeout, message, where("wait_all", first_peer), false);
     tell_peers(found);
-    fail_and_poison(errc::timeout, message + found.chain + ": " + found.sentence, where("wait_all", found.rank));
+    fail_and_poison(errc::timeout, message + found.chain + ": " + found.sentence, where("wait_all", found.rank), false);
   }
 
   // ---- naming the rank to blame (transport/mpi/blame.hpp) ---------------
@@ -819,7 +826,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
             collective ? stamp_of(note.tag).bits() : 0,
             collective ? note.step : -1,
             detail::first_pending_peer(requests),
-            collective ? std::string(note.operation) : std::string()};
+            collective ? std::string(note.operation) : std::string(),
+            false,
+            false};
   }
 
   /// The next message of the exchange, if one has arrived: its sender, else -1.
@@ -834,9 +843,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
     return status.MPI_SOURCE;
   }
 
-  /// Sends `m` to `peer`. Small enough to go eagerly: MPI_Send returns without the receiver.
+  /// Sends `m` to `peer` without waiting for it (detail::control_sends).
   void send_blame_message(const detail::blame_message& m, int peer) {
-    (void)MPI_Send(&m, static_cast<int>(sizeof m), MPI_BYTE, peer, blame_tag_, comm_);
+    (void)control_.post(&m, sizeof m, peer, blame_tag_, comm_);
   }
 
   /// Answers `peer`'s query with `mine`.
@@ -849,6 +858,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     m.stamp = mine.stamp;
     m.step = mine.step;
     m.peer = mine.peer;
+    m.gave_up = mine.gave_up ? 1 : 0;
     m.set_text(mine.operation);
     send_blame_message(m, peer);
   }
@@ -873,7 +883,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
     for (request& r : requests) r.abandon();
     const int blamed = blame_.peer >= 0 && blame_.peer < size() ? blame_.peer : -1;
-    fail_and_poison(errc::peer_lost, "the group failed: " + blame_.text_value(), where("wait_all", blamed));
+    fail_and_poison(errc::peer_lost, "the group failed: " + blame_.text_value(), where("wait_all", blamed), false);
   }
 
   /// Asks every other rank what it waits for, collects the answers for
@@ -910,10 +920,35 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   /// Tells every other rank why the group failed (those still waiting fail with it).
   [[gnu::cold]] void tell_peers(const plait::detail::blame& found) {
+    send_verdict(found.rank, plait::detail::group_reason(found, rank()));
+  }
+
+  /// A collective call that failed on this rank (a message of the wrong size,
+  /// an MPI error) leaves its peers waiting for messages this rank will not
+  /// send, and this rank, poisoned, answers no query: tell them now, naming
+  /// the peer this rank's error names, so their waits end with the cause
+  /// rather than a timeout that blames this rank (shm's group failure record
+  /// does the same through the segment). Nothing outside a collective's wait:
+  /// a user's own transfer concerns its peer alone.
+  [[gnu::cold]] void announce_failure(const std::string& message, int peer) noexcept {
+    const plait::detail::wait_note& note = current_wait();
+    if (note.operation.empty() || size() < 2) return;
+    try {
+      std::string text = "rank " + std::to_string(rank()) + " failed in " + std::string(note.operation) + " #" +
+                         std::to_string(note.tag);
+      if (note.step >= 0) text += ", step " + std::to_string(note.step);
+      if (peer >= 0 && peer != rank()) text += ", on a transfer with rank " + std::to_string(peer);
+      send_verdict(peer != rank() ? peer : -1, text + ": " + message);
+    } catch (...) {  // the error being thrown matters more than the announcement
+    }
+  }
+
+  /// One verdict (`blamed`, why) to every other rank.
+  void send_verdict(int blamed, std::string_view why) {
     detail::blame_message verdict;
     verdict.kind = detail::blame_message::verdict;
-    verdict.peer = found.rank;
-    verdict.set_text(plait::detail::group_reason(found, rank()));
+    verdict.peer = blamed;
+    verdict.set_text(why);
     for (int peer = 0; peer < size(); ++peer) {
       if (peer != rank()) send_blame_message(verdict, peer);
     }
@@ -921,14 +956,15 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   /// A receive must get exactly the bytes it asked for; MPI reports a shorter
   /// message only through the status.
-  void check_lengths(std::span<const request> requests) const {
+  void check_lengths(std::span<const request> requests) {
     const detail::request_status wrong = detail::wrong_length(requests, statuses_.data());
     if (wrong.peer < 0) [[likely]]
       return;
-    throw error(errc::size_mismatch,
-                "received " + std::to_string(wrong.received) + " bytes where " + std::to_string(wrong.expected) +
-                    " were expected",
-                where("wait_all", wrong.peer));
+    const std::string message = "received " + std::to_string(wrong.received) + " bytes where " +
+                                std::to_string(wrong.expected) + " were expected";
+    // In a collective the call is broken for the other ranks too (see failed()).
+    if (!current_wait().operation.empty()) fail_and_poison(errc::size_mismatch, message, where("wait_all", wrong.peer));
+    throw error(errc::size_mismatch, message, where("wait_all", wrong.peer));
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -947,6 +983,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   size_mismatch_seen mismatch_;    // the first wrong size a probe saw in the current wait
   size_mismatch_seen notice_;      // a peer's notice of a wrong size from this rank, kept until its wait ends
   int notice_tag_seen_ = 0;        // the tag notice_ is about
+  detail::control_sends control_;  // blame messages and notices MPI has not sent yet
 };
 
 namespace detail {

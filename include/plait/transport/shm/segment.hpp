@@ -90,7 +90,7 @@ struct alignas(cache_line) rank_record {
   std::int32_t wait_step;
   std::int32_t wait_peer;    // the rank it waits for
   std::uint32_t label_call;  // the call `label` names, 0: none (stored after the label, release)
-  std::uint32_t reserved;
+  std::uint32_t polled_ms;   // steady clock (ms, mod 2^32) when its wait last published: a stopped rank's falls behind
   std::uint64_t
       label[label_words];  // the call's name (label_words) ("all_gather<ring>"), 48 bytes, stored word by word
 };

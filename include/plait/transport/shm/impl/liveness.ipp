@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <signal.h>
@@ -23,6 +25,15 @@
 namespace plait {
 inline namespace v0 {
 namespace shm {
+
+namespace detail {
+/// The steady clock in milliseconds, modulo 2^32: a wait record's time stamp
+/// (steady_clock is one clock for every process of the machine).
+inline std::uint32_t steady_ms() noexcept {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+}
+}  // namespace detail
 
 [[gnu::noinline]] PLAIT_DECL void communicator::group_failed(int peer, int failed) const {
   std::string reason;
@@ -96,8 +107,14 @@ PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
   // is seldom the rank this one waits for (core/blame.hpp).
   blame_ = {};
   try {
-    const auto records = wait_records(requests);
-    blame_ = plait::detail::find_guilty(records, rank());
+    blame_ = plait::detail::find_guilty(wait_records(requests), rank());
+    // A rank in the call but in no wait may simply not have run since it
+    // entered (a loaded machine): give it a few looks before blaming it,
+    // as it publishes its record at its first idle poll.
+    for (int look = 0; look < 5 && blame_.busy; ++look) {
+      std::this_thread::sleep_for(plait::detail::stall_time / 5);
+      blame_ = plait::detail::find_guilty(wait_records(requests), rank());
+    }
   } catch (...) {  // out of memory: blame the peer waited for, as without records
     blame_ = {};
   }
@@ -123,6 +140,7 @@ PLAIT_DECL void communicator::publish_wait(std::span<request> requests, bool lab
   detail::atomic(record.wait_stamp).store(m.stamp, std::memory_order_relaxed);
   detail::atomic(record.wait_step).store(collective ? note.step : -1, std::memory_order_relaxed);
   detail::atomic(record.wait_peer).store(r->peer, std::memory_order_relaxed);
+  detail::atomic(record.polled_ms).store(detail::steady_ms(), std::memory_order_relaxed);
   if (label && collective) {
     std::uint64_t words[detail::label_words] = {};
     std::memcpy(words, note.operation.data(), std::min(note.operation.size(), sizeof words - 1));
@@ -151,6 +169,10 @@ PLAIT_DECL void communicator::end_wait() noexcept {
     out.stamp = detail::atomic(record.wait_stamp).load(std::memory_order_relaxed);
     out.step = detail::atomic(record.wait_step).load(std::memory_order_relaxed);
     out.peer = detail::atomic(record.wait_peer).load(std::memory_order_relaxed);
+    // Modulo 2^32 ms: the difference is right across a wrap.
+    const std::uint32_t idle_ms =
+        detail::steady_ms() - detail::atomic(record.polled_ms).load(std::memory_order_relaxed);
+    out.stalled = out.waiting && peer != rank() && idle_ms > plait::detail::stall_time.count();
     if (out.waiting && out.call != 0 && detail::atomic(record.label_call).load(std::memory_order_acquire) == out.call) {
       char text[detail::label_words * sizeof(std::uint64_t) + 1] = {};
       for (std::size_t i = 0; i < detail::label_words; ++i) {
@@ -171,7 +193,9 @@ PLAIT_DECL void communicator::end_wait() noexcept {
     mine = {true,    static_cast<std::uint32_t>(last_tag()),
             true,    collective ? static_cast<std::uint32_t>(m.tag) : 0,
             m.stamp, collective ? note.step : -1,
-            r->peer, collective ? std::string(note.operation) : std::string()};
+            r->peer, collective ? std::string(note.operation) : std::string(),
+            false,  // it gives up now: no peer has yet seen it cancel anything
+            false};
   }
   return records;
 }
