@@ -311,6 +311,26 @@ TEST_CASE("a rank that throws ends its peers' waits and its exception is rethrow
       CHECK_THAT(e.what(), Catch::Contains("signal 9"));
     }
   }
+  SECTION("processes: every survivor's error names the killed rank as its peer, not the rank it waits for") {
+    // Rank 2 waits for rank 1 in the ring, which waits for the dead rank 0.
+    plait_test::verdicts results(3);
+    try {
+      plait::shm::run_processes(3, [&](plait::shm::communicator& comm) {
+        if (comm.rank() == 0) raise(SIGKILL);
+        std::vector<int> mine{1}, all(3);
+        try {
+          plait::all_gather<plait::ring>(comm, mine, all);
+          results.set(comm.rank(), "the all-gather returned");
+        } catch (const plait::error& e) {
+          results.set(comm.rank(), e.peer() == 0 ? "" : "peer " + std::to_string(e.peer()) + ": " + e.what());
+        }
+      });
+    } catch (const plait::error&) {
+    }
+    const auto verdicts = results.all();
+    CHECK(verdicts[1] == "");
+    CHECK(verdicts[2] == "");
+  }
 }
 
 TEST_CASE("point-to-point rejects peers outside the group", "[shm][bad_input]") {

@@ -195,7 +195,9 @@ PLAIT_DECL void run_processes(int ranks, rank_function fn) {
             : result > 0 && WIFEXITED(status)
                 ? "process exited with status " + std::to_string(WEXITSTATUS(status)) + " without an exception"
                 : "process ended abnormally";
-        seg->mark_failed(static_cast<int>(rank), "rank " + std::to_string(rank) + ": " + deaths[rank]);
+        // The dead rank is the one to blame: every survivor's peer() names it.
+        seg->mark_failed(static_cast<int>(rank), "rank " + std::to_string(rank) + ": " + deaths[rank],
+                         static_cast<int>(rank));
       }
     }
     if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(1));
