@@ -1,4 +1,4 @@
-// plait-test-labels: quick shm
+// plait-test-labels: quick shm sanitize
 // The rank to blame when one never calls (issue 29, item 1): in a ring the
 // wait propagates, so the first rank to time out usually waits for a rank
 // that is there. The waits form a chain; every rank's error must name the

@@ -742,6 +742,17 @@ bool names_rank(const call_outcome& o, int r) {
   return false;
 }
 
+/// One trial and every rank's outcome (--verbose, or a replayed trial).
+void print_trial(const trial_spec& spec, const trial_report& rep) {
+  std::printf("trial %" PRIu64 ": %s\n", spec.index, describe(spec).c_str());
+  for (int k = 0; k < spec.ranks; ++k) {
+    const rank_report& rr = rep.ranks[k];
+    std::printf("  rank %d: fault %d %.3fs %s | probe %d %.3fs %s | poisoned %d %s\n", k, rr.fault.state,
+                rr.fault.seconds, rr.fault.message, rr.probe.state, rr.probe.seconds, rr.probe.message,
+                rr.poisoned.state, rr.poisoned.message);
+  }
+}
+
 struct finding {
   category what;
   std::string detail;
@@ -777,6 +788,7 @@ struct verdict {
   std::vector<finding> findings;
   int errors = 0;       // first errors of non-faulty ranks
   int named = 0;        // of them, naming the faulty rank (or its partner)
+  int blamed = 0;       // of them, with peer() the faulty rank (or its partner): the stricter figure
   bool effect = false;  // some rank saw an error
   double longest = 0;   // the slowest call of a non-faulty rank
 };
@@ -835,6 +847,7 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
     if (first == nullptr) continue;
     v.effect = true;
     ++v.errors;
+    if (first->peer >= 0 && (first->peer == t.faulty || first->peer == t.partner)) ++v.blamed;
     if (names_rank(*first, t.faulty) || names_rank(*first, t.partner)) {
       ++v.named;
     } else {
@@ -981,6 +994,7 @@ struct tally {
   long effective = 0;
   long errors = 0;
   long named = 0;
+  long blamed = 0;
   std::array<long, category_count_> counts{};
   std::map<std::string, long> by_fault;   // fault -> trials
   std::vector<std::string> failing;       // one line per failing trial
@@ -1005,6 +1019,7 @@ void record(tally& all, const trial_spec& t, const verdict& v, const options& o,
   all.effective += v.effect ? 1 : 0;
   all.errors += v.errors;
   all.named += v.named;
+  all.blamed += v.blamed;
   all.longest = std::max(all.longest, v.longest);
   if (v.findings.empty()) return;
   std::set<int> seen;
@@ -1069,6 +1084,9 @@ int summarise(const tally& all, const options& o, double seconds, const std::set
   }
   const double pct = all.errors == 0 ? 100.0 : 100.0 * static_cast<double>(all.named) / static_cast<double>(all.errors);
   std::printf("  %-36s %.2f %% (%ld of %ld errors)\n", "faulty rank named", pct, all.named, all.errors);
+  const double strict =
+      all.errors == 0 ? 100.0 : 100.0 * static_cast<double>(all.blamed) / static_cast<double>(all.errors);
+  std::printf("  %-36s %.2f %% (%ld of %ld errors)\n", "  as the error's peer()", strict, all.blamed, all.errors);
   std::printf("  slowest call of a non-faulty rank:   %.3f s\n", all.longest);
   for (const std::string& name : leaked) std::printf("  leaked: /dev/shm/%s\n", name.c_str());
   std::printf("plait-soak: %s\n", failed ? "FAILED" : "passed");
@@ -1133,15 +1151,7 @@ int run_shm(const options& o) {
       if (rep.ranks[k].pid != 0) my_pids.insert(rep.ranks[k].pid);
     }
     if (!rep.runner_finished && !hung) v.findings.push_back({crash, "the runner process died"});
-    if (o.verbose || o.trial >= 0) {
-      std::printf("trial %" PRIu64 ": %s\n", r.spec.index, describe(r.spec).c_str());
-      for (int k = 0; k < r.spec.ranks; ++k) {
-        const rank_report& rr = rep.ranks[k];
-        std::printf("  rank %d: fault %d %.3fs %s | probe %d %.3fs %s | poisoned %d %s\n", k, rr.fault.state,
-                    rr.fault.seconds, rr.fault.message, rr.probe.state, rr.probe.seconds, rr.probe.message,
-                    rr.poisoned.state, rr.poisoned.message);
-      }
-    }
+    if (o.verbose || o.trial >= 0) print_trial(r.spec, rep);
     const bool unknown = std::any_of(v.findings.begin(), v.findings.end(),
                                      [&](const finding& f) { return known_cause(r.spec, f).empty(); });
     const long index = static_cast<long>(r.spec.index);
@@ -1269,7 +1279,7 @@ int run_mpi(options o) {
     if (me == 0) {
       for (int r = 0; r < size; ++r) rep->ranks[r] = gathered[static_cast<std::size_t>(r)];
       const verdict v = judge(spec, *rep, o.slack, false);
-      if (o.verbose || o.trial >= 0) std::printf("trial %ld: %s\n", i, describe(spec).c_str());
+      if (o.verbose || o.trial >= 0) print_trial(spec, *rep);
       record(all, spec, v, o, *rep);
     }
   }
