@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/expect_error.hpp"
 #include "support/harness.hpp"
 
 using namespace std::chrono_literals;
@@ -18,25 +19,6 @@ using plait_test::mode;
 
 namespace {
 constexpr int repetitions = 15;
-
-/// "" when `call` throws a timeout or peer_lost whose peer is rank 0 and whose
-/// message has every one of `words`; else what went wrong.
-template <class Call>
-std::string blames_rank_zero(Call&& call, const std::vector<std::string>& words) {
-  try {
-    call();
-    return "the call went through";
-  } catch (const plait::error& e) {
-    if (e.value() != plait::errc::timeout && e.value() != plait::errc::peer_lost) {
-      return std::string("wrong code: ") + e.what();
-    }
-    if (e.peer() != 0) return "blames peer " + std::to_string(e.peer()) + ": " + e.what();
-    for (const auto& w : words) {
-      if (std::string(e.what()).find(w) == std::string::npos) return "message lacks '" + w + "': " + e.what();
-    }
-  }
-  return {};
-}
 
 /// P = 4, ring all-gather, rank 0 never enters the second call. Each
 /// repetition runs on a fresh split communicator (a failure poisons it);
@@ -55,12 +37,12 @@ std::string absent_rank_zero(plait::shm::communicator& comm, bool check_mode, bo
     std::string verdict;
     if (group.rank() != 0) {
       group.set_timeout(late && group.rank() == 3 ? 400ms : 200ms);
-      verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(group, mine, all); },
-                                 {"rank 0 never entered " + operation + " #", "its last call was #"});
+      verdict = plait_test::blames_rank_zero([&] { plait::all_gather<plait::ring>(group, mine, all); },
+                                             {"rank 0 never entered " + operation + " #", "its last call was #"});
       // The communicator is poisoned: a later call names the call that failed first and why.
       if (verdict.empty()) {
-        verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(group, mine, all); },
-                                   {"poisoned by " + operation + " #", "rank 0 never entered"});
+        verdict = plait_test::blames_rank_zero([&] { plait::all_gather<plait::ring>(group, mine, all); },
+                                               {"poisoned by " + operation + " #", "rank 0 never entered"});
       }
     }
     comm.barrier();
@@ -111,8 +93,8 @@ TEST_CASE("a rank waiting in another transfer is named with what it is doing", "
       }
     } else {
       group.set_timeout(200ms);
-      verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(group, mine, all); },
-                                 {"rank 0 never entered all_gather<ring> #", "it waits for rank 2"});
+      verdict = plait_test::blames_rank_zero([&] { plait::all_gather<plait::ring>(group, mine, all); },
+                                             {"rank 0 never entered all_gather<ring> #", "it waits for rank 2"});
     }
     comm.barrier();
     return verdict;

@@ -14,29 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "../support/expect_error.hpp"
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
 namespace {
-/// "" when `call` throws a timeout or peer_lost naming rank 0 as the peer,
-/// with every one of `words`; else what went wrong.
-template <class Call>
-std::string blames_rank_zero(Call&& call, const std::vector<std::string>& words) {
-  try {
-    call();
-    return "the call went through";
-  } catch (const plait::error& e) {
-    if (e.value() != plait::errc::timeout && e.value() != plait::errc::peer_lost) {
-      return std::string("wrong code: ") + e.what();
-    }
-    if (e.peer() != 0) return "blames peer " + std::to_string(e.peer()) + ": " + e.what();
-    for (const auto& w : words) {
-      if (std::string(e.what()).find(w) == std::string::npos) return "message lacks '" + w + "': " + e.what();
-    }
-  }
-  return {};
-}
-
 /// Ring all-gather on a fresh communicator, rank 0 never enters the second
 /// call (it waits in MPI_Barrier on the world meanwhile); `late`: the last
 /// rank waits twice as long as the others.
@@ -50,11 +32,11 @@ std::string absent_rank_zero(bool check_mode, bool late) {
   std::string verdict;
   if (comm.rank() != 0) {
     comm.set_timeout(std::chrono::milliseconds(late && comm.rank() == comm.size() - 1 ? 400 : 200));
-    verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(comm, mine, all); },
-                               {"rank 0 did not answer: it is not in " + operation + " #"});
+    verdict = plait_test::blames_rank_zero([&] { plait::all_gather<plait::ring>(comm, mine, all); },
+                                           {"rank 0 did not answer: it is not in " + operation + " #"});
     if (verdict.empty()) {  // a later call names the call that failed first
-      verdict = blames_rank_zero([&] { plait::all_gather<plait::ring>(comm, mine, all); },
-                                 {"poisoned by " + operation + " #", "rank 0 did not answer"});
+      verdict = plait_test::blames_rank_zero([&] { plait::all_gather<plait::ring>(comm, mine, all); },
+                                             {"poisoned by " + operation + " #", "rank 0 did not answer"});
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -63,8 +45,8 @@ std::string absent_rank_zero(bool check_mode, bool late) {
     // sends: its late all-gather could complete, from the messages the
     // others sent before they gave up).
     std::vector<int> box(1);
-    verdict = blames_rank_zero([&] { comm.recv(1, std::as_writable_bytes(std::span(box)), 5); },
-                               {"the group failed: rank 0 did not answer"});
+    verdict = plait_test::blames_rank_zero([&] { comm.recv(1, std::as_writable_bytes(std::span(box)), 5); },
+                                           {"the group failed: rank 0 did not answer"});
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return verdict;
