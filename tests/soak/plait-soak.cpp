@@ -758,32 +758,6 @@ struct finding {
   std::string detail;
 };
 
-/// The known cause of a finding, by what it says: the bugs issue 29 lists,
-/// fixed in other lanes ("" when none fits: a new bug). The soak reports
-/// these apart, and --lenient-known fails a run only on the others.
-std::string known_cause(const trial_spec& t, const finding& f) {
-  const std::string& d = f.detail;
-  if (f.what == not_poisoned && (d.find("MPI_ERR_TRUNCATE") != std::string::npos ||
-                                 d.find(" were expected' the next call") != std::string::npos)) {
-    return "item 2: on MPI a count disagreement (truncated or short receive) leaves the communicator usable";
-  }
-  if (f.what == not_poisoned && d.find("drops the operation that failed first") != std::string::npos) {
-    return "item 4: a poisoned communicator's later error drops the operation that failed first";
-  }
-  if (f.what == not_named && d.find("the group failed: rank") != std::string::npos &&
-      d.find(" failed: ") != std::string::npos && d.find("timed out") == std::string::npos) {
-    return "group failure reason drops the peer the failing rank named (shm record_group_failure)";
-  }
-  if (t.fault == faultk::other_type && (f.what == silent_wrong || f.what == not_named)) {
-    return "item 2: the element type is not in the call stamp";
-  }
-  if (f.what == not_named &&
-      (d.find("timed out after") != std::string::npos || d.find("timed out waiting for rank") != std::string::npos)) {
-    return "item 1: a timeout blames a present rank (no wait-for chain)";
-  }
-  return {};
-}
-
 struct verdict {
   std::vector<finding> findings;
   int errors = 0;       // first errors of non-faulty ranks
@@ -910,7 +884,6 @@ struct options {
   bool verbose = false;
   std::string transport = "auto";
   std::set<std::string> lenient;  // categories reported but not failed
-  bool lenient_known = false;     // fail only on findings of no known cause
   std::string replay;             // what scripts/soak needs before --seed to replay a trial
 };
 
@@ -918,7 +891,7 @@ struct options {
   std::fprintf(
       stderr,
       "usage: plait-soak [--seed S] [--faults N] [--trial T] [--ranks LO-HI] [--timeout S] [--slack S]\n"
-      "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--lenient-known] [--verbose]\n"
+      "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--verbose]\n"
       "categories: hang crash leak silent_wrong free_error not_named not_poisoned\n");
   std::exit(2);
 }
@@ -977,8 +950,6 @@ options parse(int argc, char** argv) {
       std::puts("no");
       std::exit(1);
 #endif
-    } else if (a == "--lenient-known") {
-      o.lenient_known = true;
     } else if (a == "--verbose") {
       o.verbose = true;
     } else {
@@ -998,10 +969,8 @@ struct tally {
   std::array<long, category_count_> counts{};
   std::map<std::string, long> by_fault;   // fault -> trials
   std::vector<std::string> failing;       // one line per failing trial
-  std::map<std::string, long> causes;     // known cause -> trials
   std::map<std::string, long> where;      // "kill inside the call" etc. -> trials
-  long unknown = 0;                       // failing trials with a finding of no known cause
-  std::vector<std::string> passed_alone;  // failed of no known cause in the crowd, passed run again alone
+  std::vector<std::string> passed_alone;  // failed in the crowd, passed run again alone
   double longest = 0;
 };
 
@@ -1027,21 +996,7 @@ void record(tally& all, const trial_spec& t, const verdict& v, const options& o,
   for (int c : seen) all.counts[static_cast<std::size_t>(c)] += 1;
   std::string line = "trial " + std::to_string(t.index) + " (replay: scripts/soak " + o.replay + "--seed " +
                      std::to_string(o.seed) + " --trial " + std::to_string(t.index) + "): " + describe(t);
-  std::set<std::string> causes;
-  bool unknown = false;
-  for (const finding& f : v.findings) {
-    const std::string cause = known_cause(t, f);
-    line += "\n    [" + std::string(category_keys[f.what]) + "] " + f.detail;
-    if (cause.empty()) {
-      unknown = true;
-    } else {
-      causes.insert(cause);
-      line += "\n        (known: " + cause + ")";
-    }
-  }
-  for (const std::string& c : causes) all.causes[c] += 1;
-  all.unknown += unknown ? 1 : 0;
-  if (!unknown) line = "[known] " + line;
+  for (const finding& f : v.findings) line += "\n    [" + std::string(category_keys[f.what]) + "] " + f.detail;
   all.failing.push_back(line);
 }
 
@@ -1071,16 +1026,9 @@ int summarise(const tally& all, const options& o, double seconds, const std::set
                 n > 0 && lenient ? " (reported, not failed: --lenient)" : "");
     if (n > 0 && !lenient) failed = true;
   }
-  for (const auto& [cause, n] : all.causes) std::printf("  known cause, %ld trials: %s\n", n, cause.c_str());
-  std::printf("  failing trials with a finding of no known cause: %ld\n", all.unknown);
   if (!all.passed_alone.empty()) {
-    std::printf("  failed of no known cause among the others, passed run again alone (load): %zu\n",
-                all.passed_alone.size());
+    std::printf("  failed among the others, passed run again alone (load): %zu\n", all.passed_alone.size());
     for (const std::string& line : all.passed_alone) std::printf("    %s\n", line.substr(0, 200).c_str());
-  }
-  if (o.lenient_known && failed && all.unknown == 0 && leaked.empty()) {
-    std::printf("  every failure has a known cause (--lenient-known): reported, not failed\n");
-    failed = false;
   }
   const double pct = all.errors == 0 ? 100.0 : 100.0 * static_cast<double>(all.named) / static_cast<double>(all.errors);
   std::printf("  %-36s %.2f %% (%ld of %ld errors)\n", "faulty rank named", pct, all.named, all.errors);
@@ -1093,24 +1041,14 @@ int summarise(const tally& all, const options& o, double seconds, const std::set
   return failed ? 1 : 0;
 }
 
-/// Failing trials of no known cause in full; those of a known cause in full
-/// only with --verbose, else their first line (up to 5).
+/// Every failing trial: its replay line and findings (the first 20 in
+/// full, unless --verbose asks for all).
 void print_failures(const tally& all, bool verbose) {
-  std::size_t known_shown = 0;
-  std::size_t known_left = 0;
+  std::size_t shown = 0;
   for (const std::string& line : all.failing) {
-    const bool known = line.rfind("[known] ", 0) == 0;
-    if (!known || verbose) {
-      std::printf("%s\n", line.c_str());
-    } else if (known_shown < 5) {
-      std::printf("%s\n", line.substr(0, line.find('\n')).c_str());
-      ++known_shown;
-    } else {
-      ++known_left;
-    }
+    std::printf("%s\n", verbose || shown < 20 ? line.c_str() : line.substr(0, line.find('\n')).c_str());
+    ++shown;
   }
-  if (known_left > 0)
-    std::printf("... and %zu more failing trials of a known cause (--verbose shows all)\n", known_left);
 }
 
 int run_shm(const options& o) {
@@ -1134,7 +1072,7 @@ int run_shm(const options& o) {
   tally all;
   std::size_t next = 0;
   int busy = 0;
-  // A trial that fails of no known cause among the others is run again
+  // A trial that fails among the others is run again
   // alone: 0.3 s is a short timeout for a rank that a loaded machine (the
   // soak's own trials, or builds beside it) leaves without a core. Only a
   // failure that repeats alone counts; the others are listed.
@@ -1152,14 +1090,13 @@ int run_shm(const options& o) {
     }
     if (!rep.runner_finished && !hung) v.findings.push_back({crash, "the runner process died"});
     if (o.verbose || o.trial >= 0) print_trial(r.spec, rep);
-    const bool unknown = std::any_of(v.findings.begin(), v.findings.end(),
-                                     [&](const finding& f) { return known_cause(r.spec, f).empty(); });
+    const bool failing = !v.findings.empty();
     const long index = static_cast<long>(r.spec.index);
-    if (unknown && !alone && o.trial < 0 && again.size() < 100) {
+    if (failing && !alone && o.trial < 0 && again.size() < 200) {
       again.push_back(index);
       first_failure[index] = v.findings.front().detail;
     } else {
-      if (alone && !unknown) {
+      if (alone && !failing) {
         all.passed_alone.push_back("trial " + std::to_string(index) + ": " + first_failure[index]);
       }
       record(all, r.spec, v, o, rep);
