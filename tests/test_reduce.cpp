@@ -273,12 +273,62 @@ TEST_CASE("the reductions' schedules take the documented steps and send the docu
       if (p == p2) CHECK(blocks_sent(ar) == 2 * (p - 1));
     }
   }
-  // P = 8, distances 4, 2, 1: every half is one run of blocks (no packing).
+  // P = 8, commutative: distances 4, 2, 1, every half a run of blocks; rank
+  // order: distances 1, 2, 4, halves that interleave. One block per message.
   const auto halves = plait::recursive_halving::plan(plait::op::reduce_scatter<order::any>{}, 5, 8);
   REQUIRE(halves.steps.size() == 3);
-  CHECK(halves.steps[0].sends[0] == plait::transfer{1, {0, 1, 2, 3}, plait::fold::none});
-  CHECK(halves.steps[1].sends[0] == plait::transfer{7, {6, 7}, plait::fold::none});
-  CHECK(halves.steps[2].recvs[0] == plait::transfer{4, {5}, plait::fold::from_left});
+  CHECK(halves.steps[0].sends == std::vector<plait::transfer>{{1, {0}}, {1, {1}}, {1, {2}}, {1, {3}}});
+  CHECK(halves.steps[1].sends == std::vector<plait::transfer>{{7, {6}}, {7, {7}}});
+  CHECK(halves.steps[2].recvs == std::vector<plait::transfer>{{4, {5}, plait::fold::from_left}});
+  const auto interleaved = plait::recursive_halving::plan(plait::op::reduce_scatter<order::rank>{}, 5, 8);
+  REQUIRE(interleaved.steps.size() == 3);
+  CHECK(interleaved.steps[0].sends == std::vector<plait::transfer>{{4, {0}}, {4, {2}}, {4, {4}}, {4, {6}}});
+  CHECK(interleaved.steps[0].recvs[0] == plait::transfer{4, {1}, plait::fold::from_left});
+  CHECK(interleaved.steps[2].recvs == std::vector<plait::transfer>{{1, {5}, plait::fold::from_left}});
+}
+
+namespace {
+/// The default parameters, and every built-in a candidate.
+struct every_built_in {
+  static constexpr plait::cost_model cost_model() { return plait::default_cost_model; }
+  static constexpr bool allows(plait::algorithm_id) { return true; }
+};
+/// The default parameters, recursive_halving the only candidate.
+struct only_halving {
+  static constexpr plait::cost_model cost_model() { return plait::default_cost_model; }
+  static constexpr bool allows(plait::algorithm_id id) { return id == plait::algorithm_id::recursive_halving; }
+};
+}  // namespace
+
+TEST_CASE("automatic leaves recursive_halving to tunings that allow it, which run it by the model",
+          "[reduce][automatic]") {
+  using order = plait::op::fold_order;
+  using halving_id = std::integral_constant<plait::algorithm_id, plait::algorithm_id::recursive_halving>;
+  for (int p = 1; p <= 16; ++p) {
+    for (std::size_t n = 64; n <= (std::size_t{4} << 20); n *= 4) {
+      CAPTURE(p, n);
+      CHECK(plait::explain<plait::op::all_reduce<order::any>>(p, n).id != halving_id::value);
+      CHECK(plait::explain<plait::op::all_reduce<order::rank>>(p, n).id != halving_id::value);
+      CHECK(plait::explain<plait::op::reduce_scatter<order::any>>(p, n).id != halving_id::value);
+      CHECK(plait::explain<plait::op::reduce_scatter<order::rank>>(p, n).id != halving_id::value);
+    }
+  }
+  // Under the same model with every built-in allowed it wins where it saves steps.
+  CHECK(plait::explain<plait::op::reduce_scatter<>, plait::automatic_with<every_built_in>>(16, 16 << 10).id ==
+        halving_id::value);
+  CHECK(plait::explain<plait::op::all_reduce<order::rank>, plait::automatic_with<every_built_in>>(8, 1 << 20).id ==
+        halving_id::value);
+  const int ranks = GENERATE(3, 4);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    std::vector<std::int32_t> send(5 * static_cast<std::size_t>(ranks), comm.rank() + 1);
+    std::vector<std::int32_t> recv(send.size());
+    plait::all_reduce<plait::automatic_with<only_halving>>(comm, send, recv, plait::sum{});
+    for (std::int32_t x : recv) {
+      if (x != ranks * (ranks + 1) / 2) return std::string("automatic_with<only_halving>: wrong sum");
+    }
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }
 
 namespace {

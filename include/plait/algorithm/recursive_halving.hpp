@@ -25,8 +25,11 @@
 // reductions only. For associative ones kept in rank order the same exchange
 // runs with the distances in the other order, 1, 2, ..., P/2: a partial then
 // always covers an aligned run of consecutive ranks and the lower run goes on
-// the left, at the price of halves that interleave (blocks whose low bits
-// match the rank's), which the executor packs. Never the exact left fold.
+// the left; the halves interleave (blocks whose low bits match the rank's).
+// Never the exact left fold.
+//
+// Every message carries one block (a step sends a partner up to P/2 of
+// them): the same bytes and steps, and neither staging nor packing.
 #pragma once
 
 #include <string_view>
@@ -45,6 +48,11 @@ struct recursive_halving {
   using algorithm_concept = algorithm_tag;
   /// The name errors and check mode show.
   static constexpr std::string_view name = "recursive_halving";
+  /// Plain automatic leaves it out: measured on 2 cores under load at P = 2,
+  /// 4 and 8 it never beat the best of ring and direct reliably, though the
+  /// cost model predicts wins at P >= 8 (docs/algorithms.md, "Choosing"). An
+  /// automatic_with<Tuning> whose allows() takes it in chooses it by the model.
+  static constexpr bool automatic_candidate = false;
 
   /// Rank `rank`'s reduce-scatter schedule on `size` ranks (not plait::ordered).
   template <op::fold_order Order>
@@ -71,11 +79,11 @@ struct recursive_halving {
     const int rem = size - p2;
     const std::vector<int> everything = matching(0, 0, p2, rem);
     if (rank < 2 * rem && rank % 2 == 1) {  // an extra rank: hands everything over, takes its result back
-      s.next_step().send(rank - 1, everything);
-      s.next_step().recv(rank - 1, all_reduce ? everything : std::vector<int>{rank});
+      exchange(s.next_step(), rank - 1, everything, {}, fold::none);
+      exchange(s.next_step(), rank - 1, {}, all_reduce ? everything : std::vector<int>{rank}, fold::none);
       return s;
     }
-    if (rank < 2 * rem) s.next_step().recv(rank + 1, everything, fold::from_right);
+    if (rank < 2 * rem) exchange(s.next_step(), rank + 1, {}, everything, fold::from_right);
     // Virtual rank v stands for ranks 2v, 2v+1 (v < rem) or v + rem: virtual
     // ranks in order cover real ranks in order.
     const int v = rank < 2 * rem ? rank / 2 : rank - rem;
@@ -87,19 +95,29 @@ struct recursive_halving {
     for (int t = 0; t < steps; ++t) {
       const int u = v ^ distance(t);
       settled |= distance(t);
-      s.next_step()
-          .send(real(u), matching(u, settled, p2, rem))
-          .recv(real(u), matching(v, settled, p2, rem), u < v ? fold::from_left : fold::from_right);
+      exchange(s.next_step(), real(u), matching(u, settled, p2, rem), matching(v, settled, p2, rem),
+               u < v ? fold::from_left : fold::from_right);
     }
     if (all_reduce) {
       for (int t = steps - 1; t >= 0; --t) {  // the same pairs back: each swaps all it holds
         const int u = v ^ distance(t);
-        s.next_step().send(real(u), matching(v, settled, p2, rem)).recv(real(u), matching(u, settled, p2, rem));
+        exchange(s.next_step(), real(u), matching(v, settled, p2, rem), matching(u, settled, p2, rem), fold::none);
         settled &= ~distance(t);
       }
     }
-    if (rank < 2 * rem) s.next_step().send(rank + 1, all_reduce ? everything : std::vector<int>{rank + 1});
+    if (rank < 2 * rem) {
+      exchange(s.next_step(), rank + 1, all_reduce ? everything : std::vector<int>{rank + 1}, {}, fold::none);
+    }
     return s;
+  }
+
+  /// Sends `out` to `peer` and receives `in` from it, one message per block:
+  /// the fold run gathers a message of several blocks through staging, which
+  /// measured 2.5x slower than these messages at 1-4 MiB all-reduces (P = 4).
+  static constexpr void exchange(step& st, int peer, const std::vector<int>& out, const std::vector<int>& in,
+                                 fold arrival) {
+    for (int b : out) st.send(peer, {b});
+    for (int b : in) st.recv(peer, {b}, arrival);
   }
 
   /// The blocks of the virtual ranks that agree with `v` on the bits of
