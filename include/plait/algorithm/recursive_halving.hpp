@@ -48,10 +48,10 @@ struct recursive_halving {
   using algorithm_concept = algorithm_tag;
   /// The name errors and check mode show.
   static constexpr std::string_view name = "recursive_halving";
-  /// Plain automatic leaves it out: measured on 2 cores under load at P = 2,
-  /// 4 and 8 it never beat the best of ring and direct reliably, though the
-  /// cost model predicts wins at P >= 8 (docs/algorithms.md, "Choosing"). An
-  /// automatic_with<Tuning> whose allows() takes it in chooses it by the model.
+  /// Plain automatic leaves it out: measured on 2 oversubscribed cores at
+  /// P = 4 and 8 its wins over ring and direct were within the noise
+  /// (docs/algorithms.md, "Choosing"). An automatic_with<Tuning> whose
+  /// allows() takes it in chooses it by the cost model.
   static constexpr bool automatic_candidate = false;
 
   /// Rank `rank`'s reduce-scatter schedule on `size` ranks (not plait::ordered).
