@@ -141,7 +141,8 @@ using plait_test::matrix_of;
 using plait_test::right_fold;
 using plait_test::times;
 
-using order_keeping = std::tuple<plait::tree, plait::recursive_doubling, plait::direct, plait::chain, plait::automatic>;
+using order_keeping = std::tuple<plait::tree, plait::recursive_doubling, plait::direct, plait::chain,
+                                 plait::recursive_halving, plait::automatic>;
 using ordered_algorithms = std::tuple<plait::direct, plait::chain, plait::automatic>;
 
 }  // namespace
@@ -181,6 +182,10 @@ TEST_CASE("the reductions' schedules pass verify for every algorithm, order and 
     CHECK(plait::verify_report<plait::direct, plait::op::reduce_scatter<order::left>>(p) == "");
     CHECK(plait::verify_report<plait::chain, plait::op::all_reduce<order::left>>(p) == "");
     CHECK(plait::verify_report<plait::chain, plait::op::reduce_scatter<order::left>>(p) == "");
+    CHECK(plait::verify_report<plait::recursive_halving, plait::op::all_reduce<order::any>>(p) == "");
+    CHECK(plait::verify_report<plait::recursive_halving, plait::op::all_reduce<order::rank>>(p) == "");
+    CHECK(plait::verify_report<plait::recursive_halving, plait::op::reduce_scatter<order::any>>(p) == "");
+    CHECK(plait::verify_report<plait::recursive_halving, plait::op::reduce_scatter<order::rank>>(p) == "");
   }
   STATIC_REQUIRE(plait::verify<plait::chain, plait::op::all_reduce<order::left>>(5));
   STATIC_REQUIRE(plait::verify<plait::direct, plait::op::reduce_scatter<order::left>>(4));
@@ -244,6 +249,86 @@ TEST_CASE("the reductions' schedules take the documented steps and send the docu
   const auto rd = plait::recursive_doubling::plan(plait::op::all_reduce<>{}, 3, 8);
   CHECK(rd.steps.size() == 3);
   CHECK(blocks_sent(rd) == 3 * 8);
+  // recursive halving: lg P steps and P-1 blocks (reduce-scatter), twice both
+  // (all-reduce), in either order; for other P one more block on the extra
+  // ranks (2i+1, i < P - p2), which send their every contribution to 2i.
+  for (int p = 1; p <= 12; ++p) {
+    int p2 = 1;
+    int lg = 0;
+    while (p2 * 2 <= p) {
+      p2 *= 2;
+      ++lg;
+    }
+    for (int r = 0; r < p; ++r) {
+      CAPTURE(p, r);
+      const bool extra = r < 2 * (p - p2) && r % 2 == 1;
+      const bool host = r < 2 * (p - p2) && r % 2 == 0;
+      for (const auto& rs : {plait::recursive_halving::plan(plait::op::reduce_scatter<order::any>{}, r, p),
+                             plait::recursive_halving::plan(plait::op::reduce_scatter<order::rank>{}, r, p)}) {
+        CHECK(blocks_sent(rs) == (extra ? p : p - 1));
+        CHECK(rs.steps.size() == static_cast<std::size_t>(extra ? 2 : host ? lg + 2 : lg));
+      }
+      const auto ar = plait::recursive_halving::plan(plait::op::all_reduce<order::any>{}, r, p);
+      CHECK(ar.steps.size() == static_cast<std::size_t>(extra ? 2 : host ? 2 * lg + 2 : 2 * lg));
+      if (p == p2) CHECK(blocks_sent(ar) == 2 * (p - 1));
+    }
+  }
+  // P = 8, commutative: distances 4, 2, 1, every half a run of blocks; rank
+  // order: distances 1, 2, 4, halves that interleave. One block per message.
+  const auto halves = plait::recursive_halving::plan(plait::op::reduce_scatter<order::any>{}, 5, 8);
+  REQUIRE(halves.steps.size() == 3);
+  CHECK(halves.steps[0].sends == std::vector<plait::transfer>{{1, {0}}, {1, {1}}, {1, {2}}, {1, {3}}});
+  CHECK(halves.steps[1].sends == std::vector<plait::transfer>{{7, {6}}, {7, {7}}});
+  CHECK(halves.steps[2].recvs == std::vector<plait::transfer>{{4, {5}, plait::fold::from_left}});
+  const auto interleaved = plait::recursive_halving::plan(plait::op::reduce_scatter<order::rank>{}, 5, 8);
+  REQUIRE(interleaved.steps.size() == 3);
+  CHECK(interleaved.steps[0].sends == std::vector<plait::transfer>{{4, {0}}, {4, {2}}, {4, {4}}, {4, {6}}});
+  CHECK(interleaved.steps[0].recvs[0] == plait::transfer{4, {1}, plait::fold::from_left});
+  CHECK(interleaved.steps[2].recvs == std::vector<plait::transfer>{{1, {5}, plait::fold::from_left}});
+}
+
+namespace {
+/// The default parameters, and every built-in a candidate.
+struct every_built_in {
+  static constexpr plait::cost_model cost_model() { return plait::default_cost_model; }
+  static constexpr bool allows(plait::algorithm_id) { return true; }
+};
+/// The default parameters, recursive_halving the only candidate.
+struct only_halving {
+  static constexpr plait::cost_model cost_model() { return plait::default_cost_model; }
+  static constexpr bool allows(plait::algorithm_id id) { return id == plait::algorithm_id::recursive_halving; }
+};
+}  // namespace
+
+TEST_CASE("automatic leaves recursive_halving to tunings that allow it, which run it by the model",
+          "[reduce][automatic]") {
+  using order = plait::op::fold_order;
+  using halving_id = std::integral_constant<plait::algorithm_id, plait::algorithm_id::recursive_halving>;
+  for (int p = 1; p <= 16; ++p) {
+    for (std::size_t n = 64; n <= (std::size_t{4} << 20); n *= 4) {
+      CAPTURE(p, n);
+      CHECK(plait::explain<plait::op::all_reduce<order::any>>(p, n).id != halving_id::value);
+      CHECK(plait::explain<plait::op::all_reduce<order::rank>>(p, n).id != halving_id::value);
+      CHECK(plait::explain<plait::op::reduce_scatter<order::any>>(p, n).id != halving_id::value);
+      CHECK(plait::explain<plait::op::reduce_scatter<order::rank>>(p, n).id != halving_id::value);
+    }
+  }
+  // Under the same model with every built-in allowed it wins where it saves steps.
+  CHECK(plait::explain<plait::op::reduce_scatter<>, plait::automatic_with<every_built_in>>(16, 16 << 10).id ==
+        halving_id::value);
+  CHECK(plait::explain<plait::op::all_reduce<order::rank>, plait::automatic_with<every_built_in>>(8, 1 << 20).id ==
+        halving_id::value);
+  const int ranks = GENERATE(3, 4);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    std::vector<std::int32_t> send(5 * static_cast<std::size_t>(ranks), comm.rank() + 1);
+    std::vector<std::int32_t> recv(send.size());
+    plait::all_reduce<plait::automatic_with<only_halving>>(comm, send, recv, plait::sum{});
+    for (std::int32_t x : recv) {
+      if (x != ranks * (ranks + 1) / 2) return std::string("automatic_with<only_halving>: wrong sum");
+    }
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }
 
 namespace {
@@ -271,6 +356,14 @@ struct forgets_its_own {
     return s;
   }
 };
+/// recursive halving's commutative schedule (distances P/2 first) offered
+/// for rank order: its partials cover r, r + P/2, ..., so verify must refuse it.
+struct halving_claiming_rank_order {
+  using algorithm_concept = plait::algorithm_tag;
+  static constexpr plait::schedule plan(plait::op::all_reduce<plait::op::fold_order::rank>, int rank, int size) {
+    return plait::recursive_halving::plan(plait::op::all_reduce<>{}, rank, size);
+  }
+};
 /// recursive doubling whose partners disagree on which partial goes left.
 struct partners_disagree {
   using algorithm_concept = plait::algorithm_tag;
@@ -290,6 +383,8 @@ TEST_CASE("verify refuses reduction schedules that lose order, contributions or 
         plait::verify_fault::out_of_order);
   CHECK(plait::verify_detailed<tree_claiming_left_fold, plait::op::all_reduce<order::left>>(4).fault ==
         plait::verify_fault::not_left_fold);
+  CHECK(plait::verify_detailed<halving_claiming_rank_order, plait::op::all_reduce<order::rank>>(4).fault ==
+        plait::verify_fault::out_of_order);
   CHECK(plait::verify_detailed<forgets_its_own, plait::op::reduce_scatter<>>(3).fault ==
         plait::verify_fault::wrong_contributions);
   CHECK(plait::verify_detailed<partners_disagree, plait::op::all_reduce<>>(4).fault ==

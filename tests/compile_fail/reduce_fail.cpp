@@ -1,16 +1,16 @@
 // Reduction calls that cannot work stop the compiler at the public entry
 // (plait::all_reduce, plait::reduce_scatter) with one static_assert that
 // says why: an algorithm that cannot keep the order the reduction needs
-// (plait::ordered<...> under ring, recursive_doubling or tree; a reduction not
-// declared commutative under ring), whose note names the algorithm, the order
-// and in works_with<...> the algorithms that can; an algorithm with no
-// reduce-scatter schedule; a bundle of reductions against one buffer, a
-// bundle of another size or plait::in_place; on a two_level, a flat algorithm
-// without a whole communicator and ordered over levels that cannot keep the
-// left fold; and a reduction that does not take the element type. Each case
-// also bounds the diagnostic's length (max-lines): one static_assert and its
-// instantiation chain, which is longer where the check sits deeper
-// (reduce_scatter's schedule check, in fold_collective) or the header is first
+// (plait::ordered<...> under ring, recursive_doubling, recursive_halving or
+// tree; a reduction not declared commutative under ring), whose note names
+// the algorithm, the order and in works_with<...> the algorithms that can; an
+// algorithm with no reduce-scatter schedule; a bundle of reductions against
+// one buffer, a bundle of another size or plait::in_place; on a two_level, a
+// flat algorithm without a whole communicator and ordered over levels that
+// cannot keep the left fold; and a reduction that does not take the element
+// type. Each case also bounds the diagnostic's length (max-lines): one
+// static_assert and its instantiation chain, which is longer where the check
+// sits deeper (reduce_scatter's schedule check, in fold_collective) or the header is first
 // reached deep in plait.hpp's includes (reductions.hpp: clang prints 12 "In
 // file included from" lines). The regexes accept g++'s (plait::v0::ring,
 // message then note) and clang's (plait::ring, the requirement before the
@@ -56,6 +56,8 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::all_reduce<plait::recursive_doubling>(comm, send, recv, plait::max{});
   plait::all_reduce<plait::tree>(comm, plait::in_place, matrices, product);
   plait::all_reduce<plait::recursive_doubling>(comm, plait::in_place, matrices, product);
+  plait::all_reduce<plait::recursive_halving>(comm, plait::in_place, matrices, product);
+  plait::reduce_scatter<plait::recursive_halving>(comm, send, block, plait::sum{});
   std::vector<std::uint32_t> bits(4);
   plait::all_reduce<plait::ring>(comm, plait::in_place, bits, plait::bit_xor{});
   plait::reduce_scatter<plait::ring>(comm, send, block, plait::avg{});
@@ -81,6 +83,12 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::all_reduce<plait::recursive_doubling>(comm, send, recv, plait::ordered<plait::sum>{});
 #endif
 
+// expect-error(recursive_halving_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*recursive_halving, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*recursive_halving, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// max-lines(recursive_halving_ordered): 20
+#if defined(PLAIT_CASE_recursive_halving_ordered)
+  plait::reduce_scatter<plait::recursive_halving>(comm, send, block, plait::ordered<plait::sum>{});
+#endif
+
 // expect-error(tree_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*tree, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*tree, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
 // max-lines(tree_ordered): 20
 #if defined(PLAIT_CASE_tree_ordered)
@@ -93,13 +101,13 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::reduce_scatter<plait::tree>(comm, send, block, plait::ordered<plait::avg>{});
 #endif
 
-// expect-error(ring_non_commutative): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::rank>, plait::[v0:]*works_with<plait::[v0:]*tree, plait::[v0:]*recursive_doubling, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::rank>, plait::[v0:]*works_with<plait::[v0:]*tree, plait::[v0:]*recursive_doubling, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
+// expect-error(ring_non_commutative): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::rank>, plait::[v0:]*works_with<plait::[v0:]*tree, plait::[v0:]*recursive_doubling, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*recursive_halving, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::rank>, plait::[v0:]*works_with<plait::[v0:]*tree, plait::[v0:]*recursive_doubling, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*recursive_halving, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
 // max-lines(ring_non_commutative): 20
 #if defined(PLAIT_CASE_ring_non_commutative)
   plait::all_reduce<plait::ring>(comm, plait::in_place, matrices, product);
 #endif
 
-// expect-error(recursive_doubling_reduce_scatter): (plait: this algorithm has no schedule for this operation.*has_schedule_for<plait::[v0:]*recursive_doubling, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::any>, plait::[v0:]*works_with<plait::[v0:]*ring, plait::[v0:]*tree, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|has_schedule_for<plait::[v0:]*recursive_doubling, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::any>, plait::[v0:]*works_with<plait::[v0:]*ring, plait::[v0:]*tree, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm has no schedule for this operation)
+// expect-error(recursive_doubling_reduce_scatter): (plait: this algorithm has no schedule for this operation.*has_schedule_for<plait::[v0:]*recursive_doubling, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::any>, plait::[v0:]*works_with<plait::[v0:]*ring, plait::[v0:]*tree, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*recursive_halving, plait::[v0:]*automatic>|has_schedule_for<plait::[v0:]*recursive_doubling, plait::[v0:]*op::reduce_scatter<plait::[v0:]*op::fold_order::any>, plait::[v0:]*works_with<plait::[v0:]*ring, plait::[v0:]*tree, plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*recursive_halving, plait::[v0:]*automatic>.*plait: this algorithm has no schedule for this operation)
 // max-lines(recursive_doubling_reduce_scatter): 25
 #if defined(PLAIT_CASE_recursive_doubling_reduce_scatter)
   plait::reduce_scatter<plait::recursive_doubling>(comm, send, block, plait::sum{});

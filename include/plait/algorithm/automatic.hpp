@@ -6,13 +6,16 @@
 // The model charges a schedule step by step (see cost_model). The prediction
 // is the larger of rank 0's and rank P-1's costs: between them they are on
 // every built-in's critical path (tree's root; the ranks that stand in for
-// the extras in recursive_doubling; the rank whose Bruck blocks wrap around,
+// the extras in recursive_doubling and recursive_halving, rank 0 among them
+// whenever P is not a power of two; the rank whose Bruck blocks wrap around,
 // so its messages are packed; any rank of the symmetric ones).
 //
 // Parameters: automatic_with<Tuning> takes Tuning::cost_model(); plain
 // automatic takes Transport::cost_model() when the transport type has that
-// static member, else default_cost_model. Tuning may also restrict the
-// candidates with `static constexpr bool allows(plait::algorithm_id)`.
+// static member, else default_cost_model. Tuning may also choose the
+// candidates with `static constexpr bool allows(plait::algorithm_id)`;
+// without it, every built-in but those that say
+// `static constexpr bool automatic_candidate = false` (recursive_halving).
 // Nothing here needs a specialization of a library template.
 #pragma once
 
@@ -23,6 +26,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "plait/algorithm/algorithm_id.hpp"
@@ -46,7 +50,7 @@ struct automatic {
 /// automatic with the user's parameters. Tuning is any type with
 ///   static constexpr plait::cost_model cost_model();
 /// and optionally
-///   static constexpr bool allows(plait::algorithm_id);   // restrict the candidates
+///   static constexpr bool allows(plait::algorithm_id);   // choose the candidates
 template <class Tuning>
 struct automatic_with {
   static_assert(
@@ -92,6 +96,22 @@ constexpr cost_model model_of() {
   }
 }
 
+/// Whether automatic considers built-in B unless a tuning's allows() says
+/// otherwise: every built-in but one that says
+/// `static constexpr bool automatic_candidate = false` (recursive_halving:
+/// its measurements so far could not show where it beats the others).
+template <class B>
+constexpr bool default_candidate() {
+  if constexpr (requires { B::automatic_candidate; }) {
+    return B::automatic_candidate;
+  } else {
+    return true;
+  }
+}
+
+/// Whether the automatic policy A considers `id`: the tuning's allows() when
+/// it has one (which can take in what is not a default candidate), else the
+/// default candidates.
 template <class A>
 constexpr bool allowed(algorithm_id id) {
   if constexpr (requires { typename A::tuning; }) {
@@ -101,7 +121,7 @@ constexpr bool allowed(algorithm_id id) {
       return A::tuning::allows(id);
     }
   }
-  return true;
+  return visit_algorithm(id, []<class B>(std::type_identity<B>) { return default_candidate<B>(); });
 }
 
 /// A set of algorithm ids: bit i stands for all_algorithm_ids[i]. How the

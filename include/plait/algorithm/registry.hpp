@@ -19,6 +19,7 @@
 #include "plait/algorithm/neighbor_exchange.hpp"
 #include "plait/algorithm/pairwise.hpp"
 #include "plait/algorithm/recursive_doubling.hpp"
+#include "plait/algorithm/recursive_halving.hpp"
 #include "plait/algorithm/ring.hpp"
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/tree.hpp"
@@ -35,7 +36,8 @@
   X(recursive_doubling)              \
   X(direct)                          \
   X(neighbor_exchange)               \
-  X(chain)
+  X(chain)                           \
+  X(recursive_halving)
 
 namespace plait {
 inline namespace v0 {
