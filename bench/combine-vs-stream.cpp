@@ -15,9 +15,10 @@
 //   plait-T:in   the same, out == left (acc = acc + arriving: what the fold
 //                run does once a block holds a partial)
 //
-// Each variant runs `iters` calls per sample (sized to about 4 ms); variants
-// are interleaved in a new random order every round, and the figure is the
-// median over rounds. Sizes are bytes of one operand; throughput counts the
+// Each variant runs `iters` calls per sample (sized to about 4 ms of this
+// thread's CPU time, which leaves out the time other processes held the core
+// on a shared machine); variants are interleaved in a new random order every
+// round, and the figure is the median over rounds. Sizes are bytes of one operand; throughput counts the
 // bytes of both reads and the write (3 x size / time), as a STREAM add does.
 // The ratio column is plait's time against its ceiling (add for fp32, fp64 and
 // int32 of the same bytes; cvt-T for the 16-bit types): 1.0 means as fast.
@@ -25,9 +26,9 @@
 // Usage: combine-vs-stream [--sizes 4K,64K,1M,16M,64M] [--rounds 9]
 //                          [--types f32,f64,i32,bf16,f16] [--cpu N]
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +42,13 @@
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
+// This thread's CPU time: on a shared machine the time another process held
+// the core is not the loop's (the variants' order is random all the same).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 std::size_t parse_size(const std::string& text) {
   char* end = nullptr;
@@ -220,9 +227,9 @@ int main(int argc, char** argv) {
           [&](std::size_t bytes) { kernel.combine(kernel.state, c, b, c, bytes / kernel.element_bytes); });
       // Calls per sample: about 4 ms of the ceiling.
       for (variant& v : variants) {
-        const auto start = clock_type::now();
+        const double start = cpu_seconds();
         v.call(size);
-        const double once = std::chrono::duration<double>(clock_type::now() - start).count();
+        const double once = cpu_seconds() - start;
         v.iters = std::max<std::size_t>(1, static_cast<std::size_t>(4e-3 / std::max(once, 1e-9)));
         v.call(size);  // warm
       }
@@ -233,10 +240,9 @@ int main(int argc, char** argv) {
         std::shuffle(order.begin(), order.end(), order_rng);
         for (std::size_t i : order) {
           variant& v = variants[i];
-          const auto start = clock_type::now();
+          const double start = cpu_seconds();
           for (std::size_t it = 0; it < v.iters; ++it) v.call(size);
-          v.samples.push_back(std::chrono::duration<double>(clock_type::now() - start).count() /
-                              static_cast<double>(v.iters));
+          v.samples.push_back((cpu_seconds() - start) / static_cast<double>(v.iters));
         }
       }
       for (const variant& v : variants) {

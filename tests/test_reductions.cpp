@@ -701,10 +701,13 @@ T rule_extreme(T a, T b) {
 TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across vector lanes and the remainder",
                    "[reduction][floating][nan][zero][alias]", float, double, bfloat16, half) {
   using T = TestType;
-  // Odd length and an odd byte offset: several whole blocks of the kernel's
-  // loop, then a remainder; NaNs with distinct payloads and both zeros land
-  // in every lane position, on either side, in the blocks and the remainder.
-  constexpr std::size_t n = 301;
+  // Odd length and an odd byte offset: many whole blocks of the kernel's
+  // loop, then a remainder. In the first half NaNs with distinct payloads
+  // and both zeros land in every lane position, on either side; the second
+  // half's blocks have no NaN operand (the vector path), with zeros and
+  // infinities whose sum is a NaN; the last element, in the remainder, is a
+  // NaN again.
+  constexpr std::size_t n = 1001;
   std::vector<T> left(n), right(n);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> value(-4.0f, 4.0f);
@@ -717,16 +720,24 @@ TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across ve
       return T::from_bits(static_cast<std::uint16_t>(0x7e00u | (payload & 0x1ffu)));
     }
   };
+  const T infinity = as<T>(std::numeric_limits<float>::infinity());
+  const T minus_infinity = as<T>(-std::numeric_limits<float>::infinity());
   for (std::size_t i = 0; i < n; ++i) {
     left[i] = as<T>(value(rng));
     right[i] = as<T>(value(rng));
-    switch ((i * 7 + i / 13) % 11) {
-      case 0: left[i] = nan_with(static_cast<std::uint32_t>(i + 1)); break;
-      case 1: right[i] = nan_with(static_cast<std::uint32_t>(i + 2)); break;
-      case 2:
-        left[i] = nan_with(static_cast<std::uint32_t>(i + 3));
-        right[i] = nan_with(static_cast<std::uint32_t>(i + 4));
-        break;
+    const std::size_t pattern = (i * 7 + i / 13) % 11;
+    if (i < n / 2 || i == n - 1) {
+      switch (pattern) {
+        case 0: left[i] = nan_with(static_cast<std::uint32_t>(i + 1)); break;
+        case 1: right[i] = nan_with(static_cast<std::uint32_t>(i + 2)); break;
+        case 2:
+          left[i] = nan_with(static_cast<std::uint32_t>(i + 3));
+          right[i] = nan_with(static_cast<std::uint32_t>(i + 4));
+          break;
+        default: break;
+      }
+    }
+    switch (pattern) {
       case 3:
         left[i] = as<T>(-0.0f);
         right[i] = as<T>(0.0f);
@@ -739,9 +750,15 @@ TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across ve
         left[i] = as<T>(-0.0f);
         right[i] = as<T>(-0.0f);
         break;
+      case 6:
+        left[i] = infinity;
+        right[i] = minus_infinity;
+        break;
+      case 7: left[i] = infinity; break;
       default: break;
     }
   }
+  left[n - 1] = nan_with(5);
   const auto check = [&](const auto& r, auto rule) {
     std::vector<T> expected(n);
     for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
