@@ -216,7 +216,7 @@ bool vector_block(const std::byte* left, const std::byte* right, std::byte* out)
     for (std::size_t k = 0; k < vector_bytes / 2; ++k) {
       if (nan[k] != 0) return false;
     }
-    for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * 16, &results[k], vector_bytes);
+    for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * vector_bytes, &results[k], vector_bytes);
   } else {
     using values [[gnu::vector_size(vector_bytes)]] = T;
     using masks [[gnu::vector_size(vector_bytes)]] = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
@@ -236,7 +236,7 @@ bool vector_block(const std::byte* left, const std::byte* right, std::byte* out)
     for (std::size_t k = 0; k < vector_bytes / sizeof(T); ++k) {
       if (nan[k] != 0) return false;
     }
-    for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * 16, &results[k], vector_bytes);
+    for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * vector_bytes, &results[k], vector_bytes);
   }
   return true;
 }
