@@ -4,11 +4,11 @@
 // (element type, reduction) pair. kernel_for<T>(r) makes one, after
 // detail::check_reduction<R, T>() has rejected a type r does not accept.
 //
-// The loops are plain loops over contiguous elements, loading and storing
-// with memcpy: the engine's buffers carry no alignment promise, and memcpy of
-// a fixed small size compiles to ordinary loads and stores that the compiler
-// can vectorise. `out` may be exactly `left` or `right` (or both be one
-// array); each case gets its own loop, so that none needs an overlap check.
+// The loops are plain loops over contiguous elements, in blocks the compiler
+// vectorises, loading and storing without an alignment assumption (the
+// engine's buffers carry no alignment promise); sums and products of float,
+// double and bfloat16 take an explicit vector path (vector_block). `out` may be exactly `left` or `right` (or both be
+// one array); each case gets its own loop, so that none needs an overlap check.
 #pragma once
 
 #include <array>
@@ -158,12 +158,14 @@ inline constexpr std::size_t block_elements = sizeof(T) >= block_bytes ? 1 : blo
 /// avg and premul_sum (a plain add or multiply wherever neither operand is a
 /// NaN) on float, double and bfloat16, with GCC's vector extensions (g++ and
 /// clang, any target).
+template <class R>
+inline constexpr bool plain_without_nans =
+    std::is_same_v<R, sum> || std::is_same_v<R, prod> || std::is_same_v<R, avg> || std::is_same_v<R, premul_sum>;
+template <class T>
+inline constexpr bool vector_element = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                       (std::is_same_v<T, bfloat16> && std::endian::native == std::endian::little);
 template <class R, class T>
-inline constexpr bool vector_arithmetic = (std::is_same_v<R, sum> || std::is_same_v<R, prod> ||
-                                           std::is_same_v<R, avg> ||
-                                           std::is_same_v<R, premul_sum>)&&(std::is_same_v<T, float> ||
-                                                                            std::is_same_v<T, double> ||
-                                                                            std::is_same_v<T, bfloat16>);
+inline constexpr bool vector_arithmetic = plain_without_nans<R>&& vector_element<T>;
 
 /// One block of the combine, out = left op right (Swap: right op left), as
 /// plain vector adds or multiplies, stored only when no operand in the block
