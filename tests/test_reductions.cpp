@@ -673,3 +673,133 @@ TEST_CASE("reduction_accepts says which element types each reduction takes", "[r
   STATIC_REQUIRE(plait::reduction_accepts<plait::ordered<plait::sum>, float>);
 #endif
 }
+
+namespace {
+
+// The rules of docs/reductions.md written out per element, independently of
+// the reductions' own code, for the long-vector test below.
+template <class T>
+T rule_sum(T a, T b) {
+  if (std::isnan(to_float(a))) return a;
+  if (std::isnan(to_float(b))) return b;
+  if constexpr (plait::detail::is_float16_v<T>) {
+    return T(to_float(a) + to_float(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <bool Max, class T>
+T rule_extreme(T a, T b) {
+  const float x = to_float(a), y = to_float(b);
+  if (std::isnan(x)) return a;
+  if (std::isnan(y)) return b;
+  if (x != y) return (x < y) == Max ? b : a;
+  return std::signbit(x) == Max ? b : a;  // -0 < +0
+}
+
+TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across vector lanes and the remainder",
+                   "[reduction][floating][nan][zero][alias]", float, double, bfloat16, half) {
+  using T = TestType;
+  // Odd length and an odd byte offset: many whole blocks of the kernel's
+  // loop, then a remainder. In the first half NaNs with distinct payloads
+  // and both zeros land in every lane position, on either side; the second
+  // half's blocks have no NaN operand (the vector path), with zeros and
+  // infinities whose sum is a NaN; the last element, in the remainder, is a
+  // NaN again.
+  constexpr std::size_t n = 1001;
+  std::vector<T> left(n), right(n);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+  const auto nan_with = [](std::uint32_t payload) {
+    if constexpr (std::is_same_v<T, double>) {
+      return std::bit_cast<double>(0x7ff8000000000000ull | payload);
+    } else if constexpr (std::is_same_v<T, float>) {
+      return std::bit_cast<float>(0x7fc00000u | payload);
+    } else {
+      return T::from_bits(static_cast<std::uint16_t>(0x7e00u | (payload & 0x1ffu)));
+    }
+  };
+  const T infinity = as<T>(std::numeric_limits<float>::infinity());
+  const T minus_infinity = as<T>(-std::numeric_limits<float>::infinity());
+  for (std::size_t i = 0; i < n; ++i) {
+    left[i] = as<T>(value(rng));
+    right[i] = as<T>(value(rng));
+    const std::size_t pattern = (i * 7 + i / 13) % 11;
+    if (i < n / 2 || i == n - 1) {
+      switch (pattern) {
+        case 0: left[i] = nan_with(static_cast<std::uint32_t>(i + 1)); break;
+        case 1: right[i] = nan_with(static_cast<std::uint32_t>(i + 2)); break;
+        case 2:
+          left[i] = nan_with(static_cast<std::uint32_t>(i + 3));
+          right[i] = nan_with(static_cast<std::uint32_t>(i + 4));
+          break;
+        default: break;
+      }
+    }
+    switch (pattern) {
+      case 3:
+        left[i] = as<T>(-0.0f);
+        right[i] = as<T>(0.0f);
+        break;
+      case 4:
+        left[i] = as<T>(0.0f);
+        right[i] = as<T>(-0.0f);
+        break;
+      case 5:
+        left[i] = as<T>(-0.0f);
+        right[i] = as<T>(-0.0f);
+        break;
+      case 6:
+        left[i] = infinity;
+        right[i] = minus_infinity;
+        break;
+      case 7: left[i] = infinity; break;
+      default: break;
+    }
+  }
+  left[n - 1] = nan_with(5);
+  const auto check = [&](const auto& r, auto rule) {
+    std::vector<T> expected(n);
+    for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
+    const reduction_kernel k = kernel_for<T>(r);
+    constexpr std::size_t bytes = n * sizeof(T);
+    std::vector<std::byte> a(bytes + 1), b(bytes + 1), out(bytes + 1);
+    const auto load = [&] {
+      std::memcpy(a.data() + 1, left.data(), bytes);
+      std::memcpy(b.data() + 1, right.data(), bytes);
+    };
+    const auto result = [&](const std::vector<std::byte>& from) {
+      std::vector<T> got(n);
+      std::memcpy(got.data(), from.data() + 1, bytes);
+      return got;
+    };
+    load();
+    k.combine(k.state, a.data() + 1, b.data() + 1, out.data() + 1, n);
+    CHECK(same_bits(result(out), expected));
+    k.combine(k.state, a.data() + 1, b.data() + 1, a.data() + 1, n);  // over the left
+    CHECK(same_bits(result(a), expected));
+    load();
+    k.combine(k.state, a.data() + 1, b.data() + 1, b.data() + 1, n);  // over the right
+    CHECK(same_bits(result(b), expected));
+  };
+  check(plait::sum{}, rule_sum<T>);
+  check(plait::min{}, rule_extreme<false, T>);
+  check(plait::max{}, rule_extreme<true, T>);
+}
+
+TEST_CASE("a long integer combine wraps in every lane and the remainder", "[reduction][integer][alias]") {
+  constexpr std::size_t n = 203;
+  std::vector<std::int32_t> left(n), right(n), expected(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    left[i] = std::numeric_limits<std::int32_t>::max() - static_cast<std::int32_t>(i % 5);
+    right[i] = static_cast<std::int32_t>(i);
+    expected[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(left[i]) + static_cast<std::uint32_t>(i));
+  }
+  const reduction_kernel k = kernel_for<std::int32_t>(plait::sum{});
+  k.combine(k.state, reinterpret_cast<const std::byte*>(left.data()), reinterpret_cast<const std::byte*>(right.data()),
+            reinterpret_cast<std::byte*>(left.data()), n);
+  CHECK(left == expected);
+}
+
+}  // namespace

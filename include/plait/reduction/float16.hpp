@@ -9,9 +9,9 @@
 // to 16 bits once per combine, round-to-nearest-even. A reduction over P ranks
 // therefore rounds P - 1 times, as NCCL's does; it is not a float accumulator.
 //
-// Conversions are written with integer arithmetic only, so they do not depend
-// on the floating-point environment (rounding mode, flush-to-zero) and are
-// usable in constant expressions.
+// Conversions are written with integer arithmetic and exact float steps only
+// (see half's), so they do not depend on the floating-point environment
+// (rounding mode, flush-to-zero) and are usable in constant expressions.
 #pragma once
 
 #include <bit>
@@ -63,13 +63,13 @@ class bfloat16 {
 
  private:
   // Round-to-nearest-even on the 16 bits dropped; a carry into the exponent
-  // is the correct result (up to infinity).
+  // is the correct result (up to infinity). Both results are computed and
+  // one selected, so that a loop of conversions vectorises.
   static constexpr std::uint16_t round(std::uint32_t x) noexcept {
-    if ((x & 0x7fffffffu) > 0x7f800000u) {
-      return static_cast<std::uint16_t>((x >> 16) | 0x0040u);  // NaN: quiet, so it cannot become infinity
-    }
     const std::uint32_t lsb = (x >> 16) & 1u;
-    return static_cast<std::uint16_t>((x + 0x7fffu + lsb) >> 16);
+    const std::uint32_t rounded = (x + 0x7fffu + lsb) >> 16;
+    const std::uint32_t quiet = (x >> 16) | 0x0040u;  // NaN: quiet, so it cannot become infinity
+    return static_cast<std::uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
   }
 
   std::uint16_t bits_ = 0;
@@ -113,49 +113,66 @@ class half {
   friend constexpr bool operator==(half a, half b) noexcept { return static_cast<float>(a) == static_cast<float>(b); }
 
  private:
+  // Both conversions compute every case's result and select one, with no
+  // loop and no variable shift, so that a loop of them vectorises. The
+  // subnormal cases use the float unit for exact steps only (an integer below
+  // 2^24 to float, a truncating conversion back, a subtraction of two floats
+  // within a factor of 2): none rounds or meets a denormal, so the rounding
+  // mode and flush-to-zero cannot change them.
   static constexpr std::uint16_t round(std::uint32_t x) noexcept {
-    const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t sign = (x >> 16) & 0x8000u;
     const std::uint32_t magnitude = x & 0x7fffffffu;
-    if (magnitude > 0x7f800000u) {
-      // NaN: quiet, with the top of the payload kept.
-      return static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x03ffu));
-    }
-    if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520, or infinity
-    if (magnitude >= 0x38800000u) {
-      // Normal: rebias the exponent (127 -> 15) and round off 13 mantissa
-      // bits; a carry into the exponent is the correct result.
-      const std::uint32_t lsb = (magnitude >> 13) & 1u;
-      const std::uint32_t rounded = magnitude + 0x0fffu + lsb - (static_cast<std::uint32_t>(127 - 15) << 23);
-      return static_cast<std::uint16_t>(sign | (rounded >> 13));
-    }
-    // Subnormal half (or zero): the result is magnitude / 2^-24 rounded to an
-    // integer. Below 2^-25 (exponent field 102) it rounds to zero; exactly
-    // 2^-25 is a tie that goes to the even zero.
-    const std::uint32_t exponent = magnitude >> 23;
-    if (exponent < 102) return sign;
-    const std::uint32_t mantissa = (magnitude & 0x007fffffu) | 0x00800000u;  // value = mantissa * 2^(exponent - 150)
-    const std::uint32_t shift = 126 - exponent;                              // 14..24
-    std::uint32_t result = mantissa >> shift;
-    const std::uint32_t half_bit = (mantissa >> (shift - 1)) & 1u;
-    const bool below = (mantissa & ((1u << (shift - 1)) - 1u)) != 0;
-    if (half_bit != 0 && (below || (result & 1u) != 0)) ++result;  // may carry into the smallest normal: correct
-    return static_cast<std::uint16_t>(sign | result);
+    // NaN: quiet, with the top of the payload kept.
+    const std::uint32_t nan = sign | 0x7e00u | ((magnitude >> 13) & 0x03ffu);
+    const std::uint32_t infinity = sign | 0x7c00u;  // from 65520 up, or infinity
+    // Normal: rebias the exponent (127 -> 15) and round off 13 mantissa bits;
+    // a carry into the exponent is the correct result.
+    const std::uint32_t lsb = (magnitude >> 13) & 1u;
+    const std::uint32_t normal =
+        sign | ((magnitude + 0x0fffu + lsb - (static_cast<std::uint32_t>(127 - 15) << 23)) >> 13);
+    // Subnormal half (or zero): magnitude / 2^-24 rounded to an integer, ties
+    // to even. Scaled by 2^24 through the exponent field (magnitude is below
+    // 2^-14 here, so the scaled value is below 1024 and a normal float), split
+    // into its integer part and the exact fraction. A float subnormal scales
+    // to a wrong but tiny value that rounds to zero all the same; a tie at
+    // 2^-25 goes to the even zero; a carry into the smallest normal is correct.
+    const std::uint32_t small = choose(magnitude < 0x38800000u, magnitude, 0u);
+    const float scaled = std::bit_cast<float>(small + (24u << 23));
+    const auto whole = static_cast<std::int32_t>(scaled);
+    const float fraction = scaled - static_cast<float>(whole);
+    // fraction is not negative: its bits order as its values (0x3f000000 is 0.5).
+    const std::uint32_t fraction_bits = std::bit_cast<std::uint32_t>(fraction);
+    const std::uint32_t odd = static_cast<std::uint32_t>(whole) & 1u;
+    const std::uint32_t up = static_cast<std::uint32_t>(fraction_bits > 0x3f000000u) |
+                             (static_cast<std::uint32_t>(fraction_bits == 0x3f000000u) & odd);
+    const std::uint32_t subnormal = sign | (static_cast<std::uint32_t>(whole) + up);
+    const std::uint32_t finite = choose(magnitude >= 0x38800000u, normal, subnormal);
+    const std::uint32_t not_nan = choose(magnitude >= 0x477ff000u, infinity, finite);
+    return static_cast<std::uint16_t>(choose(magnitude > 0x7f800000u, nan, not_nan));
   }
 
   static constexpr std::uint32_t widen(std::uint16_t h) noexcept {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     const std::uint32_t exponent = (h >> 10) & 0x1fu;
-    std::uint32_t mantissa = h & 0x03ffu;
-    if (exponent == 0x1f) return sign | 0x7f800000u | (mantissa << 13);  // infinity, or NaN with its payload
-    if (exponent != 0) return sign | ((exponent + 112) << 23) | (mantissa << 13);
-    if (mantissa == 0) return sign;
-    // Subnormal: normalise, as float has the exponent range for it.
-    std::uint32_t float_exponent = 113;  // 2^-14, the exponent of the smallest normal half
-    while ((mantissa & 0x0400u) == 0) {
-      mantissa <<= 1;
-      --float_exponent;
-    }
-    return sign | (float_exponent << 23) | ((mantissa & 0x03ffu) << 13);
+    const std::uint32_t mantissa = h & 0x03ffu;
+    const std::uint32_t special = sign | 0x7f800000u | (mantissa << 13);  // infinity, or NaN with its payload
+    const std::uint32_t normal = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    // Subnormal: mantissa * 2^-24, a normal float: the mantissa converted as
+    // an integer (exactly), with 24 taken off its exponent.
+    const std::uint32_t as_float =
+        std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<std::int32_t>(mantissa)));
+    const std::uint32_t subnormal = sign | choose(mantissa != 0, as_float - (24u << 23), 0u);
+    const std::uint32_t finite = choose(exponent != 0, normal, subnormal);
+    return choose(exponent == 0x1f, special, finite);
+  }
+
+  // `yes` when `condition`, else `no`, as masks rather than a conditional
+  // expression: g++ otherwise moves the float steps only one case uses into
+  // a branch of their own, which it then will not if-convert (a float
+  // conversion "could trap" under -ftrapping-math), and the loop stays scalar.
+  static constexpr std::uint32_t choose(bool condition, std::uint32_t yes, std::uint32_t no) noexcept {
+    const std::uint32_t mask = 0u - static_cast<std::uint32_t>(condition);
+    return (yes & mask) | (no & ~mask);
   }
 
   std::uint16_t bits_ = 0;

@@ -76,6 +76,40 @@ inline constexpr bool is_number_v = (std::is_arithmetic_v<T> && !std::is_same_v<
 template <class T>
 using wrap_type = std::common_type_t<std::make_unsigned_t<T>, unsigned int>;
 
+/// Whether a float or double is a NaN, as a quiet (unordered) compare that
+/// g++ if-converts: it neither if-converts nor vectorises the same rule
+/// written as `a != a`, nor on the bit patterns.
+template <class T>
+constexpr bool unordered(const T& x) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_isnan(x);
+#else
+  return x != x;
+#endif
+}
+
+/// The NaN rule of arithmetic() below: `a` when it is a NaN, else `b` when it
+/// is one, else `result`, as selects of values already computed (no branch),
+/// so that a loop of combines vectorises.
+template <class T>
+constexpr T nan_wins(const T& a, const T& b, const T& result) {
+  if constexpr (is_float16_v<T>) {
+    // Exponent all ones, mantissa nonzero: bfloat16 above 0x7f80, half above 0x7c00.
+    constexpr std::uint16_t infinity = std::is_same_v<T, bfloat16> ? 0x7f80u : 0x7c00u;
+    const std::uint16_t x = a.bits();
+    const std::uint16_t y = b.bits();
+    // Masks, not a conditional expression: g++ would move the float add and
+    // the rounding into the branch that uses them, and not vectorise.
+    const auto mask = [](bool nan) { return static_cast<std::uint16_t>(0u - static_cast<unsigned>(nan)); };
+    const std::uint16_t x_nan = mask((x & 0x7fffu) > infinity);
+    const std::uint16_t y_nan = static_cast<std::uint16_t>(mask((y & 0x7fffu) > infinity) & ~x_nan);
+    const std::uint16_t neither = static_cast<std::uint16_t>(~(x_nan | y_nan));
+    return T::from_bits(static_cast<std::uint16_t>((x & x_nan) | (y & y_nan) | (result.bits() & neither)));
+  } else {
+    return unordered(a) ? a : (unordered(b) ? b : result);
+  }
+}
+
 /// a op b with integer wrap, 16-bit floats through float, others as T does.
 /// A floating NaN operand is the result as it is, the left one when both
 /// are: given two NaNs the hardware keeps the payload of the operand that
@@ -86,13 +120,11 @@ using wrap_type = std::common_type_t<std::make_unsigned_t<T>, unsigned int>;
 template <class T, class Op>
 constexpr T arithmetic(const T& a, const T& b, Op op) {
   if constexpr (is_float16_v<T>) {
-    const float x = static_cast<float>(a);
-    const float y = static_cast<float>(b);
-    if (x != x) return a;
-    if (y != y) return b;
-    return T(op(x, y));
+    return nan_wins(a, b, T(op(static_cast<float>(a), static_cast<float>(b))));
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(op(static_cast<wrap_type<T>>(a), static_cast<wrap_type<T>>(b)));
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return nan_wins(a, b, T(op(a, b)));
   } else if constexpr (std::is_floating_point_v<T>) {
     if (a != a) return a;
     if (b != b) return b;
@@ -143,12 +175,20 @@ constexpr bool sign_bit(const T& x) {
 /// min (Max = false) or max (Max = true) under the NaN and signed-zero rules.
 template <bool Max, class T>
 constexpr T extreme(const T& a, const T& b) {
-  if constexpr (is_floating_v<T>) {
+  if constexpr (is_float16_v<T> || std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // Every case's result is computed and one selected, with no branch, so
+    // that a loop of them vectorises. Equal operands differ at most as -0
+    // and +0: min takes the negative one, max the other.
+    const T equal = sign_bit(a) == Max ? b : a;
+    const T if_b_less = Max ? a : b;
+    const T if_a_less = Max ? b : a;
+    const T b_less_or_equal = less(b, a) ? if_b_less : equal;
+    return nan_wins(a, b, less(a, b) ? if_a_less : b_less_or_equal);
+  } else if constexpr (is_floating_v<T>) {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     if (less(a, b)) return Max ? b : a;
     if (less(b, a)) return Max ? a : b;
-    // Equal: they differ at most as -0 and +0. min takes the negative one, max the other.
     return sign_bit(a) == Max ? b : a;
   } else if constexpr (Max) {
     return less(a, b) ? b : a;  // one select: integer loops vectorise
