@@ -39,9 +39,10 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
       const std::size_t n = static_cast<std::size_t>(count) * static_cast<std::size_t>(scale);
       const std::span<T> recv{static_cast<T*>(recvbuf), n};
       if (sendbuf == MPI_IN_PLACE) {
-        plait::all_reduce(*state->levels, plait::in_place, recv, reduction);
+        plait::all_reduce<reduction_algorithm>(*state->levels, plait::in_place, recv, reduction);
       } else {
-        plait::all_reduce(*state->levels, std::span<const T>{static_cast<const T*>(sendbuf), n}, recv, reduction);
+        plait::all_reduce<reduction_algorithm>(*state->levels, std::span<const T>{static_cast<const T*>(sendbuf), n},
+                                               recv, reduction);
       }
     });
   });

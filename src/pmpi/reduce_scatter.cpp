@@ -51,11 +51,12 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       if (sendbuf == MPI_IN_PLACE) {
         // MPI keeps the result at the start of recvbuf; plait leaves it at this rank's part.
         const std::span<T> all{static_cast<T*>(recvbuf), total};
-        plait::reduce_scatter_v(*state->levels, plait::in_place, all, counts, reduction);
+        plait::reduce_scatter_v<reduction_algorithm>(*state->levels, plait::in_place, all, counts, reduction);
         if (before != 0 && n != 0) std::memmove(all.data(), all.data() + before, n * sizeof(T));
       } else {
-        plait::reduce_scatter_v(*state->levels, std::span<const T>{static_cast<const T*>(sendbuf), total},
-                                std::span<T>{static_cast<T*>(recvbuf), n}, counts, reduction);
+        plait::reduce_scatter_v<reduction_algorithm>(*state->levels,
+                                                     std::span<const T>{static_cast<const T*>(sendbuf), total},
+                                                     std::span<T>{static_cast<T*>(recvbuf), n}, counts, reduction);
       }
     });
   });

@@ -41,13 +41,13 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
       if (sendbuf == MPI_IN_PLACE) {
         // MPI keeps the result at the start of recvbuf; plait leaves it in block rank().
         const std::span<T> all{static_cast<T*>(recvbuf), n * static_cast<std::size_t>(P)};
-        plait::reduce_scatter(*state->levels, plait::in_place, all, reduction);
+        plait::reduce_scatter<reduction_algorithm>(*state->levels, plait::in_place, all, reduction);
         if (rank != 0 && n != 0)
           std::memmove(all.data(), all.data() + n * static_cast<std::size_t>(rank), n * sizeof(T));
       } else {
-        plait::reduce_scatter(*state->levels,
-                              std::span<const T>{static_cast<const T*>(sendbuf), n * static_cast<std::size_t>(P)},
-                              std::span<T>{static_cast<T*>(recvbuf), n}, reduction);
+        plait::reduce_scatter<reduction_algorithm>(
+            *state->levels, std::span<const T>{static_cast<const T*>(sendbuf), n * static_cast<std::size_t>(P)},
+            std::span<T>{static_cast<T*>(recvbuf), n}, reduction);
       }
     });
   });

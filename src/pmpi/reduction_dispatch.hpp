@@ -16,6 +16,12 @@
 
 namespace plait_pmpi {
 
+/// Reductions run node-aware: inside the node over shared memory, across
+/// nodes among local rank 0s (docs/reductions.md, "On a two_level").
+/// plait::automatic on node_levels would run them flat over MPI on world(),
+/// since no cost model compares the two routes for reductions yet.
+using reduction_algorithm = plait::hierarchical<plait::automatic, plait::automatic>;
+
 template <class R, class Visit>
 bool visit_unsigned(const element_type& e, Visit& visit) {
   switch (e.width) {
