@@ -19,13 +19,10 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
   if (!why) {
     try {
       e = element_of(datatype);
+      why = reduction_pass_reason(e, op);
     } catch (...) {
       return report_current_exception(comm, name(f));
     }
-    if (e.kind == element_class::none)
-      why = reason::datatype;
-    else if (!reduction_served(e, op))
-      why = reason::op;
   }
   comm_state* state = why ? nullptr : state_of(comm);
   if (!why && state == nullptr) why = reason::setup_failed;

@@ -38,6 +38,15 @@ settings read_environment() {
   }
   const char* report = std::getenv("PLAIT_PMPI_REPORT");
   s.report = report != nullptr && std::strcmp(report, "1") == 0;
+  if (const char* k = std::getenv("PLAIT_PMPI_RANKS_PER_NODE"); k != nullptr && *k != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(k, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1 << 20) {
+      std::fprintf(stderr, "plait_pmpi: PLAIT_PMPI_RANKS_PER_NODE=%s is not a rank count; ignored\n", k);
+    } else {
+      s.ranks_per_node = static_cast<int>(v);
+    }
+  }
   return s;
 }
 
@@ -54,18 +63,20 @@ const settings& current() noexcept { return mutable_current(); }
 
 void agree(MPI_Comm world) noexcept {
   settings& s = mutable_current();
-  int mine[function_count + 1];
+  constexpr int n = function_count + 2;
+  int mine[n];
   for (int i = 0; i < function_count; ++i) mine[i] = static_cast<int>(s.modes[static_cast<std::size_t>(i)]);
-  mine[function_count] = s.report ? 1 : 0;
-  int low[function_count + 1];
-  int high[function_count + 1];
-  if (PMPI_Allreduce(mine, low, function_count + 1, MPI_INT, MPI_MIN, world) != MPI_SUCCESS ||
-      PMPI_Allreduce(mine, high, function_count + 1, MPI_INT, MPI_MAX, world) != MPI_SUCCESS) {
+  mine[function_count] = s.ranks_per_node;
+  mine[function_count + 1] = s.report ? 1 : 0;
+  int low[n];
+  int high[n];
+  if (PMPI_Allreduce(mine, low, n, MPI_INT, MPI_MIN, world) != MPI_SUCCESS ||
+      PMPI_Allreduce(mine, high, n, MPI_INT, MPI_MAX, world) != MPI_SUCCESS) {
     s.modes.fill(mode::off);
     return;
   }
   bool same = true;
-  for (int i = 0; i < function_count; ++i) same = same && low[i] == high[i];
+  for (int i = 0; i <= function_count; ++i) same = same && low[i] == high[i];
   if (!same) {
     int rank = 0;
     PMPI_Comm_rank(world, &rank);
@@ -73,7 +84,7 @@ void agree(MPI_Comm world) noexcept {
       std::fprintf(stderr, "plait_pmpi: ranks see different PLAIT_PMPI_* settings; every call passes to MPI\n");
     s.modes.fill(mode::off);
   }
-  s.report = high[function_count] != 0;  // one rank asking is enough: the table is printed by rank 0
+  s.report = high[function_count + 1] != 0;  // one rank asking is enough: the table is printed by rank 0
 }
 
 }  // namespace plait_pmpi

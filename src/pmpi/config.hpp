@@ -28,6 +28,10 @@ enum class mode : int { off = 0, on = 1, automatic = 2 };
 struct settings {
   std::array<mode, function_count> modes{};  ///< PLAIT_PMPI, then PLAIT_PMPI_<FUNCTION>
   bool report = false;                       ///< PLAIT_PMPI_REPORT=1: a table at MPI_Finalize
+  /// PLAIT_PMPI_RANKS_PER_NODE=k: emulated nodes of k consecutive ranks of
+  /// each communicator instead of MPI's shared-memory nodes, so that one
+  /// machine exercises the levels between nodes (tests); 0: MPI's nodes.
+  int ranks_per_node = 0;
 };
 
 /// Read once from the environment (first call), the same object afterwards.

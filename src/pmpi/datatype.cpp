@@ -47,12 +47,19 @@ element_type named_element(MPI_Datatype type) {
       {MPI_DOUBLE, element_class::floating},
       {MPI_C_BOOL, element_class::logical},
       {MPI_BYTE, element_class::byte},
+      {MPI_2INT, element_class::integer_pair},
+      {MPI_SHORT_INT, element_class::integer_pair},
+      {MPI_LONG_INT, element_class::integer_pair},
+      {MPI_FLOAT_INT, element_class::floating_pair},
+      {MPI_DOUBLE_INT, element_class::floating_pair},
   };
   for (const named& n : table) {
     if (n.type == type) {
       int size = 0;
       require(PMPI_Type_size(type, &size), "MPI_Type_size");
-      return {n.kind, size, 1};
+      // A pair's size is its value's and an int's.
+      const bool pair = n.kind == element_class::integer_pair || n.kind == element_class::floating_pair;
+      return {n.kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0};
     }
   }
   return {};
@@ -115,7 +122,9 @@ std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept {
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
 }
 
-element_type element_of(MPI_Datatype type) {
+namespace {
+
+element_type base_element_of(MPI_Datatype type) {
   int integers = 0;
   int addresses = 0;
   int types = 0;
@@ -128,7 +137,7 @@ element_type element_of(MPI_Datatype type) {
   MPI_Aint unused_address = 0;
   require(PMPI_Type_get_contents(type, integers, 0, 1, integers == 1 ? &count : nullptr, &unused_address, &base),
           "MPI_Type_get_contents");
-  element_type inner = element_of(base);
+  element_type inner = base_element_of(base);
   // get_contents hands out a new handle for a derived base type.
   int base_integers = 0;
   int base_addresses = 0;
@@ -137,9 +146,23 @@ element_type element_of(MPI_Datatype type) {
   require(PMPI_Type_get_envelope(base, &base_integers, &base_addresses, &base_types, &base_combiner),
           "MPI_Type_get_envelope");
   if (base_combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&base);
-  if (inner.kind == element_class::none || !layout_of(type).contiguous) return {};
+  if (inner.kind == element_class::none) return {};
   inner.per_item *= count;
   return inner;
+}
+
+}  // namespace
+
+element_type element_of(MPI_Datatype type) {
+  element_type e = base_element_of(type);
+  const type_layout l = layout_of(type);
+  e.type = type;
+  e.extent = l.extent;
+  e.contiguous_bytes = l.contiguous ? static_cast<int>(l.size) : 0;
+  // A pair type has a hole after its value where the struct has padding;
+  // its extent is checked against plait's value_index where it is used.
+  if (e.kind != element_class::integer_pair && e.kind != element_class::floating_pair && !l.contiguous) e = {};
+  return e;
 }
 
 }  // namespace plait_pmpi

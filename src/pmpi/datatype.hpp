@@ -39,19 +39,29 @@ void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MP
 /// count x size(type) bytes, for the report (0 if MPI cannot tell).
 std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept;
 
-/// The element kinds reductions are served on, by width and class.
-enum class element_class { none, signed_integer, unsigned_integer, floating, logical, byte };
+/// The element kinds reductions are served on, by width and class. The pair
+/// classes are MPI_2INT, MPI_SHORT_INT, MPI_LONG_INT (integer value) and
+/// MPI_FLOAT_INT, MPI_DOUBLE_INT (floating value), for MPI_MINLOC/MAXLOC.
+enum class element_class {
+  none,
+  signed_integer,
+  unsigned_integer,
+  floating,
+  logical,
+  byte,
+  integer_pair,
+  floating_pair
+};
 struct element_type {
   element_class kind = element_class::none;
-  int width = 0;     ///< bytes per element of the base type
-  int per_item = 0;  ///< base elements per datatype element (contiguous derived types)
+  int width = 0;                          ///< bytes per element of the base type (of a pair's value)
+  int per_item = 0;                       ///< base elements per datatype element (contiguous derived types)
+  MPI_Datatype type = MPI_DATATYPE_NULL;  ///< the datatype itself (user ops get it)
+  MPI_Aint extent = 0;                    ///< its extent
+  int contiguous_bytes = 0;               ///< its size if laid out without gaps, else 0 (user ops)
 };
 
 /// The element type of a reduction's datatype: a predefined C integer,
-/// floating, logical or byte type, or a contiguous (or dup) derivation of one,
-/// laid out without gaps; kind none otherwise. Depends only on the
-/// datatype's definition, which MPI requires to be the same on every rank
-/// for a reduction, so every rank decides alike.
 element_type element_of(MPI_Datatype type);
 
 }  // namespace plait_pmpi

@@ -8,11 +8,14 @@
 // definition, which every rank shares.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "datatype.hpp"
 #include "pmpi_mpi.hpp"
+#include "report.hpp"
 
 namespace plait_pmpi {
 
@@ -99,9 +102,78 @@ bool visit_bitwise(const element_type& e, Visit& visit) {
   return true;
 }
 
+/// MPI_MINLOC/MAXLOC on MPI's pair types as plait::value_index<T>, when
+/// MPI's layout is the C struct's (the extent says; the value comes first).
+template <class R, class Visit>
+bool visit_pair(const element_type& e, Visit& visit) {
+  const auto run = [&]<class T>(std::type_identity<T>) {
+    if (e.extent != static_cast<MPI_Aint>(sizeof(plait::value_index<T>)) * e.per_item) return false;
+    visit(std::type_identity<plait::value_index<T>>{}, R{}, e.per_item);
+    return true;
+  };
+  if (e.kind == element_class::integer_pair) {
+    if (e.width == 2) return run(std::type_identity<std::int16_t>{});
+    if (e.width == 4) return run(std::type_identity<std::int32_t>{});
+    if (e.width == 8) return run(std::type_identity<std::int64_t>{});
+  } else if (e.kind == element_class::floating_pair) {
+    if (e.width == 4) return run(std::type_identity<float>{});
+    if (e.width == 8) return run(std::type_identity<double>{});
+  }
+  return false;
+}
+
+/// Bytes of one datatype element, as one trivially copyable value: what a
+/// user op's elements travel as.
+template <std::size_t N>
+struct blob {
+  std::byte bytes[N];
+};
+
+/// A user MPI_Op, one element at a time through PMPI_Reduce_local (no MPI
+/// call hands out an op's function): f(a, b) = a op b, `a` the lower ranks'
+/// partial, which MPI passes as invec. MPI_Op_commutative tells plait
+/// whether it may combine in any order. Elements of 1, 2, 4, 8, 12 or 16
+/// bytes laid out without gaps (the widths a blob is instantiated for).
+template <class Visit>
+bool visit_user(const element_type& e, MPI_Op op, Visit& visit) {
+  int commutative = 0;
+  if (PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS) return false;
+  const auto run = [&]<std::size_t N>(std::integral_constant<std::size_t, N>) {
+    const MPI_Datatype type = e.type;
+    const auto f = [type, op](const blob<N>& a, const blob<N>& b) {
+      blob<N> result = b;
+      PMPI_Reduce_local(&a, &result, 1, type, op);
+      return result;
+    };
+    if (commutative != 0) {
+      visit(std::type_identity<blob<N>>{}, plait::reduction(f, plait::associative, plait::commutative), 1);
+    } else {
+      visit(std::type_identity<blob<N>>{}, plait::reduction(f, plait::associative), 1);
+    }
+    return true;
+  };
+  switch (e.contiguous_bytes) {
+    case 1: return run(std::integral_constant<std::size_t, 1>{});
+    case 2: return run(std::integral_constant<std::size_t, 2>{});
+    case 4: return run(std::integral_constant<std::size_t, 4>{});
+    case 8: return run(std::integral_constant<std::size_t, 8>{});
+    case 12: return run(std::integral_constant<std::size_t, 12>{});
+    case 16: return run(std::integral_constant<std::size_t, 16>{});
+    default: return false;
+  }
+}
+
+/// Whether `op` is one of MPI's own.
+inline bool predefined(MPI_Op op) {
+  return op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX || op == MPI_LAND || op == MPI_LOR ||
+         op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR || op == MPI_MINLOC || op == MPI_MAXLOC ||
+         op == MPI_REPLACE || op == MPI_NO_OP;
+}
+
 /// Runs `visit` for `op` on `e`; false (nothing run) when not served.
 template <class Visit>
 bool visit_reduction(const element_type& e, MPI_Op op, Visit&& visit) {
+  if (!predefined(op)) return visit_user(e, op, visit);
   if (e.kind == element_class::none) return false;
   if (op == MPI_SUM) return visit_arithmetic<plait::sum>(e, visit);
   if (op == MPI_PROD) return visit_arithmetic<plait::prod>(e, visit);
@@ -113,13 +185,18 @@ bool visit_reduction(const element_type& e, MPI_Op op, Visit&& visit) {
   if (op == MPI_BAND) return visit_bitwise<plait::bit_and>(e, visit);
   if (op == MPI_BOR) return visit_bitwise<plait::bit_or>(e, visit);
   if (op == MPI_BXOR) return visit_bitwise<plait::bit_xor>(e, visit);
+  if (op == MPI_MINLOC) return visit_pair<plait::minloc>(e, visit);
+  if (op == MPI_MAXLOC) return visit_pair<plait::maxloc>(e, visit);
   return false;
 }
 
-/// Whether visit_reduction would run something for `op` on `e` (the serve
-/// decision, made before any state exists).
-inline bool reduction_served(const element_type& e, MPI_Op op) {
-  return visit_reduction(e, op, [](auto, auto, int) {});
+/// Why a reduction passes to PMPI, or nothing if it is served (the serve
+/// decision, made before any state exists, from the op and the datatype's
+/// definition only).
+inline std::optional<reason> reduction_pass_reason(const element_type& e, MPI_Op op) {
+  if (visit_reduction(e, op, [](auto, auto, int) {})) return std::nullopt;
+  if (!predefined(op)) return reason::datatype;  // a user op on elements it cannot carry
+  return e.kind == element_class::none ? reason::datatype : reason::op;
 }
 
 }  // namespace plait_pmpi

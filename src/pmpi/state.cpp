@@ -1,5 +1,7 @@
 #include "state.hpp"
 
+#include "config.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -41,7 +43,11 @@ void build(comm_state& state) {
   // MPI semantics: a rank may legally keep its peers waiting for as long as
   // it likes, so no timeout (and therefore no poisoning by one).
   state.world->set_timeout(std::chrono::hours::max());
-  state.levels.emplace(*state.world);
+  if (const int k = current().ranks_per_node; k > 0) {
+    state.levels.emplace(*state.world, state.world->rank() / k);
+  } else {
+    state.levels.emplace(*state.world);
+  }
 }
 
 }  // namespace

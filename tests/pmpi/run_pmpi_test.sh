@@ -22,9 +22,9 @@ for f in MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv MPI_Reduce_scat
     exit 1
   fi
 done
-# The user op must have been passed, and said why.
-if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* op: '; then
-  echo "run_pmpi_test: the report does not show the user op's MPI_Allreduce passed to MPI"
+# The MPI_LONG_DOUBLE sum must have been passed, and said why.
+if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* datatype: '; then
+  echo "run_pmpi_test: the report does not show the MPI_LONG_DOUBLE MPI_Allreduce passed to MPI"
   exit 1
 fi
 echo "run_pmpi_test: every intercepted function served, results equal to PMPI's"
