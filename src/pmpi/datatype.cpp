@@ -52,6 +52,18 @@ element_type named_element(MPI_Datatype type) {
       {MPI_LONG_INT, element_class::integer_pair},
       {MPI_FLOAT_INT, element_class::floating_pair},
       {MPI_DOUBLE_INT, element_class::floating_pair},
+      // Fortran's (its bindings hand the library these handles); MPI_LOGICAL
+      // is left out: .TRUE. is not 1 in every compiler.
+      {MPI_INTEGER, element_class::signed_integer},
+      {MPI_INTEGER1, element_class::signed_integer},
+      {MPI_INTEGER2, element_class::signed_integer},
+      {MPI_INTEGER4, element_class::signed_integer},
+      {MPI_INTEGER8, element_class::signed_integer},
+      {MPI_REAL, element_class::floating},
+      {MPI_REAL4, element_class::floating},
+      {MPI_REAL8, element_class::floating},
+      {MPI_DOUBLE_PRECISION, element_class::floating},
+      {MPI_2INTEGER, element_class::integer_pair},
   };
   for (const named& n : table) {
     if (n.type == type) {
