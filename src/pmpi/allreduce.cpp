@@ -7,10 +7,6 @@
 
 using namespace plait_pmpi;
 
-// pmpi_mpi.hpp renames MPI_Allreduce (node_levels calls it) to PMPI_Allreduce
-// for plait's headers; the entry point below is the real name.
-#undef MPI_Allreduce
-
 PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                     MPI_Comm comm) {
   constexpr function f = function::allreduce;

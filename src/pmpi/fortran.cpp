@@ -11,10 +11,6 @@
 
 #if defined(OPEN_MPI) && OPEN_MPI
 
-// pmpi_mpi.hpp (through serve.hpp) renames MPI_Allreduce to PMPI_Allreduce
-// for plait's headers; here it must be the library's own entry point.
-#undef MPI_Allreduce
-
 // Fortran's MPI_IN_PLACE and MPI_BOTTOM are the addresses of these common
 // blocks in Open MPI's libmpi, not the C constants.
 extern "C" int mpi_fortran_in_place_;

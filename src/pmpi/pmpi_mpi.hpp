@@ -4,7 +4,7 @@
 // the library (MPI_Allreduce in node_levels would recurse). plait's
 // transport calls MPI_* by name; here, after <mpi.h> has declared both
 // names, every MPI function plait's headers call is renamed to its PMPI_
-// twin before they are included. The transport itself stays unchanged and
+// twin while they are included, and back after. The transport itself stays unchanged and
 // an MPI profiler layered above this library does not see plait's internal
 // traffic as the application's. The test pmpi.no_mpi_imports checks the
 // built library imports no MPI_ function, so a new call in the transport
@@ -52,3 +52,45 @@
 #define MPI_Wait PMPI_Wait
 
 #include <plait/mpi.hpp>
+
+// plait's inline and template code has been read with the PMPI_ names (a
+// macro is expanded where the code is written, not where a template is
+// instantiated); the names are restored for the library's own files, whose
+// entry points are MPI_Allreduce and the rest.
+#undef MPI_Allreduce
+#undef MPI_Bcast
+#undef MPI_Cancel
+#undef MPI_Comm_dup
+#undef MPI_Comm_free
+#undef MPI_Comm_get_attr
+#undef MPI_Comm_rank
+#undef MPI_Comm_set_errhandler
+#undef MPI_Comm_size
+#undef MPI_Comm_split
+#undef MPI_Comm_split_type
+#undef MPI_Error_class
+#undef MPI_Error_string
+#undef MPI_Finalized
+#undef MPI_Get_address
+#undef MPI_Get_count
+#undef MPI_Get_processor_name
+#undef MPI_Iallgather
+#undef MPI_Ibarrier
+#undef MPI_Ibcast
+#undef MPI_Improbe
+#undef MPI_Imrecv
+#undef MPI_Initialized
+#undef MPI_Iprobe
+#undef MPI_Irecv
+#undef MPI_Isend
+#undef MPI_Mrecv
+#undef MPI_Recv
+#undef MPI_Request_free
+#undef MPI_Send
+#undef MPI_Test
+#undef MPI_Testall
+#undef MPI_Testsome
+#undef MPI_Type_commit
+#undef MPI_Type_create_hindexed
+#undef MPI_Type_free
+#undef MPI_Wait
