@@ -422,6 +422,38 @@ static void test_reductions(MPI_Comm comm) {
   test_passed(comm);
 }
 
+/* MPI's error semantics for a served call: every rank passes counts whose
+ * signatures disagree (an erroneous program, alike on every rank, so plait
+ * refuses it on each before any byte moves). Under MPI_ERRORS_RETURN the
+ * call returns a code of the library's own error class, whose string names
+ * the library, and the communicator stays usable. Served calls only: MPI
+ * itself need not detect this. */
+static void test_errors(MPI_Comm comm) {
+  const char* forced = getenv("PLAIT_PMPI");
+  if (forced == NULL || strcmp(forced, "on") != 0) return;
+  MPI_Comm c;
+  MPI_Comm_dup(comm, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  int p;
+  MPI_Comm_size(c, &p);
+  int send[2] = {1, 2};
+  int* recv = malloc(sizeof(int) * 3 * p);
+  int rc = MPI_Allgather(send, 2, MPI_INT, recv, 3, MPI_INT, c);
+  int error_class = MPI_SUCCESS, length = 0;
+  char text[MPI_MAX_ERROR_STRING] = "";
+  if (rc != MPI_SUCCESS) {
+    MPI_Error_class(rc, &error_class);
+    MPI_Error_string(rc, text, &length);
+  }
+  int ok = rc != MPI_SUCCESS && error_class > MPI_ERR_LASTCODE && strncmp(text, "plait_pmpi: ", 12) == 0;
+  if (!ok) fprintf(stderr, "rank %d: mismatched MPI_Allgather returned %d, class %d, '%s'\n", rank, rc, error_class, text);
+  int sum = 0, one = 1;
+  ok = ok && MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c) == MPI_SUCCESS && sum == p;
+  expect_same("MPI_Allgather error through the communicator's handler", &ok, &(int){1}, sizeof ok, comm);
+  free(recv);
+  MPI_Comm_free(&c);
+}
+
 static void test_all(MPI_Comm comm) {
   test_allgather(comm);
   test_allgatherv(comm);
@@ -435,6 +467,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   test_all(MPI_COMM_WORLD);
+  test_errors(MPI_COMM_WORLD);
 
   /* A split and a duplicate get their own state, freed with them. */
   MPI_Comm half;
