@@ -454,7 +454,25 @@ static void test_errors(MPI_Comm comm) {
   MPI_Comm_free(&c);
 }
 
+/* Zero counts everywhere: served, and nothing is written. */
+static void test_empty(MPI_Comm comm) {
+  int p;
+  MPI_Comm_size(comm, &p);
+  int one[1] = {5}, got[1] = {-1};
+  int* zeros = calloc((size_t)p, sizeof(int));
+  MPI_Allgather(one, 0, MPI_INT, got, 0, MPI_INT, comm);
+  MPI_Allgatherv(one, 0, MPI_INT, got, zeros, zeros, MPI_INT, comm);
+  MPI_Alltoall(one, 0, MPI_INT, got, 0, MPI_INT, comm);
+  MPI_Alltoallv(one, zeros, zeros, MPI_INT, got, zeros, zeros, MPI_INT, comm);
+  MPI_Allreduce(one, got, 0, MPI_INT, MPI_SUM, comm);
+  MPI_Reduce_scatter_block(one, got, 0, MPI_INT, MPI_SUM, comm);
+  MPI_Reduce_scatter(one, got, zeros, MPI_INT, MPI_SUM, comm);
+  expect_same("zero-count calls leave the buffer alone", got, &(int){-1}, sizeof got, comm);
+  free(zeros);
+}
+
 static void test_all(MPI_Comm comm) {
+  test_empty(comm);
   test_allgather(comm);
   test_allgatherv(comm);
   test_alltoall(comm);
