@@ -26,20 +26,28 @@ static double batch(int f, int mine, size_t n, int calls, char* send, char* recv
   for (int c = 0; c < calls; ++c) {
     switch (f) {
       case allgather:
-        if (mine) MPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
-        else PMPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+        if (mine)
+          MPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+        else
+          PMPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
         break;
       case alltoall:
-        if (mine) MPI_Alltoall(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
-        else PMPI_Alltoall(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+        if (mine)
+          MPI_Alltoall(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+        else
+          PMPI_Alltoall(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD);
         break;
       case allreduce: /* n bytes per block: P blocks of floats in all */
-        if (mine) MPI_Allreduce(send, recv, count * P, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else PMPI_Allreduce(send, recv, count * P, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (mine)
+          MPI_Allreduce(send, recv, count * P, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else
+          PMPI_Allreduce(send, recv, count * P, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
       case reduce_scatter_block:
-        if (mine) MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else PMPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (mine)
+          MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else
+          PMPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     }
   }

@@ -164,9 +164,9 @@ static void test_alltoallv(MPI_Comm comm) {
   int *rcounts = malloc(sizeof(int) * p), *rdispls = malloc(sizeof(int) * p);
   int stotal = 0, rtotal = 0;
   for (int j = 0; j < p; ++j) {
-    scounts[j] = (r + 2 * j) % 3;  /* rank r sends j this many ... */
-    rcounts[j] = (j + 2 * r) % 3;  /* ... and receives from j what j sends it */
-    sdispls[j] = stotal + 1;       /* gaps on both sides */
+    scounts[j] = (r + 2 * j) % 3; /* rank r sends j this many ... */
+    rcounts[j] = (j + 2 * r) % 3; /* ... and receives from j what j sends it */
+    sdispls[j] = stotal + 1;      /* gaps on both sides */
     stotal = sdispls[j] + scounts[j];
     rdispls[j] = rtotal + (j % 2);
     rtotal = rdispls[j] + rcounts[j];
@@ -213,18 +213,30 @@ typedef void (*filler)(void* buffer, int count, MPI_Datatype type, int salt);
 static void fill_typed(void* buffer, int count, MPI_Datatype type, int salt) {
   for (int i = 0; i < count; ++i) {
     int v = value(rank, i, salt);
-    if (type == MPI_INT) ((int*)buffer)[i] = v;
-    else if (type == MPI_UNSIGNED) ((unsigned*)buffer)[i] = (unsigned)v * 2654435761u;
-    else if (type == MPI_LONG) ((long*)buffer)[i] = (long)v * 100000007L;
-    else if (type == MPI_LONG_LONG) ((long long*)buffer)[i] = (long long)v << 33;
-    else if (type == MPI_SHORT) ((short*)buffer)[i] = (short)v;
-    else if (type == MPI_UNSIGNED_CHAR) ((unsigned char*)buffer)[i] = (unsigned char)(v * 37);
-    else if (type == MPI_SIGNED_CHAR) ((signed char*)buffer)[i] = (signed char)v;
-    else if (type == MPI_FLOAT) ((float*)buffer)[i] = (float)v;
-    else if (type == MPI_DOUBLE) ((double*)buffer)[i] = (double)v * 0.25;
-    else if (type == MPI_C_BOOL) ((bool*)buffer)[i] = (v % 3) != 0;
-    else if (type == MPI_BYTE) ((unsigned char*)buffer)[i] = (unsigned char)(v * 11);
-    else abort();
+    if (type == MPI_INT)
+      ((int*)buffer)[i] = v;
+    else if (type == MPI_UNSIGNED)
+      ((unsigned*)buffer)[i] = (unsigned)v * 2654435761u;
+    else if (type == MPI_LONG)
+      ((long*)buffer)[i] = (long)v * 100000007L;
+    else if (type == MPI_LONG_LONG)
+      ((long long*)buffer)[i] = (long long)v << 33;
+    else if (type == MPI_SHORT)
+      ((short*)buffer)[i] = (short)v;
+    else if (type == MPI_UNSIGNED_CHAR)
+      ((unsigned char*)buffer)[i] = (unsigned char)(v * 37);
+    else if (type == MPI_SIGNED_CHAR)
+      ((signed char*)buffer)[i] = (signed char)v;
+    else if (type == MPI_FLOAT)
+      ((float*)buffer)[i] = (float)v;
+    else if (type == MPI_DOUBLE)
+      ((double*)buffer)[i] = (double)v * 0.25;
+    else if (type == MPI_C_BOOL)
+      ((bool*)buffer)[i] = (v % 3) != 0;
+    else if (type == MPI_BYTE)
+      ((unsigned char*)buffer)[i] = (unsigned char)(v * 11);
+    else
+      abort();
   }
 }
 
@@ -349,8 +361,13 @@ static void test_user_ops(MPI_Comm comm) {
 static void test_pairs(MPI_Comm comm) {
   int r;
   MPI_Comm_rank(comm, &r);
-  struct { int value, index; } isend[6], igot[6], iwant[6];
-  struct { double value; int index; } dsend[6], dgot[6], dwant[6];
+  struct {
+    int value, index;
+  } isend[6], igot[6], iwant[6];
+  struct {
+    double value;
+    int index;
+  } dsend[6], dgot[6], dwant[6];
   memset(igot, 0, sizeof igot);
   memset(iwant, 0, sizeof iwant);
   memset(dgot, 0, sizeof dgot);
@@ -446,7 +463,8 @@ static void test_errors(MPI_Comm comm) {
     MPI_Error_string(rc, text, &length);
   }
   int ok = rc != MPI_SUCCESS && error_class > MPI_ERR_LASTCODE && strncmp(text, "plait_pmpi: ", 12) == 0;
-  if (!ok) fprintf(stderr, "rank %d: mismatched MPI_Allgather returned %d, class %d, '%s'\n", rank, rc, error_class, text);
+  if (!ok)
+    fprintf(stderr, "rank %d: mismatched MPI_Allgather returned %d, class %d, '%s'\n", rank, rc, error_class, text);
   int sum = 0, one = 1;
   ok = ok && MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c) == MPI_SUCCESS && sum == p;
   expect_same("MPI_Allgather error through the communicator's handler", &ok, &(int){1}, sizeof ok, comm);
