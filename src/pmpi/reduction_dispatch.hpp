@@ -19,11 +19,13 @@
 
 namespace plait_pmpi {
 
-/// Reductions run node-aware: inside the node over shared memory, across
-/// nodes among local rank 0s (docs/reductions.md, "On a two_level").
-/// plait::automatic on node_levels would run them flat over MPI on world(),
-/// since no cost model compares the two routes for reductions yet.
-using reduction_algorithm = plait::hierarchical<plait::automatic, plait::automatic>;
+/// Reductions run plait::automatic on the node levels, which runs them flat
+/// over MPI on world() (no cost model compares flat and hierarchical for
+/// reductions yet). hierarchical<automatic, automatic> (shared memory inside
+/// the node) measured 2-5x slower than that at P = 2 on one node
+/// (docs/pmpi.md, "Measured"), so it is not the default until a table says
+/// where it pays.
+using reduction_algorithm = plait::automatic;
 
 template <class R, class Visit>
 bool visit_unsigned(const element_type& e, Visit& visit) {
