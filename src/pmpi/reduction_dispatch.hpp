@@ -1,11 +1,12 @@
-// Predefined MPI_Ops on the element types the library maps, as plait
-// reductions: visit(std::type_identity<T>{}, reduction, scale) runs the
-// call on T, `scale` T elements per datatype element. Signed sums and
-// products run on the unsigned type of the same width (two's complement
-// wraps alike, and plait's sum computes in unsigned anyway); bitwise ops run
-// on bytes; logical ops on the widths of C_BOOL/char and int. Anything else
-// is not served (returns false), decided from the op and the datatype's
-// definition, which every rank shares.
+// MPI_Ops as plait reductions: visit(std::type_identity<T>{}, reduction,
+// scale) runs the call on T, `scale` T elements per datatype element.
+// Predefined ops on the mapped types: signed sums and products run on the
+// unsigned type of the same width (two's complement wraps alike, and plait's
+// sum computes in unsigned anyway), bitwise ops on bytes, logical ops on the
+// widths of C_BOOL/char and int, MINLOC/MAXLOC on value_index; user ops on
+// byte blobs through PMPI_Reduce_local. Anything else is not served
+// (returns false), decided from the op and the datatype's definition, which
+// every rank shares.
 #pragma once
 
 #include <cstddef>
