@@ -1,0 +1,52 @@
+// MPI_Allgather: plait::all_gather of bytes on the communicator's node levels.
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "datatype.hpp"
+#include "serve.hpp"
+
+using namespace plait_pmpi;
+
+PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  constexpr function f = function::allgather;
+  // Only what every rank agrees on decides: recvcount x size(recvtype) is
+  // the same everywhere (type signatures match); layouts differ freely.
+  std::optional<reason> why = pass_reason(f, comm);
+  comm_state* state = why ? nullptr : state_of(comm);
+  if (!why && state == nullptr) why = reason::setup_failed;
+  int size = 0;
+  int P = 0;
+  int rank = 0;
+  PMPI_Type_size(recvtype, &size);
+  PMPI_Comm_size(comm, &P);
+  PMPI_Comm_rank(comm, &rank);
+  const std::size_t block = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(size);
+  const std::uint64_t bytes = block * static_cast<std::size_t>(P);
+  if (why) {
+    count_passed(f, *why, bytes);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  return serve(f, comm, bytes, [&] {
+    std::vector<std::byte> recv_scratch;
+    const std::span<std::byte> recv =
+        receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);  // MPI counts are int: P * recvcount fits
+    const bool staged = recv.data() == recv_scratch.data() && !recv.empty();
+    if (sendbuf == MPI_IN_PLACE) {
+      if (staged) {
+        // This rank's block is in the application's layout: pack it into place first.
+        std::vector<std::byte> mine;
+        const type_layout t = layout_of(recvtype);
+        const auto* own = static_cast<const std::byte*>(recvbuf) + static_cast<MPI_Aint>(rank) * recvcount * t.extent;
+        const std::span<const std::byte> b = gather_bytes(own, recvcount, recvtype, mine);
+        std::memcpy(recv.data() + static_cast<std::size_t>(rank) * block, b.data(), b.size());
+      }
+      plait::all_gather(*state->levels, plait::in_place, recv);
+    } else {
+      std::vector<std::byte> send_scratch;
+      plait::all_gather(*state->levels, gather_bytes(sendbuf, sendcount, sendtype, send_scratch), recv);
+    }
+    if (staged) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);
+  });
+}

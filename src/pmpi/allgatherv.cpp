@@ -1,0 +1,57 @@
+// MPI_Allgatherv: plait::all_gather_v of bytes on the communicator's node
+// levels; gapped displacements or a non-contiguous type are staged locally.
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "blocks.hpp"
+#include "datatype.hpp"
+#include "serve.hpp"
+
+using namespace plait_pmpi;
+
+PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  constexpr function f = function::allgatherv;
+  // recvcounts and the type signature agree on every rank; displs need not.
+  std::optional<reason> why = pass_reason(f, comm);
+  comm_state* state = why ? nullptr : state_of(comm);
+  if (!why && state == nullptr) why = reason::setup_failed;
+  int P = 0;
+  int rank = 0;
+  PMPI_Comm_size(comm, &P);
+  PMPI_Comm_rank(comm, &rank);
+  if (why) {
+    int size = 0;
+    PMPI_Type_size(recvtype, &size);
+    std::uint64_t bytes = 0;
+    for (int i = 0; i < P; ++i) bytes += static_cast<std::uint64_t>(recvcounts[i]) * static_cast<std::uint64_t>(size);
+    count_passed(f, *why, bytes);
+    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+  }
+  block_layout layout;
+  try {
+    layout = blocks_of(recvcounts, displs, recvtype, P);
+  } catch (...) {
+    return report_current_exception(comm, name(f));
+  }
+  return serve(f, comm, layout.total, [&] {
+    std::vector<std::byte> recv_scratch;
+    const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, layout, recv_scratch);
+    const auto me = static_cast<std::size_t>(rank);
+    if (sendbuf == MPI_IN_PLACE) {
+      if (!layout.direct && layout.bytes[me] != 0) {
+        std::vector<std::byte> mine;
+        const type_layout t = layout_of(recvtype);
+        const auto* own = static_cast<const std::byte*>(recvbuf) + static_cast<MPI_Aint>(displs[rank]) * t.extent;
+        const std::span<const std::byte> b = gather_bytes(own, recvcounts[rank], recvtype, mine);
+        std::memcpy(recv.data() + layout.offsets[me], b.data(), b.size());
+      }
+      plait::all_gather_v(*state->levels, plait::in_place, recv, layout.bytes);
+    } else {
+      std::vector<std::byte> send_scratch;
+      plait::all_gather_v(*state->levels, gather_bytes(sendbuf, sendcount, sendtype, send_scratch), recv, layout.bytes);
+    }
+    scatter_blocks(recv, recvbuf, recvcounts, displs, recvtype, layout);
+  });
+}

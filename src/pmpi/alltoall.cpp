@@ -1,0 +1,45 @@
+// MPI_Alltoall: plait::all_to_all of bytes on the communicator's node levels.
+#include <span>
+#include <vector>
+
+#include "datatype.hpp"
+#include "serve.hpp"
+
+using namespace plait_pmpi;
+
+PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  constexpr function f = function::alltoall;
+  std::optional<reason> why = pass_reason(f, comm);
+  comm_state* state = why ? nullptr : state_of(comm);
+  if (!why && state == nullptr) why = reason::setup_failed;
+  int size = 0;
+  int P = 0;
+  PMPI_Type_size(recvtype, &size);
+  PMPI_Comm_size(comm, &P);
+  const std::uint64_t bytes =
+      static_cast<std::uint64_t>(recvcount) * static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(P);
+  if (why) {
+    count_passed(f, *why, bytes);
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  return serve(f, comm, bytes, [&] {
+    std::vector<std::byte> send_scratch;
+    std::span<const std::byte> send;
+    if (sendbuf == MPI_IN_PLACE) {
+      // The receive buffer is also the send buffer: its blocks are copied
+      // out first, since plait writes blocks while others are still to go.
+      send = gather_bytes(recvbuf, recvcount * P, recvtype, send_scratch);
+      if (send.data() != send_scratch.data()) {
+        send_scratch.assign(send.begin(), send.end());
+        send = send_scratch;
+      }
+    } else {
+      send = gather_bytes(sendbuf, sendcount * P, sendtype, send_scratch);
+    }
+    std::vector<std::byte> recv_scratch;
+    const std::span<std::byte> recv = receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);
+    plait::all_to_all(*state->levels, send, recv);
+    if (recv.data() == recv_scratch.data() && !recv.empty()) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);
+  });
+}

@@ -1,0 +1,50 @@
+// MPI_Alltoallv: plait::all_to_all_v of bytes on the communicator's node
+// levels; gapped displacements or a non-contiguous type are staged locally.
+#include <span>
+#include <vector>
+
+#include "blocks.hpp"
+#include "datatype.hpp"
+#include "serve.hpp"
+
+using namespace plait_pmpi;
+
+PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                    MPI_Datatype recvtype, MPI_Comm comm) {
+  constexpr function f = function::alltoallv;
+  // Each rank's counts are its own; nothing size-dependent may decide here.
+  std::optional<reason> why = pass_reason(f, comm);
+  comm_state* state = why ? nullptr : state_of(comm);
+  if (!why && state == nullptr) why = reason::setup_failed;
+  int P = 0;
+  PMPI_Comm_size(comm, &P);
+  if (why) {
+    int size = 0;
+    PMPI_Type_size(recvtype, &size);
+    std::uint64_t bytes = 0;
+    for (int i = 0; i < P; ++i) bytes += static_cast<std::uint64_t>(recvcounts[i]) * static_cast<std::uint64_t>(size);
+    count_passed(f, *why, bytes);
+    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+  }
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  block_layout send_layout;
+  block_layout recv_layout;
+  try {
+    recv_layout = blocks_of(recvcounts, rdispls, recvtype, P);
+    send_layout = in_place ? recv_layout : blocks_of(sendcounts, sdispls, sendtype, P);
+  } catch (...) {
+    return report_current_exception(comm, name(f));
+  }
+  return serve(f, comm, recv_layout.total, [&] {
+    std::vector<std::byte> send_scratch;
+    // In place, the blocks to send are the receive buffer's, copied out first.
+    const std::span<const std::byte> send =
+        in_place ? gather_blocks(recvbuf, recvcounts, rdispls, recvtype, recv_layout, send_scratch, true)
+                 : gather_blocks(sendbuf, sendcounts, sdispls, sendtype, send_layout, send_scratch, false);
+    std::vector<std::byte> recv_scratch;
+    const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, recv_layout, recv_scratch);
+    plait::all_to_all_v(*state->levels, send, send_layout.bytes, recv, recv_layout.bytes);
+    scatter_blocks(recv, recvbuf, recvcounts, rdispls, recvtype, recv_layout);
+  });
+}

@@ -1,0 +1,41 @@
+// The v calls' buffers: P blocks, block i being counts[i] elements of a
+// datatype at displs[i] extents from the buffer. plait moves them as one
+// byte range in rank order; these turn the application's layout into that
+// range and back, in place when it already is one (contiguous type,
+// displacements the prefix sums of the counts), else through a scratch
+// buffer. Each rank does this for its own layout alone, so ranks whose
+// displacements differ still all run plait.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace plait_pmpi {
+
+struct block_layout {
+  std::vector<std::size_t> bytes;    ///< each block's bytes
+  std::vector<std::size_t> offsets;  ///< each block's offset in the packed range
+  std::size_t total = 0;
+  bool direct = false;  ///< the buffer already is the packed range (at its true_lb)
+};
+
+/// The packed form of P blocks of `type`.
+block_layout blocks_of(const int* counts, const int* displs, MPI_Datatype type, int P);
+
+/// The blocks' bytes in rank order: the buffer itself if direct and not
+/// `copy`, else packed into `scratch`.
+std::span<const std::byte> gather_blocks(const void* buffer, const int* counts, const int* displs, MPI_Datatype type,
+                                         const block_layout& layout, std::vector<std::byte>& scratch, bool copy);
+
+/// Where to receive the packed blocks: the buffer itself if direct, else scratch.
+std::span<std::byte> receive_blocks(void* buffer, MPI_Datatype type, const block_layout& layout,
+                                    std::vector<std::byte>& scratch);
+
+/// Puts received packed blocks in place (nothing to do if direct).
+void scatter_blocks(std::span<const std::byte> packed, void* buffer, const int* counts, const int* displs,
+                    MPI_Datatype type, const block_layout& layout);
+
+}  // namespace plait_pmpi

@@ -1,0 +1,90 @@
+#include "config.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace plait_pmpi {
+namespace {
+
+constexpr const char* function_names[function_count] = {
+    "MPI_Allgather",      "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter_block",
+    "MPI_Reduce_scatter", "MPI_Allreduce"};
+
+// The per-function variable is the MPI name upper-cased after "MPI_".
+std::string variable_of(function f) {
+  std::string v = "PLAIT_PMPI_";
+  for (const char* c = name(f) + 4; *c != '\0'; ++c) v += static_cast<char>(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+  return v;
+}
+
+// An unknown value is reported and read as off: a typo must not turn plait on.
+mode parse(const char* variable, const char* value, mode fallback) {
+  if (value == nullptr || *value == '\0') return fallback;
+  if (std::strcmp(value, "on") == 0 || std::strcmp(value, "1") == 0) return mode::on;
+  if (std::strcmp(value, "off") == 0 || std::strcmp(value, "0") == 0) return mode::off;
+  if (std::strcmp(value, "auto") == 0) return mode::automatic;
+  std::fprintf(stderr, "plait_pmpi: %s=%s is not on, off or auto; read as off\n", variable, value);
+  return mode::off;
+}
+
+settings read_environment() {
+  settings s;
+  const mode all = parse("PLAIT_PMPI", std::getenv("PLAIT_PMPI"), mode::automatic);
+  for (int i = 0; i < function_count; ++i) {
+    const std::string variable = variable_of(static_cast<function>(i));
+    s.modes[static_cast<std::size_t>(i)] = parse(variable.c_str(), std::getenv(variable.c_str()), all);
+  }
+  const char* report = std::getenv("PLAIT_PMPI_REPORT");
+  s.report = report != nullptr && std::strcmp(report, "1") == 0;
+  if (const char* k = std::getenv("PLAIT_PMPI_RANKS_PER_NODE"); k != nullptr && *k != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(k, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1 << 20) {
+      std::fprintf(stderr, "plait_pmpi: PLAIT_PMPI_RANKS_PER_NODE=%s is not a rank count; ignored\n", k);
+    } else {
+      s.ranks_per_node = static_cast<int>(v);
+    }
+  }
+  return s;
+}
+
+settings& mutable_current() noexcept {
+  static settings s = read_environment();
+  return s;
+}
+
+}  // namespace
+
+const char* name(function f) noexcept { return function_names[static_cast<int>(f)]; }
+
+const settings& current() noexcept { return mutable_current(); }
+
+void agree(MPI_Comm world) noexcept {
+  settings& s = mutable_current();
+  constexpr int n = function_count + 2;
+  int mine[n];
+  for (int i = 0; i < function_count; ++i) mine[i] = static_cast<int>(s.modes[static_cast<std::size_t>(i)]);
+  mine[function_count] = s.ranks_per_node;
+  mine[function_count + 1] = s.report ? 1 : 0;
+  int low[n];
+  int high[n];
+  if (PMPI_Allreduce(mine, low, n, MPI_INT, MPI_MIN, world) != MPI_SUCCESS ||
+      PMPI_Allreduce(mine, high, n, MPI_INT, MPI_MAX, world) != MPI_SUCCESS) {
+    s.modes.fill(mode::off);
+    return;
+  }
+  bool same = true;
+  for (int i = 0; i <= function_count; ++i) same = same && low[i] == high[i];
+  if (!same) {
+    int rank = 0;
+    PMPI_Comm_rank(world, &rank);
+    if (rank == 0)
+      std::fprintf(stderr, "plait_pmpi: ranks see different PLAIT_PMPI_* settings; every call passes to MPI\n");
+    s.modes.fill(mode::off);
+  }
+  s.report = high[function_count + 1] != 0;  // one rank asking is enough: the table is printed by rank 0
+}
+
+}  // namespace plait_pmpi

@@ -1,0 +1,45 @@
+// What the environment asks of the PMPI library: per intercepted function,
+// serve it with plait, pass it to PMPI, or let the library decide (auto).
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+
+namespace plait_pmpi {
+
+/// The MPI functions the library intercepts, in report order.
+enum class function : int {
+  allgather,
+  allgatherv,
+  alltoall,
+  alltoallv,
+  reduce_scatter_block,
+  reduce_scatter,
+  allreduce,
+};
+inline constexpr int function_count = 7;
+
+/// "MPI_Allgather", ...
+const char* name(function f) noexcept;
+
+enum class mode : int { off = 0, on = 1, automatic = 2 };
+
+struct settings {
+  std::array<mode, function_count> modes{};  ///< PLAIT_PMPI, then PLAIT_PMPI_<FUNCTION>
+  bool report = false;                       ///< PLAIT_PMPI_REPORT=1: a table at MPI_Finalize
+  /// PLAIT_PMPI_RANKS_PER_NODE=k: emulated nodes of k consecutive ranks of
+  /// each communicator instead of MPI's shared-memory nodes, so that one
+  /// machine exercises the levels between nodes (tests); 0: MPI's nodes.
+  int ranks_per_node = 0;
+};
+
+/// Read once from the environment (first call), the same object afterwards.
+const settings& current() noexcept;
+
+/// Collective over `world` (called from MPI_Init): ranks launched with
+/// different PLAIT_PMPI_* would decide differently and hang, so if any two
+/// disagree every rank passes everything to PMPI and rank 0 says why.
+void agree(MPI_Comm world) noexcept;
+
+}  // namespace plait_pmpi

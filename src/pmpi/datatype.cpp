@@ -1,0 +1,180 @@
+#include "datatype.hpp"
+
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+
+#include "pmpi_mpi.hpp"
+
+namespace plait_pmpi {
+namespace {
+
+void require(int code, const char* what) {
+  if (code != MPI_SUCCESS) throw plait::error(plait::errc::transport, what, {});
+}
+
+struct named {
+  MPI_Datatype type;
+  element_class kind;
+};
+
+element_type named_element(MPI_Datatype type) {
+  // The handles are not constants in every MPI (Open MPI: addresses), so the
+  // table is built at run time, once.
+  static const named table[] = {
+      {MPI_SIGNED_CHAR, element_class::signed_integer},
+      {MPI_UNSIGNED_CHAR, element_class::unsigned_integer},
+      {MPI_SHORT, element_class::signed_integer},
+      {MPI_UNSIGNED_SHORT, element_class::unsigned_integer},
+      {MPI_INT, element_class::signed_integer},
+      {MPI_UNSIGNED, element_class::unsigned_integer},
+      {MPI_LONG, element_class::signed_integer},
+      {MPI_UNSIGNED_LONG, element_class::unsigned_integer},
+      {MPI_LONG_LONG, element_class::signed_integer},
+      {MPI_UNSIGNED_LONG_LONG, element_class::unsigned_integer},
+      {MPI_INT8_T, element_class::signed_integer},
+      {MPI_UINT8_T, element_class::unsigned_integer},
+      {MPI_INT16_T, element_class::signed_integer},
+      {MPI_UINT16_T, element_class::unsigned_integer},
+      {MPI_INT32_T, element_class::signed_integer},
+      {MPI_UINT32_T, element_class::unsigned_integer},
+      {MPI_INT64_T, element_class::signed_integer},
+      {MPI_UINT64_T, element_class::unsigned_integer},
+      {MPI_AINT, element_class::signed_integer},
+      {MPI_OFFSET, element_class::signed_integer},
+      {MPI_COUNT, element_class::signed_integer},
+      {MPI_FLOAT, element_class::floating},
+      {MPI_DOUBLE, element_class::floating},
+      {MPI_C_BOOL, element_class::logical},
+      {MPI_BYTE, element_class::byte},
+      {MPI_2INT, element_class::integer_pair},
+      {MPI_SHORT_INT, element_class::integer_pair},
+      {MPI_LONG_INT, element_class::integer_pair},
+      {MPI_FLOAT_INT, element_class::floating_pair},
+      {MPI_DOUBLE_INT, element_class::floating_pair},
+      // Fortran's (its bindings hand the library these handles); MPI_LOGICAL
+      // is left out: .TRUE. is not 1 in every compiler.
+      {MPI_INTEGER, element_class::signed_integer},
+      {MPI_INTEGER1, element_class::signed_integer},
+      {MPI_INTEGER2, element_class::signed_integer},
+      {MPI_INTEGER4, element_class::signed_integer},
+      {MPI_INTEGER8, element_class::signed_integer},
+      {MPI_REAL, element_class::floating},
+      {MPI_REAL4, element_class::floating},
+      {MPI_REAL8, element_class::floating},
+      {MPI_DOUBLE_PRECISION, element_class::floating},
+      {MPI_2INTEGER, element_class::integer_pair},
+  };
+  for (const named& n : table) {
+    if (n.type == type) {
+      int size = 0;
+      require(PMPI_Type_size(type, &size), "MPI_Type_size");
+      // A pair's size is its value's and an int's.
+      const bool pair = n.kind == element_class::integer_pair || n.kind == element_class::floating_pair;
+      return {n.kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+type_layout layout_of(MPI_Datatype type) {
+  type_layout l;
+  int size = 0;
+  require(PMPI_Type_size(type, &size), "MPI_Type_size");
+  MPI_Aint lb = 0;
+  MPI_Aint true_extent = 0;
+  require(PMPI_Type_get_extent(type, &lb, &l.extent), "MPI_Type_get_extent");
+  require(PMPI_Type_get_true_extent(type, &l.true_lb, &true_extent), "MPI_Type_get_true_extent");
+  l.size = static_cast<std::size_t>(size);
+  // size data bytes spanning exactly size bytes have no holes, and an extent
+  // of size makes consecutive elements abut.
+  l.contiguous = true_extent == size && l.extent == size;
+  return l;
+}
+
+std::span<const std::byte> gather_bytes(const void* buffer, int count, MPI_Datatype type,
+                                        std::vector<std::byte>& scratch) {
+  const type_layout l = layout_of(type);
+  const std::size_t bytes = l.size * static_cast<std::size_t>(count);
+  if (l.contiguous || bytes == 0) return {static_cast<const std::byte*>(buffer) + l.true_lb, bytes};
+  // PMPI_Pack on one homogeneous machine writes the data bytes in type-map
+  // order, nothing else, in Open MPI and MPICH: exactly what the peers'
+  // contiguous receives expect.
+  if (bytes > static_cast<std::size_t>(INT_MAX)) throw plait::error(plait::errc::unsupported, "pack over 2 GiB", {});
+  scratch.resize(bytes);
+  int position = 0;
+  require(PMPI_Pack(buffer, count, type, scratch.data(), static_cast<int>(bytes), &position, MPI_COMM_SELF),
+          "MPI_Pack");
+  return {scratch.data(), bytes};
+}
+
+std::span<std::byte> receive_bytes(void* buffer, int count, MPI_Datatype type, std::vector<std::byte>& scratch) {
+  const type_layout l = layout_of(type);
+  const std::size_t bytes = l.size * static_cast<std::size_t>(count);
+  if (l.contiguous || bytes == 0) return {static_cast<std::byte*>(buffer) + l.true_lb, bytes};
+  scratch.resize(bytes);
+  return {scratch.data(), bytes};
+}
+
+void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MPI_Datatype type) {
+  if (bytes.empty()) return;
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
+    throw plait::error(plait::errc::unsupported, "unpack over 2 GiB", {});
+  }
+  int position = 0;
+  require(PMPI_Unpack(bytes.data(), static_cast<int>(bytes.size()), &position, buffer, count, type, MPI_COMM_SELF),
+          "MPI_Unpack");
+}
+
+std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept {
+  int size = 0;
+  if (count <= 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
+}
+
+namespace {
+
+element_type base_element_of(MPI_Datatype type) {
+  int integers = 0;
+  int addresses = 0;
+  int types = 0;
+  int combiner = 0;
+  require(PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner), "MPI_Type_get_envelope");
+  if (combiner == MPI_COMBINER_NAMED) return named_element(type);
+  if ((combiner != MPI_COMBINER_CONTIGUOUS && combiner != MPI_COMBINER_DUP) || types != 1 || integers > 1) return {};
+  int count = 1;
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  MPI_Aint unused_address = 0;
+  require(PMPI_Type_get_contents(type, integers, 0, 1, integers == 1 ? &count : nullptr, &unused_address, &base),
+          "MPI_Type_get_contents");
+  element_type inner = base_element_of(base);
+  // get_contents hands out a new handle for a derived base type.
+  int base_integers = 0;
+  int base_addresses = 0;
+  int base_types = 0;
+  int base_combiner = 0;
+  require(PMPI_Type_get_envelope(base, &base_integers, &base_addresses, &base_types, &base_combiner),
+          "MPI_Type_get_envelope");
+  if (base_combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&base);
+  if (inner.kind == element_class::none) return {};
+  inner.per_item *= count;
+  return inner;
+}
+
+}  // namespace
+
+element_type element_of(MPI_Datatype type) {
+  element_type e = base_element_of(type);
+  const type_layout l = layout_of(type);
+  e.type = type;
+  e.extent = l.extent;
+  e.contiguous_bytes = l.contiguous ? static_cast<int>(l.size) : 0;
+  // A pair type has a hole after its value where the struct has padding;
+  // its extent is checked against plait's value_index where it is used.
+  if (e.kind != element_class::integer_pair && e.kind != element_class::floating_pair && !l.contiguous) e = {};
+  return e;
+}
+
+}  // namespace plait_pmpi

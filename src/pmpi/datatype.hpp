@@ -1,0 +1,67 @@
+// What the library needs to know about an MPI datatype: where `count`
+// elements' bytes lie (one contiguous range, or packed through PMPI_Pack),
+// and, for reductions, which plait element type they are.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace plait_pmpi {
+
+/// The layout of `count` elements of a datatype at a buffer.
+struct type_layout {
+  std::size_t size = 0;     ///< bytes of data per element (PMPI_Type_size)
+  MPI_Aint extent = 0;      ///< stride between elements
+  MPI_Aint true_lb = 0;     ///< offset of the first data byte
+  bool contiguous = false;  ///< elements abut without gaps: count elements are count * size bytes at true_lb
+};
+
+/// Reads the layout of `type` (local; no rank's decision depends on it).
+type_layout layout_of(MPI_Datatype type);
+
+/// The bytes of `count` elements of `type` at `buffer` as one range: the
+/// buffer itself when contiguous, else packed into `scratch`.
+std::span<const std::byte> gather_bytes(const void* buffer, int count, MPI_Datatype type,
+                                        std::vector<std::byte>& scratch);
+
+/// Where to receive `count` elements of `type` at `buffer` as bytes: the
+/// buffer itself when contiguous, else `scratch` (then scatter_bytes puts
+/// them in place).
+std::span<std::byte> receive_bytes(void* buffer, int count, MPI_Datatype type, std::vector<std::byte>& scratch);
+
+/// Unpacks bytes received into scratch (by receive_bytes) into `buffer`.
+void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MPI_Datatype type);
+
+/// count x size(type) bytes, for the report (0 if MPI cannot tell).
+std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept;
+
+/// The element kinds reductions are served on, by width and class. The pair
+/// classes are MPI_2INT, MPI_SHORT_INT, MPI_LONG_INT (integer value) and
+/// MPI_FLOAT_INT, MPI_DOUBLE_INT (floating value), for MPI_MINLOC/MAXLOC.
+enum class element_class {
+  none,
+  signed_integer,
+  unsigned_integer,
+  floating,
+  logical,
+  byte,
+  integer_pair,
+  floating_pair
+};
+struct element_type {
+  element_class kind = element_class::none;
+  int width = 0;                          ///< bytes per element of the base type (of a pair's value)
+  int per_item = 0;                       ///< base elements per datatype element (contiguous derived types)
+  MPI_Datatype type = MPI_DATATYPE_NULL;  ///< the datatype itself (user ops get it)
+  MPI_Aint extent = 0;                    ///< its extent
+  int contiguous_bytes = 0;               ///< its size if laid out without gaps, else 0 (user ops)
+};
+
+/// The element type of a reduction's datatype: a predefined C integer,
+element_type element_of(MPI_Datatype type);
+
+}  // namespace plait_pmpi

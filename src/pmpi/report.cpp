@@ -1,0 +1,83 @@
+#include "report.hpp"
+
+#include <cstdio>
+
+namespace plait_pmpi {
+namespace {
+
+constexpr const char* reason_names[reason_count] = {"disabled",        "auto, untuned", "intercommunicator",
+                                                    "thread multiple", "datatype",      "op",
+                                                    "setup failed",    "finalizing"};
+
+// Counters: a call's thread is its MPI caller; under MPI_THREAD_MULTIPLE
+// every call passes before it counts anything but `passed`, which is then
+// counted without a lock (a report figure, not a correctness one).
+struct counters {
+  std::uint64_t served = 0;
+  std::uint64_t served_bytes = 0;
+  double served_seconds = 0;
+  std::uint64_t passed[reason_count] = {};
+  std::uint64_t passed_bytes = 0;
+};
+counters table[function_count];
+
+}  // namespace
+
+const char* name(reason r) noexcept { return reason_names[static_cast<int>(r)]; }
+
+void count_served(function f, std::uint64_t bytes, double seconds) noexcept {
+  counters& c = table[static_cast<int>(f)];
+  ++c.served;
+  c.served_bytes += bytes;
+  c.served_seconds += seconds;
+}
+
+void count_passed(function f, reason why, std::uint64_t bytes) noexcept {
+  counters& c = table[static_cast<int>(f)];
+  ++c.passed[static_cast<int>(why)];
+  c.passed_bytes += bytes;
+}
+
+void print_report(MPI_Comm world) noexcept {
+  if (!current().report) return;
+  constexpr int per_function = 3 + reason_count;
+  std::uint64_t mine[function_count * per_function];
+  double seconds[function_count];
+  for (int f = 0; f < function_count; ++f) {
+    std::uint64_t* row = mine + f * per_function;
+    row[0] = table[f].served;
+    row[1] = table[f].served_bytes;
+    row[2] = table[f].passed_bytes;
+    for (int r = 0; r < reason_count; ++r) row[3 + r] = table[f].passed[r];
+    seconds[f] = table[f].served_seconds;
+  }
+  std::uint64_t sum[function_count * per_function];
+  double max_seconds[function_count];
+  int rank = 0;
+  int size = 1;
+  PMPI_Comm_rank(world, &rank);
+  PMPI_Comm_size(world, &size);
+  if (PMPI_Reduce(mine, sum, function_count * per_function, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS ||
+      PMPI_Reduce(seconds, max_seconds, function_count, MPI_DOUBLE, MPI_MAX, 0, world) != MPI_SUCCESS || rank != 0) {
+    return;
+  }
+  std::fprintf(stderr, "plait_pmpi report (%d ranks; calls and bytes summed over ranks, time: slowest rank)\n", size);
+  std::fprintf(stderr, "%-26s %10s %14s %10s %10s %14s  %s\n", "function", "served", "served bytes", "served s",
+               "passed", "passed bytes", "passed because");
+  for (int f = 0; f < function_count; ++f) {
+    const std::uint64_t* row = sum + f * per_function;
+    std::uint64_t passed = 0;
+    for (int r = 0; r < reason_count; ++r) passed += row[3 + r];
+    std::fprintf(stderr, "%-26s %10llu %14llu %10.3f %10llu %14llu ", name(static_cast<function>(f)),
+                 static_cast<unsigned long long>(row[0]), static_cast<unsigned long long>(row[1]), max_seconds[f],
+                 static_cast<unsigned long long>(passed), static_cast<unsigned long long>(row[2]));
+    for (int r = 0; r < reason_count; ++r) {
+      if (row[3 + r] != 0) {
+        std::fprintf(stderr, " %s: %llu", name(static_cast<reason>(r)), static_cast<unsigned long long>(row[3 + r]));
+      }
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
+}  // namespace plait_pmpi

@@ -1,0 +1,30 @@
+#include "serve.hpp"
+
+namespace plait_pmpi {
+namespace {
+
+int thread_level = -1;  // unknown until MPI_Init_thread or the first call
+
+}  // namespace
+
+void set_thread_level(int provided) noexcept { thread_level = provided; }
+
+std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept {
+  switch (current().modes[static_cast<std::size_t>(f)]) {
+    case mode::off: return reason::disabled;
+    case mode::automatic:
+      // No tuning table yet: auto serves nothing rather than risk being
+      // slower than the MPI it stands in for (docs/pmpi.md).
+      return reason::untuned;
+    case mode::on: break;
+  }
+  if (finalizing()) return reason::finalizing;
+  // A program initialised through PMPI_Init (Fortran) never told us its level.
+  if (thread_level < 0 && PMPI_Query_thread(&thread_level) != MPI_SUCCESS) return reason::thread_multiple;
+  if (thread_level == MPI_THREAD_MULTIPLE) return reason::thread_multiple;
+  int inter = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter != 0) return reason::intercommunicator;
+  return std::nullopt;
+}
+
+}  // namespace plait_pmpi

@@ -1,0 +1,35 @@
+// plait's state for one MPI communicator: the duplicate plait talks over and
+// the node levels built on it (shared memory inside a node, MPI across),
+// cached on the communicator with an attribute keyval.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pmpi_mpi.hpp"
+
+namespace plait_pmpi {
+
+struct comm_state {
+  MPI_Comm comm = MPI_COMM_NULL;  ///< the application's communicator it is cached on
+  std::optional<plait::mpi::communicator> world;
+  std::optional<plait::mpi::node_levels> levels;  ///< refers to *world
+  bool failed = false;                            ///< set-up failed on every rank alike: pass from now on
+};
+
+/// The state of `comm`, made on first use. Collective over `comm`: call it
+/// only on a path every rank of `comm` takes for the same call (the serve
+/// decision). Returns null when set-up failed (every rank alike) or the
+/// library is finalizing.
+comm_state* state_of(MPI_Comm comm) noexcept;
+
+/// Frees every communicator's state (MPI_Finalize, before PMPI_Finalize:
+/// MPI never deletes MPI_COMM_WORLD's attributes) and the keyval; later calls
+/// pass to PMPI.
+void teardown() noexcept;
+
+/// True once teardown() has run.
+bool finalizing() noexcept;
+
+}  // namespace plait_pmpi

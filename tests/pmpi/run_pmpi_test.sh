@@ -1,0 +1,30 @@
+#!/bin/sh
+# Runs the differential test under mpirun with plait forced on and the report
+# requested, then checks the report (printed by rank 0 at MPI_Finalize):
+# every intercepted function must show served calls, so a library that
+# silently passed everything to MPI (equal results, nothing tested) fails.
+# usage: run_pmpi_test.sh MPIEXEC NP TEST_EXECUTABLE [mpiexec flags...]
+set -u
+mpiexec=$1 np=$2 exe=$3
+shift 3
+out=$(PLAIT_PMPI=on PLAIT_PMPI_REPORT=1 "$mpiexec" -n "$np" "$@" "$exe" 2>&1)
+status=$?
+printf '%s\n' "$out"
+if [ "$status" -ne 0 ]; then
+  echo "run_pmpi_test: the test failed (exit $status)"
+  exit 1
+fi
+for f in MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv MPI_Reduce_scatter_block MPI_Reduce_scatter \
+         MPI_Allreduce; do
+  served=$(printf '%s\n' "$out" | awk -v f="$f" '$1 == f { print $2 }')
+  if [ -z "$served" ] || [ "$served" -eq 0 ]; then
+    echo "run_pmpi_test: the report shows no served $f calls (got '${served}')"
+    exit 1
+  fi
+done
+# The MPI_LONG_DOUBLE sum must have been passed, and said why.
+if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* datatype: '; then
+  echo "run_pmpi_test: the report does not show the MPI_LONG_DOUBLE MPI_Allreduce passed to MPI"
+  exit 1
+fi
+echo "run_pmpi_test: every intercepted function served, results equal to PMPI's"
