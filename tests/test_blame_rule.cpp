@@ -106,3 +106,20 @@ TEST_CASE("a chain that closes on itself or ends at a finished rank blames the r
   records[1].stalled = false;
   CHECK(find_guilty(records, 2).rank == 3);
 }
+
+TEST_CASE("a rank held up in an earlier call by a rank stuck there passes the blame to that rank", "[blame]") {
+  // Rank 1 stopped inside call #12; rank 2 still waits there for it, and
+  // rank 0, already in call #13, waits for rank 2.
+  std::vector<wait_record> records{waiting_for(2), waiting_for(0), waiting_for(1)};
+  records[0].call = 13;
+  records[0].entered = 13;
+  records[1].stalled = true;
+  const auto found = find_guilty(records, 0);
+  CHECK(found.rank == 1);
+  CHECK(found.chain == ", which waits in all_gather<ring> #12 for rank 1, which waits for rank 0");
+  CHECK(found.sentence.rfind("rank 1 is stuck in all_gather<ring> #12", 0) == 0);
+  // Without a stuck rank there, the rank in the earlier call is named, as before.
+  records[1].stalled = false;
+  records[1] = idle(13);
+  CHECK(find_guilty(records, 0).rank == 2);
+}

@@ -78,6 +78,7 @@ struct blame {
   std::string chain;     ///< ", which waits for rank 1, which waits for rank 0" (empty: the first peer)
   std::string sentence;  ///< "rank 0 never entered all_gather<ring> #12 (its last call was #11)"
   bool busy = false;     ///< the rank is in the call but in no wait: it may be about to wait (look again)
+  bool stuck = false;    ///< the rank waits but has stopped polling, or came late (it holds up its call)
 };
 
 /// Follows the waits from `self` (waiting in a collective call) through every

@@ -42,6 +42,7 @@ namespace detail {
       const wait_record& w = record_of(c);
       if (c == self || !w.stalled) continue;
       found.rank = c;
+      found.stuck = true;
       found.sentence = "rank " + std::to_string(c) + " is stuck in " + call_text(mine) + ": it waits there (step " +
                        std::to_string(w.step) + ") for rank " + std::to_string(w.peer) +
                        " but has not polled for over " + std::to_string(stall_time.count()) +
@@ -52,6 +53,7 @@ namespace detail {
       const wait_record& w = record_of(c);
       if (w.gave_up || w.peer < 0 || w.peer >= size || !record_of(w.peer).gave_up) continue;
       found.rank = c;
+      found.stuck = true;
       found.sentence = "rank " + std::to_string(c) + " is late in " + call_text(mine) + ": it waits there (step " +
                        std::to_string(w.step) + ") for rank " + std::to_string(w.peer) +
                        ", which had already timed out waiting";
@@ -97,6 +99,18 @@ namespace detail {
       out.sentence = who + " has left " + call_text(mine) + " behind: its last call was #" + std::to_string(r.entered) +
                      ", and it waits in none";
     } else if (r.entered < mine.call) {
+      // Still in an earlier call: if a rank stuck there holds it up, that
+      // rank is the cause of both waits.
+      if (r.waiting && r.call != 0 && r.call < mine.call) {
+        const blame earlier = find_guilty(records, next);
+        if (earlier.stuck && earlier.rank >= 0) {
+          out.rank = earlier.rank;
+          out.stuck = true;
+          out.chain += ", which waits in " + call_text(r) + " for rank " + std::to_string(r.peer) + earlier.chain;
+          out.sentence = earlier.sentence;
+          return out;
+        }
+      }
       out.sentence = who + " never entered " + call_text(mine) +
                      (r.entered == 0 ? std::string(" (it has entered no call yet)")
                                      : " (its last call was #" + std::to_string(r.entered) + ")");

@@ -111,13 +111,17 @@ PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
     // A rank in the call but in no wait may simply not have run since it
     // entered (a loaded machine): give it a few looks before blaming it,
     // as it publishes its record at its first idle poll.
-    for (int look = 0; look < 5 && blame_.busy; ++look) {
+    for (int look = 0; look < 5 && blame_.busy && segment_->failed_rank() < 0; ++look) {
       std::this_thread::sleep_for(plait::detail::stall_time / 5);
       blame_ = plait::detail::find_guilty(wait_records(requests), rank());
     }
   } catch (...) {  // out of memory: blame the peer waited for, as without records
     blame_ = {};
   }
+  // Ranks that time out together each look: one that named the rank first
+  // has marked the group failed, and then waits no more, so its record would
+  // make it look busy. Its verdict stands (as on MPI): peer_lost naming it.
+  check_group(r.peer);
   std::string waited =
       plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", r.peer,
                              r.is_send ? " to take " : " to send ", m.bytes, " bytes (", m.done, " done)"});
