@@ -25,6 +25,15 @@ foreach(var COMPILER SOURCE INCLUDE_DIR)
 endforeach()
 
 set(flags -std=c++20 -fsyntax-only "-I${INCLUDE_DIR}" ${EXTRA_FLAGS})
+# PCH_DIR (optional): a precompiled plait/plait.hpp there is forced in first
+# (tests/compile_fail/CMakeLists.txt); without a usable one the header is parsed.
+# A source that defines macros plait's headers read, before including them,
+# says `// no-precompiled-header`: the forced header would come first.
+file(STRINGS "${SOURCE}" no_pch REGEX "^[ \t]*//[ \t]*no-precompiled-header")
+if(DEFINED PCH_DIR AND EXISTS "${PCH_DIR}/plait/plait.hpp.gch" AND NOT no_pch)
+  set(flags -std=c++20 -fsyntax-only "-I${PCH_DIR}" "-I${INCLUDE_DIR}" -include plait/plait.hpp -Winvalid-pch
+            ${EXTRA_FLAGS})
+endif()
 if(COMPILER MATCHES "clang")
   list(APPEND flags -fno-color-diagnostics)
 else()

@@ -10,6 +10,7 @@
 // must not reflow them.
 // clang-format off
 
+// no-precompiled-header: a case defines __FAST_MATH__ before plait's headers.
 // expect-error(ordered_float_fast_math): plait::ordered promises the same bits on every run, which -ffast-math \(__FAST_MATH__\) cannot keep
 // max-lines(ordered_float_fast_math): 20
 #if defined(PLAIT_CASE_ordered_float_fast_math)
