@@ -128,7 +128,8 @@ void store_element(std::byte* data, std::size_t i, const T& value) {
 // g++ -O3 unrolls a block's loop completely before its loop vectoriser runs,
 // and its straight-line vectoriser then leaves the NaN rule's selects of a
 // float block scalar: kept a loop, the block vectorises at -O2 and -O3.
-#if defined(__GNUC__) && !defined(__clang__)
+// (nvcc's front end rejects the pragma, and combines on the host anyway.)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define PLAIT_KERNEL_NO_UNROLL _Pragma("GCC unroll 1")
 #else
 #define PLAIT_KERNEL_NO_UNROLL
@@ -153,7 +154,9 @@ inline constexpr std::size_t block_bytes = vector_bytes * 4 > 128 ? vector_bytes
 template <class T>
 inline constexpr std::size_t block_elements = sizeof(T) >= block_bytes ? 1 : block_bytes / sizeof(T);
 
-#if defined(__GNUC__) || defined(__clang__)
+// Not under nvcc, whose front end lacks these vector types' operations (its
+// device code does not combine; the host pass keeps the per-element loops).
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 /// Whether R's combine on T has the explicit vector path below: sum, prod,
 /// avg and premul_sum (a plain add or multiply wherever neither operand is a
 /// NaN) on float, double and bfloat16, with GCC's vector extensions (g++ and
