@@ -41,7 +41,8 @@ std::string expect_conflict(plait::shm::communicator& comm, const std::function<
     return "the mismatched call went through";
   } catch (const plait::error& e) {
     const std::string what = e.what();
-    const std::string peer_failed = "the group failed: rank " + std::to_string(1 - comm.rank()) + " failed: ";
+    // "rank 1 failed on a transfer with rank 0: ..." (or "rank 1 failed: ...").
+    const std::string peer_failed = "the group failed: rank " + std::to_string(1 - comm.rank()) + " failed";
     if (e.code() == plait::errc::size_mismatch) {
       how = detected;
     } else if (e.code() == plait::errc::peer_lost && what.find(peer_failed) != std::string::npos) {
