@@ -888,11 +888,10 @@ struct options {
 };
 
 [[noreturn]] void usage() {
-  std::fprintf(
-      stderr,
-      "usage: plait-soak [--seed S] [--faults N] [--trial T] [--ranks LO-HI] [--timeout S] [--slack S]\n"
-      "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--verbose]\n"
-      "categories: hang crash leak silent_wrong free_error not_named not_poisoned\n");
+  std::fprintf(stderr,
+               "usage: plait-soak [--seed S] [--faults N] [--trial T] [--ranks LO-HI] [--timeout S] [--slack S]\n"
+               "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--verbose]\n"
+               "categories: hang crash leak silent_wrong free_error not_named not_poisoned\n");
   std::exit(2);
 }
 
