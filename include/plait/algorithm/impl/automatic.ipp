@@ -1,6 +1,7 @@
 // Defines the stream output of choice and the run-time choice (see plait/algorithm/automatic.hpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <ostream>
 
@@ -14,13 +15,52 @@ PLAIT_DECL std::ostream& operator<<(std::ostream& out, const choice& c) {
 }
 
 namespace detail {
+
+/// Everything choose_among's answer depends on.
+struct choice_inputs {
+  int operation = -1;  ///< 0: all_gather, 1: all_to_all; -1: an empty slot
+  int size = 0;
+  std::size_t bytes_per_block = 0;
+  cost_model model;
+  algorithm_set allowed = 0;
+
+  constexpr bool operator==(const choice_inputs&) const = default;
+};
+
+/// choose_among, remembered per thread in a small table. A
+/// choice builds every candidate's schedule for two ranks (tens of
+/// thousands of instructions and a few hundred allocations), and a
+/// hierarchical automatic call asks for three, every call: that was most of
+/// a small call's time (docs/pmpi.md). The answer is a pure function of the
+/// inputs, so remembering it changes no choice; per thread, so no lock.
+template <class Op>
+choice remembered_choice_among(int operation, int size, std::size_t bytes_per_block, const cost_model& m,
+                               algorithm_set allowed) {
+  struct slot {
+    choice_inputs inputs;
+    choice picked{algorithm_id::ring, 0};
+  };
+  // A linear scan of a few entries, replaced in turn: a call asks for up to
+  // three choices (a hierarchical one's two levels and the flat one), and a
+  // program repeats a handful of (size, bytes) pairs.
+  thread_local std::array<slot, 16> remembered;
+  thread_local std::size_t next = 0;
+  const choice_inputs inputs{operation, size, bytes_per_block, m, allowed};
+  for (const slot& s : remembered) {
+    if (s.inputs == inputs) return s.picked;
+  }
+  const choice picked = choose_among<Op>(size, bytes_per_block, m, allowed);  // may throw: nothing remembered
+  remembered[next++ % remembered.size()] = {inputs, picked};
+  return picked;
+}
+
 PLAIT_DECL choice run_time_choice(op::all_gather, int size, std::size_t bytes_per_block, const cost_model& m,
                                   algorithm_set allowed) {
-  return choose_among<op::all_gather>(size, bytes_per_block, m, allowed);
+  return remembered_choice_among<op::all_gather>(0, size, bytes_per_block, m, allowed);
 }
 PLAIT_DECL choice run_time_choice(op::all_to_all, int size, std::size_t bytes_per_block, const cost_model& m,
                                   algorithm_set allowed) {
-  return choose_among<op::all_to_all>(size, bytes_per_block, m, allowed);
+  return remembered_choice_among<op::all_to_all>(1, size, bytes_per_block, m, allowed);
 }
 }  // namespace detail
 
