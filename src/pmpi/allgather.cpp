@@ -11,23 +11,18 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::allgather;
-  // Only what every rank agrees on decides: recvcount x size(recvtype) is
-  // the same everywhere (type signatures match); layouts differ freely.
-  std::optional<reason> why = pass_reason(f, comm);
-  comm_state* state = why ? nullptr : state_of(comm);
-  if (!why && state == nullptr) why = reason::setup_failed;
-  int size = 0;
   int P = 0;
   int rank = 0;
-  PMPI_Type_size(recvtype, &size);
   PMPI_Comm_size(comm, &P);
   PMPI_Comm_rank(comm, &rank);
-  const std::size_t block = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(size);
+  // Only what every rank agrees on decides: recvcount x size(recvtype) is
+  // the same everywhere (type signatures match); layouts differ freely.
+  const std::size_t block = payload_bytes(recvcount, recvtype);
   const std::uint64_t bytes = block * static_cast<std::size_t>(P);
-  if (why) {
-    count_passed(f, *why, bytes);
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
+  const decision d = decide(f, comm, {.agreed = block, .payload = bytes});
+  if (d.error) return *d.error;
+  if (d.why) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  comm_state* state = d.state;
   return serve(f, comm, bytes, [&] {
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv =
@@ -42,10 +37,11 @@ PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Data
         const std::span<const std::byte> b = gather_bytes(own, recvcount, recvtype, mine);
         std::memcpy(recv.data() + static_cast<std::size_t>(rank) * block, b.data(), b.size());
       }
-      plait::all_gather(*state->levels, plait::in_place, recv);
+      on_levels(*state, [&](auto& comm) { plait::all_gather(comm, plait::in_place, recv); });
     } else {
       std::vector<std::byte> send_scratch;
-      plait::all_gather(*state->levels, gather_bytes(sendbuf, sendcount, sendtype, send_scratch), recv);
+      const std::span<const std::byte> send = gather_bytes(sendbuf, sendcount, sendtype, send_scratch);
+      on_levels(*state, [&](auto& comm) { plait::all_gather(comm, send, recv); });
     }
     if (staged) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);
   });

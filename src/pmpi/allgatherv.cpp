@@ -13,22 +13,17 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::allgatherv;
-  // recvcounts and the type signature agree on every rank; displs need not.
-  std::optional<reason> why = pass_reason(f, comm);
-  comm_state* state = why ? nullptr : state_of(comm);
-  if (!why && state == nullptr) why = reason::setup_failed;
   int P = 0;
   int rank = 0;
   PMPI_Comm_size(comm, &P);
   PMPI_Comm_rank(comm, &rank);
-  if (why) {
-    int size = 0;
-    PMPI_Type_size(recvtype, &size);
-    std::uint64_t bytes = 0;
-    for (int i = 0; i < P; ++i) bytes += static_cast<std::uint64_t>(recvcounts[i]) * static_cast<std::uint64_t>(size);
-    count_passed(f, *why, bytes);
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-  }
+  // recvcounts and the type signature agree on every rank (so does their
+  // total); displs need not.
+  const std::uint64_t total = payload_bytes(count_sum(recvcounts, P), recvtype);
+  const decision d = decide(f, comm, {.agreed = total, .payload = total});
+  if (d.error) return *d.error;
+  if (d.why) return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+  comm_state* state = d.state;
   block_layout layout;
   try {
     layout = blocks_of(recvcounts, displs, recvtype, P);
@@ -47,10 +42,11 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
         const std::span<const std::byte> b = gather_bytes(own, recvcounts[rank], recvtype, mine);
         std::memcpy(recv.data() + layout.offsets[me], b.data(), b.size());
       }
-      plait::all_gather_v(*state->levels, plait::in_place, recv, layout.bytes);
+      on_levels(*state, [&](auto& comm) { plait::all_gather_v(comm, plait::in_place, recv, layout.bytes); });
     } else {
       std::vector<std::byte> send_scratch;
-      plait::all_gather_v(*state->levels, gather_bytes(sendbuf, sendcount, sendtype, send_scratch), recv, layout.bytes);
+      const std::span<const std::byte> send = gather_bytes(sendbuf, sendcount, sendtype, send_scratch);
+      on_levels(*state, [&](auto& comm) { plait::all_gather_v(comm, send, recv, layout.bytes); });
     }
     scatter_blocks(recv, recvbuf, recvcounts, displs, recvtype, layout);
   });

@@ -10,19 +10,15 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::alltoall;
-  std::optional<reason> why = pass_reason(f, comm);
-  comm_state* state = why ? nullptr : state_of(comm);
-  if (!why && state == nullptr) why = reason::setup_failed;
-  int size = 0;
   int P = 0;
-  PMPI_Type_size(recvtype, &size);
   PMPI_Comm_size(comm, &P);
-  const std::uint64_t bytes =
-      static_cast<std::uint64_t>(recvcount) * static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(P);
-  if (why) {
-    count_passed(f, *why, bytes);
-    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
+  // One block's bytes: the same on every rank (type signatures match).
+  const std::uint64_t block = payload_bytes(recvcount, recvtype);
+  const std::uint64_t bytes = block * static_cast<std::uint64_t>(P);
+  const decision d = decide(f, comm, {.agreed = block, .payload = bytes});
+  if (d.error) return *d.error;
+  if (d.why) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  comm_state* state = d.state;
   return serve(f, comm, bytes, [&] {
     std::vector<std::byte> send_scratch;
     std::span<const std::byte> send;
@@ -39,7 +35,7 @@ PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datat
     }
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv = receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);
-    plait::all_to_all(*state->levels, send, recv);
+    on_levels(*state, [&](auto& comm) { plait::all_to_all(comm, send, recv); });
     if (recv.data() == recv_scratch.data() && !recv.empty()) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);
   });
 }

@@ -13,20 +13,16 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
                                     MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                                     MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::alltoallv;
-  // Each rank's counts are its own; nothing size-dependent may decide here.
-  std::optional<reason> why = pass_reason(f, comm);
-  comm_state* state = why ? nullptr : state_of(comm);
-  if (!why && state == nullptr) why = reason::setup_failed;
   int P = 0;
   PMPI_Comm_size(comm, &P);
-  if (why) {
-    int size = 0;
-    PMPI_Type_size(recvtype, &size);
-    std::uint64_t bytes = 0;
-    for (int i = 0; i < P; ++i) bytes += static_cast<std::uint64_t>(recvcounts[i]) * static_cast<std::uint64_t>(size);
-    count_passed(f, *why, bytes);
+  // Each rank's counts are its own, so nothing size-dependent may decide
+  // here: the table sees 0 agreed bytes (only its rows from 0 apply).
+  const decision d = decide(f, comm, {.agreed = 0, .payload = payload_bytes(count_sum(recvcounts, P), recvtype)});
+  if (d.error) return *d.error;
+  if (d.why) {
     return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
   }
+  comm_state* state = d.state;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   block_layout send_layout;
   block_layout recv_layout;
@@ -44,7 +40,7 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
                  : gather_blocks(sendbuf, sendcounts, sdispls, sendtype, send_layout, send_scratch, false);
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, recv_layout, recv_scratch);
-    plait::all_to_all_v(*state->levels, send, send_layout.bytes, recv, recv_layout.bytes);
+    on_levels(*state, [&](auto& comm) { plait::all_to_all_v(comm, send, send_layout.bytes, recv, recv_layout.bytes); });
     scatter_blocks(recv, recvbuf, recvcounts, rdispls, recvtype, recv_layout);
   });
 }

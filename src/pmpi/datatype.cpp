@@ -134,6 +134,12 @@ std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept {
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
 }
 
+long long count_sum(const int* counts, int P) noexcept {
+  long long total = 0;
+  for (int i = 0; i < P; ++i) total += counts[i];
+  return total;
+}
+
 namespace {
 
 element_type base_element_of(MPI_Datatype type) {

@@ -36,8 +36,12 @@ std::span<std::byte> receive_bytes(void* buffer, int count, MPI_Datatype type, s
 /// Unpacks bytes received into scratch (by receive_bytes) into `buffer`.
 void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MPI_Datatype type);
 
-/// count x size(type) bytes, for the report (0 if MPI cannot tell).
+/// count x size(type) bytes (0 if MPI cannot tell): the report's payload,
+/// and the tuning table's size where every rank knows the count.
 std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept;
+
+/// counts[0] + ... + counts[P - 1], in a type that does not overflow.
+long long count_sum(const int* counts, int P) noexcept;
 
 /// The element kinds reductions are served on, by width and class. The pair
 /// classes are MPI_2INT, MPI_SHORT_INT, MPI_LONG_INT (integer value) and

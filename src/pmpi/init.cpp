@@ -9,6 +9,7 @@ namespace {
 void after_init(int provided) noexcept {
   set_thread_level(provided);
   agree(MPI_COMM_WORLD);
+  load_tuning_table(MPI_COMM_WORLD);
 }
 
 }  // namespace

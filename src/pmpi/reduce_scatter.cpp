@@ -12,27 +12,18 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   constexpr function f = function::reduce_scatter;
-  std::optional<reason> why = pass_reason(f, comm);
-  element_type e;
-  if (!why) {
-    try {
-      e = element_of(datatype);
-      why = reduction_pass_reason(e, op);
-    } catch (...) {
-      return report_current_exception(comm, name(f));
-    }
-  }
-  comm_state* state = why ? nullptr : state_of(comm);
-  if (!why && state == nullptr) why = reason::setup_failed;
   int P = 0;
   int rank = 0;
   PMPI_Comm_size(comm, &P);
   PMPI_Comm_rank(comm, &rank);
+  // Every rank knows every count, so the total is agreed; this rank's part is its payload.
   const std::uint64_t bytes = payload_bytes(recvcounts[rank], datatype);
-  if (why) {
-    count_passed(f, *why, bytes);
-    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-  }
+  element_type e;
+  const decision d = decide_reduction(
+      f, comm, {.agreed = payload_bytes(count_sum(recvcounts, P), datatype), .payload = bytes}, datatype, op, e);
+  if (d.error) return *d.error;
+  if (d.why) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  comm_state* state = d.state;
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       // plait's counts are in T elements: each datatype element is `scale` of them.
@@ -48,12 +39,15 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       if (sendbuf == MPI_IN_PLACE) {
         // MPI keeps the result at the start of recvbuf; plait leaves it at this rank's part.
         const std::span<T> all{static_cast<T*>(recvbuf), total};
-        plait::reduce_scatter_v<reduction_algorithm>(*state->levels, plait::in_place, all, counts, reduction);
+        on_levels(*state, [&](auto& comm) {
+          plait::reduce_scatter_v<reduction_algorithm>(comm, plait::in_place, all, counts, reduction);
+        });
         if (before != 0 && n != 0) std::memmove(all.data(), all.data() + before, n * sizeof(T));
       } else {
-        plait::reduce_scatter_v<reduction_algorithm>(*state->levels,
-                                                     std::span<const T>{static_cast<const T*>(sendbuf), total},
-                                                     std::span<T>{static_cast<T*>(recvbuf), n}, counts, reduction);
+        on_levels(*state, [&](auto& comm) {
+          plait::reduce_scatter_v<reduction_algorithm>(comm, std::span<const T>{static_cast<const T*>(sendbuf), total},
+                                                       std::span<T>{static_cast<T*>(recvbuf), n}, counts, reduction);
+        });
       }
     });
   });

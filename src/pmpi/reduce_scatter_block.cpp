@@ -11,23 +11,12 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
                                                MPI_Op op, MPI_Comm comm) {
   constexpr function f = function::reduce_scatter_block;
-  std::optional<reason> why = pass_reason(f, comm);
-  element_type e;
-  if (!why) {
-    try {
-      e = element_of(datatype);
-      why = reduction_pass_reason(e, op);
-    } catch (...) {
-      return report_current_exception(comm, name(f));
-    }
-  }
-  comm_state* state = why ? nullptr : state_of(comm);
-  if (!why && state == nullptr) why = reason::setup_failed;
   const std::uint64_t bytes = payload_bytes(recvcount, datatype);
-  if (why) {
-    count_passed(f, *why, bytes);
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  }
+  element_type e;
+  const decision d = decide_reduction(f, comm, {.agreed = bytes, .payload = bytes}, datatype, op, e);
+  if (d.error) return *d.error;
+  if (d.why) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  comm_state* state = d.state;
   int P = 0;
   int rank = 0;
   PMPI_Comm_size(comm, &P);
@@ -38,13 +27,16 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
       if (sendbuf == MPI_IN_PLACE) {
         // MPI keeps the result at the start of recvbuf; plait leaves it in block rank().
         const std::span<T> all{static_cast<T*>(recvbuf), n * static_cast<std::size_t>(P)};
-        plait::reduce_scatter<reduction_algorithm>(*state->levels, plait::in_place, all, reduction);
+        on_levels(*state, [&](auto& comm) {
+          plait::reduce_scatter<reduction_algorithm>(comm, plait::in_place, all, reduction);
+        });
         if (rank != 0 && n != 0)
           std::memmove(all.data(), all.data() + n * static_cast<std::size_t>(rank), n * sizeof(T));
       } else {
-        plait::reduce_scatter<reduction_algorithm>(
-            *state->levels, std::span<const T>{static_cast<const T*>(sendbuf), n * static_cast<std::size_t>(P)},
-            std::span<T>{static_cast<T*>(recvbuf), n}, reduction);
+        const std::span<const T> all{static_cast<const T*>(sendbuf), n * static_cast<std::size_t>(P)};
+        on_levels(*state, [&](auto& comm) {
+          plait::reduce_scatter<reduction_algorithm>(comm, all, std::span<T>{static_cast<T*>(recvbuf), n}, reduction);
+        });
       }
     });
   });

@@ -17,15 +17,15 @@
 #include "datatype.hpp"
 #include "pmpi_mpi.hpp"
 #include "report.hpp"
+#include "serve.hpp"
 
 namespace plait_pmpi {
 
-/// Reductions run plait::automatic on the node levels, which runs them flat
-/// over MPI on world() (no cost model compares flat and hierarchical for
-/// reductions yet). hierarchical<automatic, automatic> (shared memory inside
-/// the node) measured 2-5x slower than that at P = 2 on one node
-/// (docs/pmpi.md, "Measured"), so it is not the default until a table says
-/// where it pays.
+/// Reductions run plait::automatic: on one node on the node's shared-memory
+/// group (on_levels), across nodes flat over MPI on world() (no cost model
+/// compares flat and hierarchical routes for reductions yet;
+/// hierarchical<automatic, automatic> measured 2-5x slower than flat at
+/// P = 2, docs/pmpi.md).
 using reduction_algorithm = plait::automatic;
 
 template <class R, class Visit>
@@ -200,6 +200,17 @@ inline std::optional<reason> reduction_pass_reason(const element_type& e, MPI_Op
   if (visit_reduction(e, op, [](auto, auto, int) {})) return std::nullopt;
   if (!predefined(op)) return reason::datatype;  // a user op on elements it cannot carry
   return e.kind == element_class::none ? reason::datatype : reason::op;
+}
+
+/// decide() for a reduction: its datatype must map to a plait element type
+/// (stored in `e`) and its op to a plait reduction on it; both are defined
+/// alike on every rank.
+inline decision decide_reduction(function f, MPI_Comm comm, call_bytes bytes, MPI_Datatype datatype, MPI_Op op,
+                                 element_type& e) noexcept {
+  return decide(f, comm, bytes, [&] {
+    e = element_of(datatype);
+    return reduction_pass_reason(e, op);
+  });
 }
 
 }  // namespace plait_pmpi

@@ -5,9 +5,8 @@
 namespace plait_pmpi {
 namespace {
 
-constexpr const char* reason_names[reason_count] = {"disabled",        "auto, untuned", "intercommunicator",
-                                                    "thread multiple", "datatype",      "op",
-                                                    "setup failed",    "finalizing"};
+constexpr const char* reason_names[reason_count] = {"disabled", "auto, table", "intercommunicator", "thread multiple",
+                                                    "datatype", "op",          "setup failed",      "finalizing"};
 
 // Counters: a call's thread is its MPI caller; under MPI_THREAD_MULTIPLE
 // every call passes before it counts anything but `passed`, which is then

@@ -13,7 +13,7 @@ namespace plait_pmpi {
 /// Why a call went to PMPI, in report order.
 enum class reason : int {
   disabled,  ///< PLAIT_PMPI(_<FUNCTION>)=off, or ranks disagreed on the settings
-  untuned,   ///< auto, and no tuning table says plait is faster here
+  table,     ///< auto, and no row of the tuning table serves the call with plait
   intercommunicator,
   thread_multiple,  ///< MPI_THREAD_MULTIPLE: the per-communicator state is not thread-safe
   datatype,         ///< a reduction on a datatype the library does not map to a plait element type

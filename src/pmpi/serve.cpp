@@ -12,10 +12,7 @@ void set_thread_level(int provided) noexcept { thread_level = provided; }
 std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept {
   switch (current().modes[static_cast<std::size_t>(f)]) {
     case mode::off: return reason::disabled;
-    case mode::automatic:
-      // No tuning table yet: auto serves nothing rather than risk being
-      // slower than the MPI it stands in for (docs/pmpi.md).
-      return reason::untuned;
+    case mode::automatic:  // the table decides, in decide(), once the communicator's shape is known
     case mode::on: break;
   }
   if (finalizing()) return reason::finalizing;
@@ -25,6 +22,14 @@ std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept {
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter != 0) return reason::intercommunicator;
   return std::nullopt;
+}
+
+bool decided_by_table(function f) noexcept { return current().modes[static_cast<std::size_t>(f)] == mode::automatic; }
+
+std::optional<reason> table_reason(function f, const comm_state& state, std::uint64_t agreed_bytes) noexcept {
+  const int nodes = state.levels->node_count();
+  if (current_table().serves(f, state.world->size(), nodes, agreed_bytes)) return std::nullopt;
+  return reason::table;
 }
 
 }  // namespace plait_pmpi
