@@ -1,5 +1,5 @@
 // MPI_Reduce_scatter: plait::reduce_scatter_v on the communicator's node levels.
-#include <cstring>
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -38,18 +38,20 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       // plait's counts are in T elements: each datatype element is `scale` of them.
       std::vector<std::size_t> counts(static_cast<std::size_t>(P));
       std::size_t total = 0;
-      std::size_t before = 0;
       for (int i = 0; i < P; ++i) {
         counts[static_cast<std::size_t>(i)] = static_cast<std::size_t>(recvcounts[i]) * static_cast<std::size_t>(scale);
-        if (i < rank) before += counts[static_cast<std::size_t>(i)];
         total += counts[static_cast<std::size_t>(i)];
       }
       const std::size_t n = counts[static_cast<std::size_t>(rank)];
       if (sendbuf == MPI_IN_PLACE) {
-        // MPI keeps the result at the start of recvbuf; plait leaves it at this rank's part.
-        const std::span<T> all{static_cast<T*>(recvbuf), total};
-        plait::reduce_scatter_v<reduction_algorithm>(*state->levels, plait::in_place, all, counts, reduction);
-        if (before != 0 && n != 0) std::memmove(all.data(), all.data() + before, n * sizeof(T));
+        // The input is all of recvbuf, the result its start. Open MPI and MPICH leave the rest as
+        // it was and programs check it (mpi4py's tests), while plait in place would leave
+        // partials there: reduce out of place into scratch instead.
+        std::vector<T> result(n);
+        plait::reduce_scatter_v<reduction_algorithm>(*state->levels,
+                                                     std::span<const T>{static_cast<const T*>(recvbuf), total},
+                                                     std::span<T>{result}, counts, reduction);
+        std::copy(result.begin(), result.end(), static_cast<T*>(recvbuf));
       } else {
         plait::reduce_scatter_v<reduction_algorithm>(*state->levels,
                                                      std::span<const T>{static_cast<const T*>(sendbuf), total},

@@ -1,6 +1,7 @@
 // MPI_Reduce_scatter_block: plait::reduce_scatter on the communicator's node levels.
-#include <cstring>
+#include <algorithm>
 #include <span>
+#include <vector>
 
 #include "datatype.hpp"
 #include "reduction_dispatch.hpp"
@@ -29,18 +30,19 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   }
   int P = 0;
-  int rank = 0;
   PMPI_Comm_size(comm, &P);
-  PMPI_Comm_rank(comm, &rank);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const std::size_t n = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(scale);
       if (sendbuf == MPI_IN_PLACE) {
-        // MPI keeps the result at the start of recvbuf; plait leaves it in block rank().
-        const std::span<T> all{static_cast<T*>(recvbuf), n * static_cast<std::size_t>(P)};
-        plait::reduce_scatter<reduction_algorithm>(*state->levels, plait::in_place, all, reduction);
-        if (rank != 0 && n != 0)
-          std::memmove(all.data(), all.data() + n * static_cast<std::size_t>(rank), n * sizeof(T));
+        // The input is all of recvbuf, the result its first block. Open MPI and MPICH leave the
+        // other blocks as they were and programs check it (mpi4py's tests), while plait in place
+        // would leave partials there: reduce out of place into scratch instead.
+        const std::size_t total = n * static_cast<std::size_t>(P);
+        std::vector<T> result(n);
+        plait::reduce_scatter<reduction_algorithm>(
+            *state->levels, std::span<const T>{static_cast<const T*>(recvbuf), total}, std::span<T>{result}, reduction);
+        std::copy(result.begin(), result.end(), static_cast<T*>(recvbuf));
       } else {
         plait::reduce_scatter<reduction_algorithm>(
             *state->levels, std::span<const T>{static_cast<const T*>(sendbuf), n * static_cast<std::size_t>(P)},
