@@ -1,11 +1,12 @@
 /* A PETSc Krylov solve for scripts/test-pmpi-programs: conjugate gradients
- * with Jacobi on the 5-point Laplacian of an n x n grid (-n, default 40),
- * right-hand side all ones. Its dot products and norms are MPI_Allreduce
- * calls made by PETSc itself, so run with libplait_pmpi preloaded and plait
- * forced on, it must print the same iterations and residuals as without it.
- * Rank 0 prints each iteration's residual norm (the one CG tracks) and the
- * true residual norm ||b - A x|| at full precision (%.17g), then the count
- * and the reason. Plain printf: PETSc's own printing rounds.
+ * (or what -ksp_type says: the script runs gmres too) with Jacobi on the
+ * 5-point Laplacian of an n x n grid (-n, default 40), right-hand side all
+ * ones. Its dot products and norms are MPI_Allreduce calls made by PETSc
+ * itself, so run with libplait_pmpi preloaded and plait forced on, it must
+ * print the same iterations and residuals as without it. Rank 0 prints each
+ * iteration's residual norm (the one the method tracks) and the true residual
+ * norm ||b - A x|| at full precision (%.17g), then the count, the reason and
+ * the solution's norm. Plain printf: PETSc's own printing rounds.
  * Not a plait program: nothing here knows about plait. */
 #include <petscksp.h>
 #include <stdio.h>
