@@ -44,9 +44,9 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       }
       const std::size_t n = counts[static_cast<std::size_t>(rank)];
       if (sendbuf == MPI_IN_PLACE) {
-        // The input is all of recvbuf, the result its start. Open MPI and MPICH leave the rest as
-        // it was and programs check it (mpi4py's tests), while plait in place would leave
-        // partials there: reduce out of place into scratch instead.
+        // The input is all of recvbuf, the result its start. Open MPI leaves the rest as it was
+        // and programs check it (mpi4py's tests), while plait in place would leave partials
+        // there: reduce out of place into scratch instead.
         std::vector<T> result(n);
         plait::reduce_scatter_v<reduction_algorithm>(*state->levels,
                                                      std::span<const T>{static_cast<const T*>(recvbuf), total},

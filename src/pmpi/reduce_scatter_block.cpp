@@ -35,9 +35,9 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const std::size_t n = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(scale);
       if (sendbuf == MPI_IN_PLACE) {
-        // The input is all of recvbuf, the result its first block. Open MPI and MPICH leave the
-        // other blocks as they were and programs check it (mpi4py's tests), while plait in place
-        // would leave partials there: reduce out of place into scratch instead.
+        // The input is all of recvbuf, the result its first block. Open MPI leaves the other
+        // blocks as they were and programs check it (mpi4py's tests), while plait in place would
+        // leave partials there: reduce out of place into scratch instead.
         const std::size_t total = n * static_cast<std::size_t>(P);
         std::vector<T> result(n);
         plait::reduce_scatter<reduction_algorithm>(
