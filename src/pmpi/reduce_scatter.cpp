@@ -1,5 +1,5 @@
 // MPI_Reduce_scatter: plait::reduce_scatter_v on the communicator's node levels.
-#include <cstring>
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -29,26 +29,22 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       // plait's counts are in T elements: each datatype element is `scale` of them.
       std::vector<std::size_t> counts(static_cast<std::size_t>(P));
       std::size_t total = 0;
-      std::size_t before = 0;
       for (int i = 0; i < P; ++i) {
         counts[static_cast<std::size_t>(i)] = static_cast<std::size_t>(recvcounts[i]) * static_cast<std::size_t>(scale);
-        if (i < rank) before += counts[static_cast<std::size_t>(i)];
         total += counts[static_cast<std::size_t>(i)];
       }
       const std::size_t n = counts[static_cast<std::size_t>(rank)];
-      if (sendbuf == MPI_IN_PLACE) {
-        // MPI keeps the result at the start of recvbuf; plait leaves it at this rank's part.
-        const std::span<T> all{static_cast<T*>(recvbuf), total};
-        on_levels(*state, [&](auto& comm) {
-          plait::reduce_scatter_v<reduction_algorithm>(comm, plait::in_place, all, counts, reduction);
-        });
-        if (before != 0 && n != 0) std::memmove(all.data(), all.data() + before, n * sizeof(T));
-      } else {
-        on_levels(*state, [&](auto& comm) {
-          plait::reduce_scatter_v<reduction_algorithm>(comm, std::span<const T>{static_cast<const T*>(sendbuf), total},
-                                                       std::span<T>{static_cast<T*>(recvbuf), n}, counts, reduction);
-        });
-      }
+      // In place the input is all of recvbuf and the result its start. Open
+      // MPI leaves the rest as it was and programs check it (mpi4py's tests),
+      // while plait in place would leave partials there: reduce out of place
+      // into scratch instead.
+      const bool in_place = sendbuf == MPI_IN_PLACE;
+      std::vector<T> scratch(in_place ? n : 0);
+      const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf), total};
+      const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
+      on_levels(*state,
+                [&](auto& comm) { plait::reduce_scatter_v<reduction_algorithm>(comm, all, mine, counts, reduction); });
+      if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
     });
   });
 }

@@ -1,6 +1,7 @@
 // MPI_Reduce_scatter_block: plait::reduce_scatter on the communicator's node levels.
-#include <cstring>
+#include <algorithm>
 #include <span>
+#include <vector>
 
 #include "datatype.hpp"
 #include "reduction_dispatch.hpp"
@@ -18,26 +19,21 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
   if (d.why) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   comm_state* state = d.state;
   int P = 0;
-  int rank = 0;
   PMPI_Comm_size(comm, &P);
-  PMPI_Comm_rank(comm, &rank);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const std::size_t n = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(scale);
-      if (sendbuf == MPI_IN_PLACE) {
-        // MPI keeps the result at the start of recvbuf; plait leaves it in block rank().
-        const std::span<T> all{static_cast<T*>(recvbuf), n * static_cast<std::size_t>(P)};
-        on_levels(*state, [&](auto& comm) {
-          plait::reduce_scatter<reduction_algorithm>(comm, plait::in_place, all, reduction);
-        });
-        if (rank != 0 && n != 0)
-          std::memmove(all.data(), all.data() + n * static_cast<std::size_t>(rank), n * sizeof(T));
-      } else {
-        const std::span<const T> all{static_cast<const T*>(sendbuf), n * static_cast<std::size_t>(P)};
-        on_levels(*state, [&](auto& comm) {
-          plait::reduce_scatter<reduction_algorithm>(comm, all, std::span<T>{static_cast<T*>(recvbuf), n}, reduction);
-        });
-      }
+      // In place the input is all of recvbuf and the result its first block.
+      // Open MPI leaves the other blocks as they were and programs check it
+      // (mpi4py's tests), while plait in place would leave partials there:
+      // reduce out of place into scratch instead.
+      const bool in_place = sendbuf == MPI_IN_PLACE;
+      std::vector<T> scratch(in_place ? n : 0);
+      const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf),
+                                   n * static_cast<std::size_t>(P)};
+      const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
+      on_levels(*state, [&](auto& comm) { plait::reduce_scatter<reduction_algorithm>(comm, all, mine, reduction); });
+      if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
     });
   });
 }
