@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -57,6 +58,32 @@ class operation_label {
   std::size_t size_ = 0;
   bool truncated_ = false;
 };
+
+/// The label of a call that automatic ran as `algorithm`, built once per
+/// thread and (operation, algorithm) and remembered in a few entries:
+/// formatting it on every call took about a tenth of a small call's own
+/// work. Both names have static storage, so their addresses identify them.
+/// The label is valid until the thread asks for eight others; a launch uses
+/// it only while it runs.
+inline const operation_label& running_label(std::string_view operation, std::string_view algorithm) {
+  struct entry {
+    std::string_view operation;
+    std::string_view algorithm;
+    std::optional<operation_label> label;
+  };
+  thread_local std::array<entry, 8> known;
+  thread_local std::size_t next = 0;
+  auto same = [](std::string_view a, std::string_view b) { return a.data() == b.data() && a.size() == b.size(); };
+  for (entry& e : known) {
+    if (e.label && same(e.operation, operation) && same(e.algorithm, algorithm)) return *e.label;
+  }
+  entry& e = known[next++ % known.size()];
+  e.label.reset();
+  e.label.emplace(operation, algorithm);
+  e.operation = operation;
+  e.algorithm = algorithm;
+  return *e.label;
+}
 
 /// What a collective does with its planned schedule in a blocking call: take
 /// the call's tag and run it now. (Nonblocking and persistent forms hand it
@@ -150,8 +177,14 @@ void launch_planned(Transport& comm, const planned_schedule& planned, const sche
     static constexpr call_stamp stamp = collective_stamp<Op, Layout, Element>(algorithm_name<Algorithm>(), kind);
     launch(comm, steps, plan, requested.view(), stamp);
   } else {
-    const operation_label running(requested.operation(), planned.algorithm);
-    launch(comm, steps, plan, running.view(), collective_stamp<Op, Layout, Element>(planned.algorithm, kind));
+    // automatic picks one algorithm per size: its stamp, remembered for the last one seen.
+    thread_local std::string_view stamped_algorithm;
+    thread_local call_stamp stamp{};
+    if (stamped_algorithm.data() != planned.algorithm.data() || stamped_algorithm.size() != planned.algorithm.size()) {
+      stamp = collective_stamp<Op, Layout, Element>(planned.algorithm, kind);
+      stamped_algorithm = planned.algorithm;
+    }
+    launch(comm, steps, plan, running_label(requested.operation(), planned.algorithm).view(), stamp);
   }
 }
 }  // namespace detail

@@ -106,8 +106,7 @@ struct fold_collective {
     if (planned.algorithm == requested.algorithm()) {
       launch(comm, planned.steps, plan, requested.view(), stamp);
     } else {
-      const operation_label running(requested.operation(), planned.algorithm);
-      launch(comm, planned.steps, plan, running.view(), stamp);
+      launch(comm, planned.steps, plan, running_label(requested.operation(), planned.algorithm).view(), stamp);
     }
   }
 
