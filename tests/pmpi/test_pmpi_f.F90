@@ -1,9 +1,9 @@
 ! Differential test of libplait_pmpi from Fortran: every intercepted function
 ! is called through MPI_* and its result compared with a serial reference
 ! (each rank computes every rank's data; integers, and doubles holding
-! halves, are exact in any order of reduction). Not PMPI_*: under MPICH, and
-! under Open MPI's `use mpi_f08`, a Fortran program's PMPI_ calls reach the
-! library too (docs/pmpi.md), so they would not be MPI's own results.
+! halves, are exact in any order of reduction). Not PMPI_*: under MPICH a
+! Fortran program's PMPI_ calls reach the library too (docs/pmpi.md), and
+! MPICH 4.0.2's own MPI_ALLGATHERV ignores the displacement at P = 1.
 ! Built three times: with mpif.h, `use mpi` (PLAIT_USE_MPI_MODULE) and
 ! `use mpi_f08` (PLAIT_USE_MPI_F08); Fortran's MPI_IN_PLACE, which is no C
 ! constant, is covered. run_pmpi_test.sh checks the report shows every
