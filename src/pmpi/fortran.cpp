@@ -1,18 +1,52 @@
-// The Fortran entry points (mpif.h and `use mpi`) of what the library serves,
-// for Open MPI. Its Fortran bindings call PMPI_* directly, so a C-only library
-// never sees a Fortran program's calls: these stand in for the bindings'
-// own symbols (mpi_allreduce_ and its other manglings), convert the handles
-// and Fortran's MPI_IN_PLACE / MPI_BOTTOM, and call the library's C entry
-// points, which decide and serve as for C. `use mpi_f08` (mpi_*_f08_, derived
-// handle types) is not covered.
+// The Fortran entry points the library needs so that Fortran programs' calls
+// reach it; which they are depends on how the MPI routes its bindings
+// (nm -D on its Fortran libraries; docs/pmpi.md):
+//
+// - Open MPI (4.1): mpif.h and `use mpi` call mpi_allreduce_ (and its other
+//   manglings), `use mpi_f08` calls mpi_allreduce_f08_; all of them go
+//   straight to PMPI_Allreduce. The library defines every one of them, for
+//   MPI_Init, MPI_Init_thread, MPI_Finalize and the functions it serves: they
+//   convert the handles and Fortran's MPI_IN_PLACE / MPI_BOTTOM and call the
+//   library's C entry points, which decide and serve as for C.
+// - MPICH (4.0): every binding calls the C MPI_* function (mpi_allreduce_ and
+//   the f08 mpi_allreduce_f08ts_ call MPI_Allreduce, after turning Fortran's
+//   MPI_IN_PLACE into C's), so the C entry points already serve Fortran; the
+//   exception is `use mpi_f08`'s MPI_Init, MPI_Init_thread and MPI_Finalize,
+//   which call PMPI_*: those three are defined here for both MPIs. MPICH's
+//   mpi_init_ must stay its own: it also sets up the addresses its bindings
+//   compare MPI_IN_PLACE with.
 #include <mpi.h>
 
 #include "serve.hpp"
 
+// Defines `name` as another symbol for `target`'s code: one function, every
+// name a binding calls it by (as the MPIs' own bindings do).
+#define PLAIT_PMPI_ALIAS(name, target) PLAIT_PMPI_EXPORT decltype(target) name __attribute__((alias(#target)));
+
+namespace {
+
+// `use mpi_f08` passes ierror only if the caller did (it is OPTIONAL).
+void set_ierr(MPI_Fint* ierr, int code) {
+  if (ierr != nullptr) *ierr = code;
+}
+
+}  // namespace
+
+PLAIT_PMPI_EXPORT void mpi_init_f08_(MPI_Fint* ierr) { set_ierr(ierr, MPI_Init(nullptr, nullptr)); }
+
+PLAIT_PMPI_EXPORT void mpi_init_thread_f08_(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
+  int p = 0;
+  set_ierr(ierr, MPI_Init_thread(nullptr, nullptr, *required, &p));
+  *provided = p;
+}
+
+PLAIT_PMPI_EXPORT void mpi_finalize_f08_(MPI_Fint* ierr) { set_ierr(ierr, MPI_Finalize()); }
+
 #if defined(OPEN_MPI) && OPEN_MPI
 
-// Fortran's MPI_IN_PLACE and MPI_BOTTOM are the addresses of these common
-// blocks in Open MPI's libmpi, not the C constants.
+// Fortran's MPI_IN_PLACE and MPI_BOTTOM (mpif.h, `use mpi` and `use mpi_f08`
+// alike) are the addresses of these common blocks in Open MPI's libmpi, not
+// the C constants.
 extern "C" int mpi_fortran_in_place_;
 extern "C" int mpi_fortran_bottom_;
 
@@ -20,109 +54,66 @@ namespace {
 
 static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint arrays are passed on as int arrays");
 
-const void* c_buffer(const void* fortran) {
+void* buf(void* fortran) {
   if (fortran == &mpi_fortran_in_place_) return MPI_IN_PLACE;
   if (fortran == &mpi_fortran_bottom_) return MPI_BOTTOM;
   return fortran;
 }
-void* c_buffer(void* fortran) { return const_cast<void*>(c_buffer(static_cast<const void*>(fortran))); }
-
 MPI_Datatype type(const MPI_Fint* t) { return PMPI_Type_f2c(*t); }
 MPI_Comm comm(const MPI_Fint* c) { return PMPI_Comm_f2c(*c); }
 MPI_Op op(const MPI_Fint* o) { return PMPI_Op_f2c(*o); }
 const int* ints(const MPI_Fint* a) { return reinterpret_cast<const int*>(a); }
 
-void init(MPI_Fint* ierr) { *ierr = MPI_Init(nullptr, nullptr); }
-
-void init_thread(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
-  int p = 0;
-  *ierr = MPI_Init_thread(nullptr, nullptr, *required, &p);
-  *provided = p;
-}
-
-void finalize(MPI_Fint* ierr) { *ierr = MPI_Finalize(); }
-
-void allgather(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
-               MPI_Fint* recvtype, MPI_Fint* c, MPI_Fint* ierr) {
-  *ierr = MPI_Allgather(c_buffer(sendbuf), *sendcount, type(sendtype), c_buffer(recvbuf), *recvcount, type(recvtype),
-                        comm(c));
-}
-
-void allgatherv(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts,
-                MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* c, MPI_Fint* ierr) {
-  *ierr = MPI_Allgatherv(c_buffer(sendbuf), *sendcount, type(sendtype), c_buffer(recvbuf), ints(recvcounts),
-                         ints(displs), type(recvtype), comm(c));
-}
-
-void alltoall(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
-              MPI_Fint* recvtype, MPI_Fint* c, MPI_Fint* ierr) {
-  *ierr = MPI_Alltoall(c_buffer(sendbuf), *sendcount, type(sendtype), c_buffer(recvbuf), *recvcount, type(recvtype),
-                       comm(c));
-}
-
-void alltoallv(void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtype, void* recvbuf,
-               MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtype, MPI_Fint* c, MPI_Fint* ierr) {
-  const void* send = c_buffer(sendbuf);
-  // In place, the send arguments are ignored (and may be anything).
-  const bool in_place = send == MPI_IN_PLACE;
-  *ierr = MPI_Alltoallv(send, in_place ? nullptr : ints(sendcounts), in_place ? nullptr : ints(sdispls),
-                        in_place ? MPI_DATATYPE_NULL : type(sendtype), c_buffer(recvbuf), ints(recvcounts),
-                        ints(rdispls), type(recvtype), comm(c));
-}
-
-void reduce_scatter_block(void* sendbuf, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* datatype, MPI_Fint* o,
-                          MPI_Fint* c, MPI_Fint* ierr) {
-  *ierr = MPI_Reduce_scatter_block(c_buffer(sendbuf), c_buffer(recvbuf), *recvcount, type(datatype), op(o), comm(c));
-}
-
-void reduce_scatter(void* sendbuf, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* datatype, MPI_Fint* o, MPI_Fint* c,
-                    MPI_Fint* ierr) {
-  *ierr = MPI_Reduce_scatter(c_buffer(sendbuf), c_buffer(recvbuf), ints(recvcounts), type(datatype), op(o), comm(c));
-}
-
-void allreduce(void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* o, MPI_Fint* c,
-               MPI_Fint* ierr) {
-  *ierr = MPI_Allreduce(c_buffer(sendbuf), c_buffer(recvbuf), *count, type(datatype), op(o), comm(c));
-}
-
 }  // namespace
 
-// Every mangling Open MPI's own bindings define (mpi_x, mpi_x_, mpi_x__,
-// MPI_X): which one a program calls depends on its compiler and flags.
-#define PLAIT_PMPI_FORTRAN(impl, lower, upper, params, args) \
-  PLAIT_PMPI_EXPORT void lower params { impl args; }         \
-  PLAIT_PMPI_EXPORT void lower##_ params { impl args; }      \
-  PLAIT_PMPI_EXPORT void lower##__ params { impl args; }     \
-  PLAIT_PMPI_EXPORT void upper params { impl args; }
+// mpif.h and `use mpi` call one of mpi_x, mpi_x_, mpi_x__, MPI_X, depending
+// on the compiler and its flags.
+#define PLAIT_PMPI_MPIF_ALIASES(lower, upper, target) \
+  PLAIT_PMPI_ALIAS(lower, target)                     \
+  PLAIT_PMPI_ALIAS(lower##_, target)                  \
+  PLAIT_PMPI_ALIAS(lower##__, target)                 \
+  PLAIT_PMPI_ALIAS(upper, target)
 
-PLAIT_PMPI_FORTRAN(init, mpi_init, MPI_INIT, (MPI_Fint * ierr), (ierr))
-PLAIT_PMPI_FORTRAN(init_thread, mpi_init_thread, MPI_INIT_THREAD,
-                   (MPI_Fint * required, MPI_Fint* provided, MPI_Fint* ierr), (required, provided, ierr))
-PLAIT_PMPI_FORTRAN(finalize, mpi_finalize, MPI_FINALIZE, (MPI_Fint * ierr), (ierr))
-PLAIT_PMPI_FORTRAN(allgather, mpi_allgather, MPI_ALLGATHER,
+PLAIT_PMPI_MPIF_ALIASES(mpi_init, MPI_INIT, mpi_init_f08_)
+PLAIT_PMPI_MPIF_ALIASES(mpi_init_thread, MPI_INIT_THREAD, mpi_init_thread_f08_)
+PLAIT_PMPI_MPIF_ALIASES(mpi_finalize, MPI_FINALIZE, mpi_finalize_f08_)
+
+// A served function: written once as its f08 symbol (Open MPI's f08 binding
+// passes the same arguments as mpif.h's: buffers by address, handles as
+// their integer, ierror possibly absent), the mpif.h manglings aliases of it.
+#define PLAIT_PMPI_FORTRAN(lower, upper, params, ...)         \
+  PLAIT_PMPI_EXPORT void lower##_f08_ params { __VA_ARGS__; } \
+  PLAIT_PMPI_MPIF_ALIASES(lower, upper, lower##_f08_)
+
+PLAIT_PMPI_FORTRAN(mpi_allgather, MPI_ALLGATHER,
                    (void* sb, MPI_Fint* sc, MPI_Fint* st, void* rb, MPI_Fint* rc, MPI_Fint* rt, MPI_Fint* c,
                     MPI_Fint* ierr),
-                   (sb, sc, st, rb, rc, rt, c, ierr))
-PLAIT_PMPI_FORTRAN(allgatherv, mpi_allgatherv, MPI_ALLGATHERV,
+                   set_ierr(ierr, MPI_Allgather(buf(sb), *sc, type(st), buf(rb), *rc, type(rt), comm(c))))
+PLAIT_PMPI_FORTRAN(mpi_allgatherv, MPI_ALLGATHERV,
                    (void* sb, MPI_Fint* sc, MPI_Fint* st, void* rb, MPI_Fint* rc, MPI_Fint* rd, MPI_Fint* rt,
                     MPI_Fint* c, MPI_Fint* ierr),
-                   (sb, sc, st, rb, rc, rd, rt, c, ierr))
-PLAIT_PMPI_FORTRAN(alltoall, mpi_alltoall, MPI_ALLTOALL,
+                   set_ierr(ierr,
+                            MPI_Allgatherv(buf(sb), *sc, type(st), buf(rb), ints(rc), ints(rd), type(rt), comm(c))))
+PLAIT_PMPI_FORTRAN(mpi_alltoall, MPI_ALLTOALL,
                    (void* sb, MPI_Fint* sc, MPI_Fint* st, void* rb, MPI_Fint* rc, MPI_Fint* rt, MPI_Fint* c,
                     MPI_Fint* ierr),
-                   (sb, sc, st, rb, rc, rt, c, ierr))
-PLAIT_PMPI_FORTRAN(alltoallv, mpi_alltoallv, MPI_ALLTOALLV,
+                   set_ierr(ierr, MPI_Alltoall(buf(sb), *sc, type(st), buf(rb), *rc, type(rt), comm(c))))
+// In place, the send arguments are ignored (and may be anything).
+PLAIT_PMPI_FORTRAN(mpi_alltoallv, MPI_ALLTOALLV,
                    (void* sb, MPI_Fint* sc, MPI_Fint* sd, MPI_Fint* st, void* rb, MPI_Fint* rc, MPI_Fint* rd,
                     MPI_Fint* rt, MPI_Fint* c, MPI_Fint* ierr),
-                   (sb, sc, sd, st, rb, rc, rd, rt, c, ierr))
-PLAIT_PMPI_FORTRAN(reduce_scatter_block, mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
+                   const bool in_place = buf(sb) == MPI_IN_PLACE;
+                   set_ierr(ierr, MPI_Alltoallv(buf(sb), in_place ? nullptr : ints(sc), in_place ? nullptr : ints(sd),
+                                                in_place ? MPI_DATATYPE_NULL : type(st), buf(rb), ints(rc), ints(rd),
+                                                type(rt), comm(c))))
+PLAIT_PMPI_FORTRAN(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
                    (void* sb, void* rb, MPI_Fint* rc, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* ierr),
-                   (sb, rb, rc, t, o, c, ierr))
-PLAIT_PMPI_FORTRAN(reduce_scatter, mpi_reduce_scatter, MPI_REDUCE_SCATTER,
+                   set_ierr(ierr, MPI_Reduce_scatter_block(buf(sb), buf(rb), *rc, type(t), op(o), comm(c))))
+PLAIT_PMPI_FORTRAN(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
                    (void* sb, void* rb, MPI_Fint* rc, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* ierr),
-                   (sb, rb, rc, t, o, c, ierr))
-PLAIT_PMPI_FORTRAN(allreduce, mpi_allreduce, MPI_ALLREDUCE,
+                   set_ierr(ierr, MPI_Reduce_scatter(buf(sb), buf(rb), ints(rc), type(t), op(o), comm(c))))
+PLAIT_PMPI_FORTRAN(mpi_allreduce, MPI_ALLREDUCE,
                    (void* sb, void* rb, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* ierr),
-                   (sb, rb, n, t, o, c, ierr))
+                   set_ierr(ierr, MPI_Allreduce(buf(sb), buf(rb), *n, type(t), op(o), comm(c))))
 
 #endif

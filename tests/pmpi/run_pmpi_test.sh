@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs the differential test under mpirun with plait forced on and the report
+# Runs a differential test under MPI's launcher (Open MPI's or MPICH's) with plait forced on and the report
 # requested, then checks the report (printed by rank 0 at MPI_Finalize):
 # every intercepted function must show served calls, so a library that
 # silently passed everything to MPI (equal results, nothing tested) fails.
@@ -27,4 +27,4 @@ if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* datatype: '; then
   echo "run_pmpi_test: the report does not show the MPI_LONG_DOUBLE MPI_Allreduce passed to MPI"
   exit 1
 fi
-echo "run_pmpi_test: every intercepted function served, results equal to PMPI's"
+echo "run_pmpi_test: every intercepted function served, results as the reference"
