@@ -352,6 +352,8 @@ static void test_reduction(MPI_Comm comm, MPI_Datatype type, MPI_Op op, const ch
   snprintf(what, sizeof what, "MPI_Reduce_scatter_block(%s)", label);
   expect_same(what, got, want, big * size, comm);
   memcpy(got, send, big * size);
+  memcpy(want, send, big * size);
+  memcpy(want, all + (size_t)(r * n) * size, (size_t)n * size);
   MPI_Reduce_scatter_block(MPI_IN_PLACE, got, n, type, op, comm);
   snprintf(what, sizeof what, "MPI_Reduce_scatter_block(MPI_IN_PLACE, %s)", label);
   /* The whole buffer: Open MPI leaves the blocks past the result as they were, and programs
@@ -365,6 +367,8 @@ static void test_reduction(MPI_Comm comm, MPI_Datatype type, MPI_Op op, const ch
   snprintf(what, sizeof what, "MPI_Reduce_scatter(%s)", label);
   expect_same(what, got, want, big * size, comm);
   memcpy(got, send, big * size);
+  memcpy(want, send, big * size);
+  memcpy(want, all + (size_t)offset * size, (size_t)counts[r] * size);
   MPI_Reduce_scatter(MPI_IN_PLACE, got, counts, type, op, comm);
   snprintf(what, sizeof what, "MPI_Reduce_scatter(MPI_IN_PLACE, %s)", label);
   expect_same(what, got, want, big * size, comm); /* as above: the rest is left as it was */
