@@ -13,19 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-  allgather,
-  allgatherv,
-  alltoall,
-  alltoallv,
-  reduce_scatter_block,
-  reduce_scatter,
-  allreduce,
-  functions
-};
-static const char* names[functions] = {"MPI_Allgather",      "MPI_Allgatherv", "MPI_Alltoall",
-                                       "MPI_Alltoallv",      "MPI_Reduce_scatter_block",
-                                       "MPI_Reduce_scatter", "MPI_Allreduce"};
+enum { allgather, allgatherv, alltoall, alltoallv, reduce_scatter_block, reduce_scatter, allreduce, functions };
+static const char* names[functions] = {"MPI_Allgather", "MPI_Allgatherv",           "MPI_Alltoall",
+                                       "MPI_Alltoallv", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
+                                       "MPI_Allreduce"};
 enum { max_sizes = 32 };
 
 static int compare(const void* a, const void* b) {
@@ -162,8 +153,8 @@ int main(int argc, char** argv) {
       fprintf(stderr, "pmpi_timing: cannot write %s\n", table);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    fprintf(out, "# %d ranks on %d nodes: %d rounds of %d calls, plait where at least %.2fx native\n", P, nodes,
-            rounds, calls, margin);
+    fprintf(out, "# %d ranks on %d nodes: %d rounds of %d calls, plait where at least %.2fx native\n", P, nodes, rounds,
+            calls, margin);
   }
   if (rank == 0)
     printf("%-26s %5s %5s %10s %12s %12s %8s\n", "function", "ranks", "nodes", "bytes", "plait us", "native us",
