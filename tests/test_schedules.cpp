@@ -435,3 +435,35 @@ TEST_CASE("the forwarding check sees bruck forward blocks", "[schedules][all_to_
   CHECK_FALSE(forwards_nothing<plait::bruck>(7));
   CHECK(forwards_nothing<plait::bruck>(3));
 }
+
+TEST_CASE("restrict_automatic replaces automatic's run-time candidates wherever one of them runs the operation",
+          "[automatic][select]") {
+  struct lift {
+    ~lift() { plait::restrict_automatic(0); }
+  } lifted_at_exit;
+  const auto only = [](plait::algorithm_id id) {
+    plait::detail::algorithm_set set = 0;
+    for (std::size_t i = 0; i < plait::all_algorithm_ids.size(); ++i) {
+      if (plait::all_algorithm_ids[i] == id) set |= plait::detail::algorithm_set{1} << i;
+    }
+    return set;
+  };
+  // Sizes from a vector: run-time arguments, so the choice is made at run time.
+  const std::vector<int> sizes{5, 6};
+  const std::size_t bytes = 1024;
+  const plait::choice unrestricted = plait::explain<plait::op::all_gather>(sizes[0], bytes);
+  REQUIRE(unrestricted.id != plait::algorithm_id::bruck);
+
+  plait::restrict_automatic(only(plait::algorithm_id::bruck));
+  CHECK(plait::automatic_restriction() == only(plait::algorithm_id::bruck));
+  CHECK(plait::explain<plait::op::all_gather>(sizes[0], bytes).id == plait::algorithm_id::bruck);
+  CHECK(plait::explain<plait::op::all_to_all>(sizes[1], bytes).id == plait::algorithm_id::bruck);
+
+  // neighbor_exchange cannot run an odd group: there automatic's own candidates choose.
+  plait::restrict_automatic(only(plait::algorithm_id::neighbor_exchange));
+  CHECK(plait::explain<plait::op::all_gather>(sizes[0], bytes) == unrestricted);
+  CHECK(plait::explain<plait::op::all_gather>(sizes[1], bytes).id == plait::algorithm_id::neighbor_exchange);
+
+  plait::restrict_automatic(0);
+  CHECK(plait::explain<plait::op::all_gather>(sizes[0], bytes) == unrestricted);
+}

@@ -4,6 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+
+// restrict_automatic and the algorithms' names; no MPI transport here, so not pmpi_mpi.hpp.
+#include "plait/algorithm/automatic.hpp"
 
 namespace plait_pmpi {
 namespace {
@@ -29,6 +33,29 @@ mode parse(const char* variable, const char* value, mode fallback) {
   return mode::off;
 }
 
+// A comma-separated list of plait's algorithm names; an unknown name is
+// reported and the whole variable ignored (automatic's own choice).
+unsigned parse_algorithms(const char* value) {
+  if (value == nullptr || *value == '\0') return 0;
+  unsigned set = 0;
+  std::string_view rest = value;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    const auto id = plait::algorithm_from_string(name);
+    if (!id) {
+      std::fprintf(stderr, "plait_pmpi: PLAIT_PMPI_ALGORITHM=%s: '%.*s' is not one of plait's algorithms; ignored\n",
+                   value, static_cast<int>(name.size()), name.data());
+      return 0;
+    }
+    for (std::size_t i = 0; i < plait::all_algorithm_ids.size(); ++i) {
+      if (plait::all_algorithm_ids[i] == *id) set |= 1U << i;
+    }
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  return set;
+}
+
 settings read_environment() {
   settings s;
   const mode all = parse("PLAIT_PMPI", std::getenv("PLAIT_PMPI"), mode::automatic);
@@ -47,6 +74,7 @@ settings read_environment() {
       s.ranks_per_node = static_cast<int>(v);
     }
   }
+  s.algorithms = parse_algorithms(std::getenv("PLAIT_PMPI_ALGORITHM"));
   return s;
 }
 
@@ -63,11 +91,12 @@ const settings& current() noexcept { return mutable_current(); }
 
 void agree(MPI_Comm world) noexcept {
   settings& s = mutable_current();
-  constexpr int n = function_count + 2;
+  constexpr int n = function_count + 3;
   int mine[n];
   for (int i = 0; i < function_count; ++i) mine[i] = static_cast<int>(s.modes[static_cast<std::size_t>(i)]);
   mine[function_count] = s.ranks_per_node;
-  mine[function_count + 1] = s.report ? 1 : 0;
+  mine[function_count + 1] = static_cast<int>(s.algorithms);
+  mine[function_count + 2] = s.report ? 1 : 0;
   int low[n];
   int high[n];
   if (PMPI_Allreduce(mine, low, n, MPI_INT, MPI_MIN, world) != MPI_SUCCESS ||
@@ -76,7 +105,7 @@ void agree(MPI_Comm world) noexcept {
     return;
   }
   bool same = true;
-  for (int i = 0; i <= function_count; ++i) same = same && low[i] == high[i];
+  for (int i = 0; i <= function_count + 1; ++i) same = same && low[i] == high[i];
   if (!same) {
     int rank = 0;
     PMPI_Comm_rank(world, &rank);
@@ -84,7 +113,9 @@ void agree(MPI_Comm world) noexcept {
       std::fprintf(stderr, "plait_pmpi: ranks see different PLAIT_PMPI_* settings; every call passes to MPI\n");
     s.modes.fill(mode::off);
   }
-  s.report = high[function_count + 1] != 0;  // one rank asking is enough: the table is printed by rank 0
+  s.report = high[function_count + 2] != 0;  // one rank asking is enough: the table is printed by rank 0
+  // Only once every rank agrees: ranks restricting differently would choose different algorithms.
+  plait::restrict_automatic(same ? s.algorithms : 0);
 }
 
 }  // namespace plait_pmpi

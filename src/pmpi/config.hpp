@@ -32,6 +32,10 @@ struct settings {
   /// each communicator instead of MPI's shared-memory nodes, so that one
   /// machine exercises the levels between nodes (tests); 0: MPI's nodes.
   int ranks_per_node = 0;
+  /// PLAIT_PMPI_ALGORITHM=ring[,bruck...]: the algorithms plait's automatic
+  /// may pick in the library's calls (plait::restrict_automatic), as a set
+  /// over plait's all_algorithm_ids; 0: automatic's own candidates.
+  unsigned algorithms = 0;
 };
 
 /// Read once from the environment (first call), the same object afterwards.
@@ -40,6 +44,7 @@ const settings& current() noexcept;
 /// Collective over `world` (called from MPI_Init): ranks launched with
 /// different PLAIT_PMPI_* would decide differently and hang, so if any two
 /// disagree every rank passes everything to PMPI and rank 0 says why.
+/// Then applies the agreed algorithms to plait's automatic.
 void agree(MPI_Comm world) noexcept;
 
 }  // namespace plait_pmpi

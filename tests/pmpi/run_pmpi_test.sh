@@ -27,4 +27,15 @@ if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* datatype: '; then
   echo "run_pmpi_test: the report does not show the MPI_LONG_DOUBLE MPI_Allreduce passed to MPI"
   exit 1
 fi
+# Optional checks of the run's output (extended regular expressions, from
+# the test's environment): a line it must show, and lines it must not.
+if [ -n "${PLAIT_PMPI_TEST_EXPECT:-}" ] && ! printf '%s\n' "$out" | grep -Eq "$PLAIT_PMPI_TEST_EXPECT"; then
+  echo "run_pmpi_test: no line of the output matches '$PLAIT_PMPI_TEST_EXPECT'"
+  exit 1
+fi
+if [ -n "${PLAIT_PMPI_TEST_REJECT:-}" ] && printf '%s\n' "$out" | grep -Eq "$PLAIT_PMPI_TEST_REJECT"; then
+  echo "run_pmpi_test: the output has lines matching '$PLAIT_PMPI_TEST_REJECT':"
+  printf '%s\n' "$out" | grep -E "$PLAIT_PMPI_TEST_REJECT" | head -5
+  exit 1
+fi
 echo "run_pmpi_test: every intercepted function served, results as the reference"

@@ -209,20 +209,40 @@ constexpr choice explain(algorithm_id id, int size, std::size_t bytes_per_block,
   return {id, std::max(first, last)};
 }
 
+/// Replaces, for the whole process, the candidates every automatic policy
+/// chooses among at run time by `candidates` (bit i: all_algorithm_ids[i],
+/// including those automatic leaves out by default), wherever one of them
+/// can run the operation on the group's size; elsewhere each policy's own
+/// candidates stay. 0 (the default) restores them. For experiments and
+/// for programs that know better than the cost model (libplait_pmpi's
+/// PLAIT_PMPI_ALGORITHM). Every rank must set the same before its first
+/// collective: choices are remembered, and ranks that choose differently
+/// fail their call. Compile-time explain() is not affected.
+PLAIT_DECL void restrict_automatic(detail::algorithm_set candidates) noexcept;
+
+/// The run-time restriction restrict_automatic set (0: none).
+PLAIT_DECL detail::algorithm_set automatic_restriction() noexcept;
+
 namespace detail {
 /// The cheapest candidate in `allowed`; ties go to the earlier algorithm_id.
+/// At run time, the candidates of restrict_automatic instead, where one of
+/// them can run Op on `size` ranks.
 template <class Op>
 constexpr choice choose_among(int size, std::size_t bytes_per_block, const cost_model& m, algorithm_set allowed) {
   if (size < 1) fail(errc::invalid_argument, {"a group needs at least one rank"});
   bool found = false;
   choice best{algorithm_id::ring, 0};
-  for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
-    const algorithm_id id = all_algorithm_ids[i];
-    if (!supports<Op>(id, size) || (allowed & (algorithm_set{1} << i)) == 0) continue;
-    const choice c = explain<Op>(id, size, bytes_per_block, m);
-    if (!found || c.predicted_seconds < best.predicted_seconds) best = c;
-    found = true;
-  }
+  auto consider = [&](algorithm_set candidates) {
+    for (std::size_t i = 0; i < all_algorithm_ids.size(); ++i) {
+      const algorithm_id id = all_algorithm_ids[i];
+      if (!supports<Op>(id, size) || (candidates & (algorithm_set{1} << i)) == 0) continue;
+      const choice c = explain<Op>(id, size, bytes_per_block, m);
+      if (!found || c.predicted_seconds < best.predicted_seconds) best = c;
+      found = true;
+    }
+  };
+  if (!std::is_constant_evaluated()) consider(automatic_restriction());
+  if (!found) consider(allowed);
   if (!found) {
     fail(errc::unsupported,
          {"automatic_with: the tuning allows no algorithm that can run ", Op::name, " on ", size, " ranks"});

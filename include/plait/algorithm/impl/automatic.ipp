@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <ostream>
 
@@ -15,6 +16,22 @@ PLAIT_DECL std::ostream& operator<<(std::ostream& out, const choice& c) {
 }
 
 namespace detail {
+/// restrict_automatic's candidates: one word, read on every run-time choice.
+PLAIT_DECL std::atomic<algorithm_set>& automatic_restriction_word() noexcept {
+  static std::atomic<algorithm_set> word{0};
+  return word;
+}
+}  // namespace detail
+
+PLAIT_DECL void restrict_automatic(detail::algorithm_set candidates) noexcept {
+  detail::automatic_restriction_word().store(candidates, std::memory_order_relaxed);
+}
+
+PLAIT_DECL detail::algorithm_set automatic_restriction() noexcept {
+  return detail::automatic_restriction_word().load(std::memory_order_relaxed);
+}
+
+namespace detail {
 
 /// Everything choose_among's answer depends on.
 struct choice_inputs {
@@ -23,6 +40,7 @@ struct choice_inputs {
   std::size_t bytes_per_block = 0;
   cost_model model;
   algorithm_set allowed = 0;
+  algorithm_set restriction = 0;  ///< restrict_automatic's
 
   constexpr bool operator==(const choice_inputs&) const = default;
 };
@@ -45,7 +63,8 @@ choice remembered_choice_among(int operation, int size, std::size_t bytes_per_bl
   // program repeats a handful of (size, bytes) pairs.
   thread_local std::array<slot, 16> remembered;
   thread_local std::size_t next = 0;
-  const choice_inputs inputs{operation, size, bytes_per_block, m, allowed};
+  // The restriction is an input too: a program may lift it between calls.
+  const choice_inputs inputs{operation, size, bytes_per_block, m, allowed, automatic_restriction()};
   for (const slot& s : remembered) {
     if (s.inputs == inputs) return s.picked;
   }
