@@ -37,11 +37,11 @@ PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Data
         const std::span<const std::byte> b = gather_bytes(own, recvcount, recvtype, mine);
         std::memcpy(recv.data() + static_cast<std::size_t>(rank) * block, b.data(), b.size());
       }
-      on_levels(*state, [&](auto& comm) { plait::all_gather(comm, plait::in_place, recv); });
+      on_levels(*state, [&](auto& group) { plait::all_gather(group, plait::in_place, recv); });
     } else {
       std::vector<std::byte> send_scratch;
       const std::span<const std::byte> send = gather_bytes(sendbuf, sendcount, sendtype, send_scratch);
-      on_levels(*state, [&](auto& comm) { plait::all_gather(comm, send, recv); });
+      on_levels(*state, [&](auto& group) { plait::all_gather(group, send, recv); });
     }
     if (staged) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);
   });

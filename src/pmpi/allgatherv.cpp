@@ -42,11 +42,11 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
         const std::span<const std::byte> b = gather_bytes(own, recvcounts[rank], recvtype, mine);
         std::memcpy(recv.data() + layout.offsets[me], b.data(), b.size());
       }
-      on_levels(*state, [&](auto& comm) { plait::all_gather_v(comm, plait::in_place, recv, layout.bytes); });
+      on_levels(*state, [&](auto& group) { plait::all_gather_v(group, plait::in_place, recv, layout.bytes); });
     } else {
       std::vector<std::byte> send_scratch;
       const std::span<const std::byte> send = gather_bytes(sendbuf, sendcount, sendtype, send_scratch);
-      on_levels(*state, [&](auto& comm) { plait::all_gather_v(comm, send, recv, layout.bytes); });
+      on_levels(*state, [&](auto& group) { plait::all_gather_v(group, send, recv, layout.bytes); });
     }
     scatter_blocks(recv, recvbuf, recvcounts, displs, recvtype, layout);
   });

@@ -20,11 +20,11 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const std::size_t n = static_cast<std::size_t>(count) * static_cast<std::size_t>(scale);
       const std::span<T> recv{static_cast<T*>(recvbuf), n};
-      on_levels(*state, [&](auto& comm) {
+      on_levels(*state, [&](auto& group) {
         if (sendbuf == MPI_IN_PLACE) {
-          plait::all_reduce<reduction_algorithm>(comm, plait::in_place, recv, reduction);
+          plait::all_reduce<reduction_algorithm>(group, plait::in_place, recv, reduction);
         } else {
-          plait::all_reduce<reduction_algorithm>(comm, std::span<const T>{static_cast<const T*>(sendbuf), n}, recv,
+          plait::all_reduce<reduction_algorithm>(group, std::span<const T>{static_cast<const T*>(sendbuf), n}, recv,
                                                  reduction);
         }
       });

@@ -35,7 +35,7 @@ PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datat
     }
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv = receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);
-    on_levels(*state, [&](auto& comm) { plait::all_to_all(comm, send, recv); });
+    on_levels(*state, [&](auto& group) { plait::all_to_all(group, send, recv); });
     if (recv.data() == recv_scratch.data() && !recv.empty()) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);
   });
 }

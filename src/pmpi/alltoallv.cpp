@@ -40,7 +40,8 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
                  : gather_blocks(sendbuf, sendcounts, sdispls, sendtype, send_layout, send_scratch, false);
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, recv_layout, recv_scratch);
-    on_levels(*state, [&](auto& comm) { plait::all_to_all_v(comm, send, send_layout.bytes, recv, recv_layout.bytes); });
+    on_levels(*state,
+              [&](auto& group) { plait::all_to_all_v(group, send, send_layout.bytes, recv, recv_layout.bytes); });
     scatter_blocks(recv, recvbuf, recvcounts, rdispls, recvtype, recv_layout);
   });
 }

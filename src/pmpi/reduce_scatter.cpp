@@ -42,8 +42,9 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       std::vector<T> scratch(in_place ? n : 0);
       const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf), total};
       const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
-      on_levels(*state,
-                [&](auto& comm) { plait::reduce_scatter_v<reduction_algorithm>(comm, all, mine, counts, reduction); });
+      on_levels(*state, [&](auto& group) {
+        plait::reduce_scatter_v<reduction_algorithm>(group, all, mine, counts, reduction);
+      });
       if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
     });
   });

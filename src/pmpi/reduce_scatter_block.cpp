@@ -32,7 +32,7 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
       const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf),
                                    n * static_cast<std::size_t>(P)};
       const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
-      on_levels(*state, [&](auto& comm) { plait::reduce_scatter<reduction_algorithm>(comm, all, mine, reduction); });
+      on_levels(*state, [&](auto& group) { plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction); });
       if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
     });
   });

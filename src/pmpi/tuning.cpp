@@ -47,6 +47,12 @@ std::string read_table_file(std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
+  // A table is a few hundred lines; anything near MPI's int counts is not one.
+  constexpr std::size_t most = std::size_t{1} << 20;
+  if (text.str().size() > most) {
+    std::fprintf(stderr, "plait_pmpi: the tuning table %s is over 1 MiB; auto serves nothing\n", path.c_str());
+    return {};
+  }
   return text.str();
 }
 
