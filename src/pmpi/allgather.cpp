@@ -11,18 +11,19 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::allgather;
-  int P = 0;
-  int rank = 0;
-  PMPI_Comm_size(comm, &P);
-  PMPI_Comm_rank(comm, &rank);
   // Only what every rank agrees on decides: recvcount x size(recvtype) is
   // the same everywhere (type signatures match); layouts differ freely.
-  const std::size_t block = payload_bytes(recvcount, recvtype);
-  const std::uint64_t bytes = block * static_cast<std::size_t>(P);
-  const decision d = decide(f, comm, {.agreed = block, .payload = bytes});
+  const decision d = decide(f, comm, [&](bool payload) {
+    const std::uint64_t block = payload_bytes(recvcount, recvtype);
+    return call_bytes{block, payload ? block * static_cast<std::uint64_t>(size_of(comm)) : 0};
+  });
   if (d.error) return *d.error;
   if (d.why) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   comm_state* state = d.state;
+  const int P = size_of(comm);
+  const int rank = rank_in(comm);
+  const std::size_t block = payload_bytes(recvcount, recvtype);
+  const std::uint64_t bytes = block * static_cast<std::size_t>(P);
   return serve(f, comm, bytes, [&] {
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv =

@@ -13,17 +13,17 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                      const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::allgatherv;
-  int P = 0;
-  int rank = 0;
-  PMPI_Comm_size(comm, &P);
-  PMPI_Comm_rank(comm, &rank);
   // recvcounts and the type signature agree on every rank (so does their
   // total); displs need not.
-  const std::uint64_t total = payload_bytes(count_sum(recvcounts, P), recvtype);
-  const decision d = decide(f, comm, {.agreed = total, .payload = total});
+  const decision d = decide(f, comm, [&](bool /*payload: the same*/) {
+    const std::uint64_t total = payload_bytes(count_sum(recvcounts, size_of(comm)), recvtype);
+    return call_bytes{total, total};
+  });
   if (d.error) return *d.error;
   if (d.why) return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
   comm_state* state = d.state;
+  const int P = size_of(comm);
+  const int rank = rank_in(comm);
   block_layout layout;
   try {
     layout = blocks_of(recvcounts, displs, recvtype, P);

@@ -10,12 +10,18 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                     MPI_Comm comm) {
   constexpr function f = function::allreduce;
-  const std::uint64_t bytes = payload_bytes(count, datatype);
   element_type e;
-  const decision d = decide_reduction(f, comm, {.agreed = bytes, .payload = bytes}, datatype, op, e);
+  const decision d = decide_reduction(
+      f, comm,
+      [&](bool /*payload: the same*/) {
+        const std::uint64_t bytes = payload_bytes(count, datatype);
+        return call_bytes{bytes, bytes};
+      },
+      datatype, op, e);
   if (d.error) return *d.error;
   if (d.why) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   comm_state* state = d.state;
+  const std::uint64_t bytes = payload_bytes(count, datatype);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const std::size_t n = static_cast<std::size_t>(count) * static_cast<std::size_t>(scale);

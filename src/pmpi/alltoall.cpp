@@ -10,15 +10,16 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::alltoall;
-  int P = 0;
-  PMPI_Comm_size(comm, &P);
   // One block's bytes: the same on every rank (type signatures match).
-  const std::uint64_t block = payload_bytes(recvcount, recvtype);
-  const std::uint64_t bytes = block * static_cast<std::uint64_t>(P);
-  const decision d = decide(f, comm, {.agreed = block, .payload = bytes});
+  const decision d = decide(f, comm, [&](bool payload) {
+    const std::uint64_t block = payload_bytes(recvcount, recvtype);
+    return call_bytes{block, payload ? block * static_cast<std::uint64_t>(size_of(comm)) : 0};
+  });
   if (d.error) return *d.error;
   if (d.why) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   comm_state* state = d.state;
+  const int P = size_of(comm);
+  const std::uint64_t bytes = payload_bytes(recvcount, recvtype) * static_cast<std::uint64_t>(P);
   return serve(f, comm, bytes, [&] {
     std::vector<std::byte> send_scratch;
     std::span<const std::byte> send;

@@ -13,16 +13,17 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
                                     MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                                     MPI_Datatype recvtype, MPI_Comm comm) {
   constexpr function f = function::alltoallv;
-  int P = 0;
-  PMPI_Comm_size(comm, &P);
   // Each rank's counts are its own, so nothing size-dependent may decide
   // here: the table sees 0 agreed bytes (only its rows from 0 apply).
-  const decision d = decide(f, comm, {.agreed = 0, .payload = payload_bytes(count_sum(recvcounts, P), recvtype)});
+  const decision d = decide(f, comm, [&](bool payload) {
+    return call_bytes{0, payload ? payload_bytes(count_sum(recvcounts, size_of(comm)), recvtype) : 0};
+  });
   if (d.error) return *d.error;
   if (d.why) {
     return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
   }
   comm_state* state = d.state;
+  const int P = size_of(comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   block_layout send_layout;
   block_layout recv_layout;

@@ -12,18 +12,21 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   constexpr function f = function::reduce_scatter;
-  int P = 0;
-  int rank = 0;
-  PMPI_Comm_size(comm, &P);
-  PMPI_Comm_rank(comm, &rank);
-  // Every rank knows every count, so the total is agreed; this rank's part is its payload.
-  const std::uint64_t bytes = payload_bytes(recvcounts[rank], datatype);
   element_type e;
+  // Every rank knows every count, so the total is agreed; this rank's part is its payload.
   const decision d = decide_reduction(
-      f, comm, {.agreed = payload_bytes(count_sum(recvcounts, P), datatype), .payload = bytes}, datatype, op, e);
+      f, comm,
+      [&](bool payload) {
+        return call_bytes{payload_bytes(count_sum(recvcounts, size_of(comm)), datatype),
+                          payload ? payload_bytes(recvcounts[rank_in(comm)], datatype) : 0};
+      },
+      datatype, op, e);
   if (d.error) return *d.error;
   if (d.why) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   comm_state* state = d.state;
+  const int P = size_of(comm);
+  const int rank = rank_in(comm);
+  const std::uint64_t bytes = payload_bytes(recvcounts[rank], datatype);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       // plait's counts are in T elements: each datatype element is `scale` of them.

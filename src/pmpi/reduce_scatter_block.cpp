@@ -12,14 +12,19 @@ using namespace plait_pmpi;
 PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
                                                MPI_Op op, MPI_Comm comm) {
   constexpr function f = function::reduce_scatter_block;
-  const std::uint64_t bytes = payload_bytes(recvcount, datatype);
   element_type e;
-  const decision d = decide_reduction(f, comm, {.agreed = bytes, .payload = bytes}, datatype, op, e);
+  const decision d = decide_reduction(
+      f, comm,
+      [&](bool /*payload: the same*/) {
+        const std::uint64_t bytes = payload_bytes(recvcount, datatype);
+        return call_bytes{bytes, bytes};
+      },
+      datatype, op, e);
   if (d.error) return *d.error;
   if (d.why) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   comm_state* state = d.state;
-  int P = 0;
-  PMPI_Comm_size(comm, &P);
+  const std::uint64_t bytes = payload_bytes(recvcount, datatype);
+  const int P = size_of(comm);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const std::size_t n = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(scale);

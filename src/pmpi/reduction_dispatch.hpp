@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "datatype.hpp"
 #include "pmpi_mpi.hpp"
@@ -205,9 +206,10 @@ inline std::optional<reason> reduction_pass_reason(const element_type& e, MPI_Op
 /// decide() for a reduction: its datatype must map to a plait element type
 /// (stored in `e`) and its op to a plait reduction on it; both are defined
 /// alike on every rank.
-inline decision decide_reduction(function f, MPI_Comm comm, call_bytes bytes, MPI_Datatype datatype, MPI_Op op,
-                                 element_type& e) noexcept {
-  return decide(f, comm, bytes, [&] {
+template <class Sizes>
+decision decide_reduction(function f, MPI_Comm comm, Sizes&& sizes, MPI_Datatype datatype, MPI_Op op,
+                          element_type& e) noexcept {
+  return decide(f, comm, std::forward<Sizes>(sizes), [&] {
     e = element_of(datatype);
     return reduction_pass_reason(e, op);
   });

@@ -9,12 +9,16 @@ int thread_level = -1;  // unknown until MPI_Init_thread or the first call
 
 void set_thread_level(int provided) noexcept { thread_level = provided; }
 
-std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept {
+std::optional<reason> outright_pass(function f) noexcept {
   switch (current().modes[static_cast<std::size_t>(f)]) {
     case mode::off: return reason::disabled;
-    case mode::automatic:  // the table decides, in decide(), once the communicator's shape is known
+    case mode::automatic: return current_table().may_serve(f) ? std::nullopt : std::optional<reason>(reason::table);
     case mode::on: break;
   }
+  return std::nullopt;
+}
+
+std::optional<reason> pass_reason(function /*f*/, MPI_Comm comm) noexcept {
   if (finalizing()) return reason::finalizing;
   // A program initialised through PMPI_Init (Fortran) never told us its level.
   if (thread_level < 0 && PMPI_Query_thread(&thread_level) != MPI_SUCCESS) return reason::thread_multiple;

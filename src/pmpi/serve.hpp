@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "config.hpp"
 #include "errors.hpp"
@@ -21,8 +22,8 @@
 namespace plait_pmpi {
 
 /// Why `f` on `comm` passes to PMPI, from what every rank of `comm` agrees
-/// on (the settings, agreed at MPI_Init; the communicator's kind; the
-/// thread level), or nothing if it may be served. Local.
+/// on (the library's teardown; the communicator's kind; the thread level),
+/// or nothing if it may be served. Local.
 std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept;
 
 /// A call's sizes: what every rank of the communicator knows alike (the
@@ -47,16 +48,35 @@ std::optional<reason> table_reason(function f, const comm_state& state, std::uin
 /// Whether the settings leave `f` to the tuning table (PLAIT_PMPI=auto).
 bool decided_by_table(function f) noexcept;
 
+/// Why every call of `f` passes to PMPI whatever its arguments (its setting
+/// is off, or auto and no row of the table serves `f`), or nothing: a few
+/// loads, checked first, so that a call the library leaves to MPI costs next
+/// to nothing over MPI's own (docs/pmpi.md, "Measured").
+std::optional<reason> outright_pass(function f) noexcept;
+
 /// The serve-or-pass decision every entry point makes first, from what
-/// every rank of `comm` agrees on, in order: pass_reason; `more()` (a
-/// reduction's datatype and op; it may throw); under auto, whether the table
-/// serves `f` anywhere; the communicator's state (built on first use,
-/// collectively: every rank reaches it alike); under auto, the table's row
-/// for this shape and size. A pass is counted in the report here.
-template <class More>
-decision decide(function f, MPI_Comm comm, call_bytes bytes, More&& more) noexcept {
+/// every rank of `comm` agrees on, cheapest first: outright_pass;
+/// `sizes(payload)` (a call_bytes, the payload only if asked: only then are
+/// the arguments looked at); under auto,
+/// whether a row of the table serves `f` at this size for some shape;
+/// pass_reason; `more()` (a reduction's datatype and op; it may throw); the
+/// communicator's state (built on first use, collectively: every rank
+/// reaches it alike); under auto, the table's row for this shape and size.
+/// A pass is counted in the report here.
+template <class Sizes, class More>
+decision decide(function f, MPI_Comm comm, Sizes&& sizes, More&& more) noexcept {
   decision d;
-  d.why = pass_reason(f, comm);
+  if (const std::optional<reason> why = outright_pass(f)) {
+    d.why = why;
+    // The payload is for the report alone: without one, a passed call queries nothing.
+    count_passed(f, *why, current().report ? sizes(true).payload : 0);
+    return d;
+  }
+  // The payload only with a report: a pass then costs the agreed size's queries alone.
+  const call_bytes bytes = sizes(current().report);
+  const bool by_table = decided_by_table(f);
+  if (by_table && !current_table().may_serve(f, bytes.agreed)) d.why = reason::table;
+  if (!d.why) d.why = pass_reason(f, comm);
   if (!d.why) {
     try {
       d.why = more();
@@ -65,8 +85,6 @@ decision decide(function f, MPI_Comm comm, call_bytes bytes, More&& more) noexce
       return d;
     }
   }
-  const bool by_table = decided_by_table(f);
-  if (!d.why && by_table && !current_table().may_serve(f)) d.why = reason::table;
   if (!d.why) {
     d.state = state_of(comm);
     if (d.state == nullptr) d.why = reason::setup_failed;
@@ -80,8 +98,21 @@ decision decide(function f, MPI_Comm comm, call_bytes bytes, More&& more) noexce
 }
 
 /// decide for a call with nothing more to check.
-inline decision decide(function f, MPI_Comm comm, call_bytes bytes) noexcept {
-  return decide(f, comm, bytes, [] { return std::optional<reason>{}; });
+template <class Sizes>
+decision decide(function f, MPI_Comm comm, Sizes&& sizes) noexcept {
+  return decide(f, comm, std::forward<Sizes>(sizes), [] { return std::optional<reason>{}; });
+}
+
+/// The size of `comm` and this rank's place in it (0 if MPI cannot tell).
+inline int size_of(MPI_Comm comm) noexcept {
+  int size = 0;
+  PMPI_Comm_size(comm, &size);
+  return size;
+}
+inline int rank_in(MPI_Comm comm) noexcept {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  return rank;
 }
 
 /// Records the thread level MPI_Init_thread provided.

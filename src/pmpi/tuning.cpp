@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -58,9 +59,11 @@ std::string read_table_file(std::string& path) {
 
 }  // namespace
 
-bool tuning_table::may_serve(function f) const noexcept {
+bool tuning_table::may_serve(function f, std::uint64_t agreed_bytes) const noexcept {
+  const auto i = static_cast<std::size_t>(f);
+  if (!serving[i] || agreed_bytes < lowest[i] || agreed_bytes >= highest[i]) return false;
   for (const tuning_row& r : rows) {
-    if (r.f == f && r.plait) return true;
+    if (r.f == f && r.plait && agreed_bytes >= r.from_bytes && agreed_bytes < r.to_bytes) return true;
   }
   return false;
 }
@@ -104,6 +107,12 @@ tuning_table parse_tuning_table(std::string_view text) {
     if (row.to_bytes <= row.from_bytes) bad_line(number, "the byte range [" + from + ", " + to + ") is empty");
     if (use != "plait" && use != "mpi") bad_line(number, "'" + use + "' is neither plait nor mpi");
     row.plait = use == "plait";
+    if (row.plait) {
+      const auto i = static_cast<std::size_t>(row.f);
+      table.lowest[i] = table.serving[i] ? std::min(table.lowest[i], row.from_bytes) : row.from_bytes;
+      table.highest[i] = table.serving[i] ? std::max(table.highest[i], row.to_bytes) : row.to_bytes;
+      table.serving[i] = true;
+    }
     table.rows.push_back(row);
   }
   return table;

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,10 +32,19 @@ struct tuning_row {
 /// The rows in file order; the first that matches a call decides it.
 struct tuning_table {
   std::vector<tuning_row> rows;
+  /// Per function, whether some row serves it with plait, and the bytes
+  /// its plait rows span, [lowest, highest) (set by parse_tuning_table): a
+  /// call outside them passes after two compares rather than a scan.
+  std::array<bool, function_count> serving{};
+  std::array<std::uint64_t, function_count> lowest{};
+  std::array<std::uint64_t, function_count> highest{};
 
-  /// Whether some row could serve `f` with plait: if none does, a call
-  /// passes before it builds any state on its communicator.
-  [[nodiscard]] bool may_serve(function f) const noexcept;
+  /// Whether some row could serve `f` with plait: if none does, every call
+  /// of `f` passes at once (outright_pass).
+  [[nodiscard]] bool may_serve(function f) const noexcept { return serving[static_cast<std::size_t>(f)]; }
+  /// Whether some row serves `f` with plait at `agreed_bytes` for some
+  /// shape: if none does, the call passes before it looks at its communicator.
+  [[nodiscard]] bool may_serve(function f, std::uint64_t agreed_bytes) const noexcept;
   /// Whether a call of `f` with `agreed_bytes` on `ranks` ranks over `nodes` nodes uses plait.
   [[nodiscard]] bool serves(function f, int ranks, int nodes, std::uint64_t agreed_bytes) const noexcept;
 };
