@@ -21,8 +21,8 @@
 namespace plait_pmpi {
 
 /// Why `f` on `comm` passes to PMPI, from what every rank of `comm` agrees
-/// on (the settings, agreed at MPI_Init; the communicator's kind; the
-/// thread level), or nothing if it may be served. Local.
+/// on (the settings, agreed at MPI_Init; the communicator's kind), or
+/// nothing if it may be served. Local.
 std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept;
 
 /// A call's sizes: what every rank of the communicator knows alike (the
@@ -83,9 +83,6 @@ decision decide(function f, MPI_Comm comm, call_bytes bytes, More&& more) noexce
 inline decision decide(function f, MPI_Comm comm, call_bytes bytes) noexcept {
   return decide(f, comm, bytes, [] { return std::optional<reason>{}; });
 }
-
-/// Records the thread level MPI_Init_thread provided.
-void set_thread_level(int provided) noexcept;
 
 /// Runs a served call's body; a C++ exception becomes an MPI error on `comm`.
 template <class Body>
