@@ -17,21 +17,28 @@ constexpr const char* kind_text[kinds] = {
     "plait_pmpi: internal error", "plait_pmpi: invalid argument",  "plait_pmpi: size mismatch", "plait_pmpi: timeout",
     "plait_pmpi: peer lost",      "plait_pmpi: transport failure", "plait_pmpi: unsupported"};
 
-int code_of(int kind) noexcept {
-  static int codes[kinds];
-  static bool registered = false;
-  if (!registered) {
-    registered = true;
-    int error_class = MPI_ERR_OTHER;
-    if (PMPI_Add_error_class(&error_class) != MPI_SUCCESS) error_class = MPI_ERR_OTHER;
-    for (int k = 0; k < kinds; ++k) {
-      codes[k] = error_class;
-      if (error_class != MPI_ERR_OTHER && PMPI_Add_error_code(error_class, &codes[k]) == MPI_SUCCESS) {
-        PMPI_Add_error_string(codes[k], kind_text[k]);
-      }
+struct error_codes {
+  int of[kinds];
+};
+
+error_codes register_codes() noexcept {
+  error_codes codes{};
+  int error_class = MPI_ERR_OTHER;
+  if (PMPI_Add_error_class(&error_class) != MPI_SUCCESS) error_class = MPI_ERR_OTHER;
+  for (int k = 0; k < kinds; ++k) {
+    codes.of[k] = error_class;
+    if (error_class != MPI_ERR_OTHER && PMPI_Add_error_code(error_class, &codes.of[k]) == MPI_SUCCESS) {
+      PMPI_Add_error_string(codes.of[k], kind_text[k]);
     }
   }
-  return codes[kind];
+  return codes;
+}
+
+int code_of(int kind) noexcept {
+  // A function-local static: two threads failing at once (MPI_THREAD_MULTIPLE)
+  // register the class once, and both see it registered.
+  static const error_codes codes = register_codes();
+  return codes.of[kind];
 }
 
 }  // namespace

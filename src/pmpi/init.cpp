@@ -6,8 +6,7 @@ using namespace plait_pmpi;
 
 namespace {
 
-void after_init(int provided) noexcept {
-  set_thread_level(provided);
+void after_init() noexcept {
   agree(MPI_COMM_WORLD);
   load_tuning_table(MPI_COMM_WORLD);
 }
@@ -16,17 +15,13 @@ void after_init(int provided) noexcept {
 
 PLAIT_PMPI_EXPORT int MPI_Init(int* argc, char*** argv) {
   const int code = PMPI_Init(argc, argv);
-  if (code == MPI_SUCCESS) {
-    int provided = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&provided);
-    after_init(provided);
-  }
+  if (code == MPI_SUCCESS) after_init();
   return code;
 }
 
 PLAIT_PMPI_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   const int code = PMPI_Init_thread(argc, argv, required, provided);
-  if (code == MPI_SUCCESS) after_init(*provided);
+  if (code == MPI_SUCCESS) after_init();
   return code;
 }
 

@@ -1,22 +1,33 @@
 #include "report.hpp"
 
+#include <atomic>
 #include <cstdio>
 
 namespace plait_pmpi {
 namespace {
 
-constexpr const char* reason_names[reason_count] = {"disabled", "auto, table", "intercommunicator", "thread multiple",
-                                                    "datatype", "op",          "setup failed",      "finalizing"};
+constexpr const char* reason_names[reason_count] = {"disabled", "auto, table",  "intercommunicator", "datatype",
+                                                    "op",       "setup failed", "finalizing"};
 
-// Counters: a call's thread is its MPI caller; under MPI_THREAD_MULTIPLE
-// every call passes before it counts anything but `passed`, which is then
-// counted without a lock (a report figure, not a correctness one).
+const char* thread_level_name(int level) noexcept {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "thread level unknown";
+  }
+}
+
+// Counters: under MPI_THREAD_MULTIPLE threads calling on different
+// communicators count at once. Relaxed atomics: each figure is a sum, read
+// only in MPI_Finalize, after the program's other threads are done with MPI.
 struct counters {
-  std::uint64_t served = 0;
-  std::uint64_t served_bytes = 0;
-  double served_seconds = 0;
-  std::uint64_t passed[reason_count] = {};
-  std::uint64_t passed_bytes = 0;
+  std::atomic<std::uint64_t> served{0};
+  std::atomic<std::uint64_t> served_bytes{0};
+  std::atomic<double> served_seconds{0};
+  std::atomic<std::uint64_t> passed[reason_count] = {};
+  std::atomic<std::uint64_t> passed_bytes{0};
 };
 counters table[function_count];
 
@@ -26,15 +37,15 @@ const char* name(reason r) noexcept { return reason_names[static_cast<int>(r)]; 
 
 void count_served(function f, std::uint64_t bytes, double seconds) noexcept {
   counters& c = table[static_cast<int>(f)];
-  ++c.served;
-  c.served_bytes += bytes;
-  c.served_seconds += seconds;
+  c.served.fetch_add(1, std::memory_order_relaxed);
+  c.served_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  c.served_seconds.fetch_add(seconds, std::memory_order_relaxed);
 }
 
 void count_passed(function f, reason why, std::uint64_t bytes) noexcept {
   counters& c = table[static_cast<int>(f)];
-  ++c.passed[static_cast<int>(why)];
-  c.passed_bytes += bytes;
+  c.passed[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
+  c.passed_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void print_report(MPI_Comm world) noexcept {
@@ -44,11 +55,11 @@ void print_report(MPI_Comm world) noexcept {
   double seconds[function_count];
   for (int f = 0; f < function_count; ++f) {
     std::uint64_t* row = mine + f * per_function;
-    row[0] = table[f].served;
-    row[1] = table[f].served_bytes;
-    row[2] = table[f].passed_bytes;
-    for (int r = 0; r < reason_count; ++r) row[3 + r] = table[f].passed[r];
-    seconds[f] = table[f].served_seconds;
+    row[0] = table[f].served.load(std::memory_order_relaxed);
+    row[1] = table[f].served_bytes.load(std::memory_order_relaxed);
+    row[2] = table[f].passed_bytes.load(std::memory_order_relaxed);
+    for (int r = 0; r < reason_count; ++r) row[3 + r] = table[f].passed[r].load(std::memory_order_relaxed);
+    seconds[f] = table[f].served_seconds.load(std::memory_order_relaxed);
   }
   std::uint64_t sum[function_count * per_function];
   double max_seconds[function_count];
@@ -56,11 +67,14 @@ void print_report(MPI_Comm world) noexcept {
   int size = 1;
   PMPI_Comm_rank(world, &rank);
   PMPI_Comm_size(world, &size);
+  int level = -1;
+  PMPI_Query_thread(&level);  // the level provided, however MPI was initialised (Fortran's included)
   if (PMPI_Reduce(mine, sum, function_count * per_function, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS ||
       PMPI_Reduce(seconds, max_seconds, function_count, MPI_DOUBLE, MPI_MAX, 0, world) != MPI_SUCCESS || rank != 0) {
     return;
   }
-  std::fprintf(stderr, "plait_pmpi report (%d ranks; calls and bytes summed over ranks, time: slowest rank)\n", size);
+  std::fprintf(stderr, "plait_pmpi report (%d ranks, %s; calls and bytes summed over ranks, time: slowest rank)\n",
+               size, thread_level_name(level));
   std::fprintf(stderr, "%-26s %10s %14s %10s %10s %14s  %s\n", "function", "served", "served bytes", "served s",
                "passed", "passed bytes", "passed because");
   for (int f = 0; f < function_count; ++f) {

@@ -15,13 +15,12 @@ enum class reason : int {
   disabled,  ///< PLAIT_PMPI(_<FUNCTION>)=off, or ranks disagreed on the settings
   table,     ///< auto, and no row of the tuning table serves the call with plait
   intercommunicator,
-  thread_multiple,  ///< MPI_THREAD_MULTIPLE: the per-communicator state is not thread-safe
-  datatype,         ///< a reduction on a datatype the library does not map to a plait element type
-  op,               ///< a user MPI_Op, or a predefined one on a type it does not take
-  setup_failed,     ///< plait could not set up on this communicator (every rank alike)
-  finalizing,       ///< called after the library's teardown in MPI_Finalize
+  datatype,      ///< a reduction on a datatype the library does not map to a plait element type
+  op,            ///< a user MPI_Op, or a predefined one on a type it does not take
+  setup_failed,  ///< plait could not set up on this communicator (every rank alike)
+  finalizing,    ///< called after the library's teardown in MPI_Finalize
 };
-inline constexpr int reason_count = 8;
+inline constexpr int reason_count = 7;
 
 const char* name(reason r) noexcept;
 
@@ -31,7 +30,8 @@ void count_served(function f, std::uint64_t bytes, double seconds) noexcept;
 void count_passed(function f, reason why, std::uint64_t bytes) noexcept;
 
 /// Sums every rank's counters on rank 0 of `world` and prints the table
-/// there, if PLAIT_PMPI_REPORT=1 (collective over `world`, from MPI_Finalize).
+/// there, with the thread level MPI provided, if PLAIT_PMPI_REPORT=1
+/// (collective over `world`, from MPI_Finalize).
 void print_report(MPI_Comm world) noexcept;
 
 }  // namespace plait_pmpi

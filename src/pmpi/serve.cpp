@@ -1,13 +1,6 @@
 #include "serve.hpp"
 
 namespace plait_pmpi {
-namespace {
-
-int thread_level = -1;  // unknown until MPI_Init_thread or the first call
-
-}  // namespace
-
-void set_thread_level(int provided) noexcept { thread_level = provided; }
 
 std::optional<reason> outright_pass(function f) noexcept {
   switch (current().modes[static_cast<std::size_t>(f)]) {
@@ -20,9 +13,10 @@ std::optional<reason> outright_pass(function f) noexcept {
 
 std::optional<reason> pass_reason(function /*f*/, MPI_Comm comm) noexcept {
   if (finalizing()) return reason::finalizing;
-  // A program initialised through PMPI_Init (Fortran) never told us its level.
-  if (thread_level < 0 && PMPI_Query_thread(&thread_level) != MPI_SUCCESS) return reason::thread_multiple;
-  if (thread_level == MPI_THREAD_MULTIPLE) return reason::thread_multiple;
+  // No thread level passes: MPI requires the collectives on one communicator
+  // to be ordered, and what threads on different communicators share (the
+  // report's counters, the state registry, the error class) is thread-safe,
+  // so MPI_THREAD_MULTIPLE is served like the other levels (docs/pmpi.md).
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter != 0) return reason::intercommunicator;
   return std::nullopt;

@@ -22,8 +22,8 @@
 namespace plait_pmpi {
 
 /// Why `f` on `comm` passes to PMPI, from what every rank of `comm` agrees
-/// on (the library's teardown; the communicator's kind; the thread level),
-/// or nothing if it may be served. Local.
+/// on (the library's teardown; the communicator's kind), or nothing if it
+/// may be served. Local.
 std::optional<reason> pass_reason(function f, MPI_Comm comm) noexcept;
 
 /// A call's sizes: what every rank of the communicator knows alike (the
@@ -114,9 +114,6 @@ inline int rank_in(MPI_Comm comm) noexcept {
   PMPI_Comm_rank(comm, &rank);
   return rank;
 }
-
-/// Records the thread level MPI_Init_thread provided.
-void set_thread_level(int provided) noexcept;
 
 /// Runs a served call's body; a C++ exception becomes an MPI error on `comm`.
 template <class Body>

@@ -2,17 +2,24 @@
 
 #include "config.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <set>
 
 namespace plait_pmpi {
 namespace {
 
-int keyval = MPI_KEYVAL_INVALID;
-bool torn_down = false;
+// Under MPI_THREAD_MULTIPLE threads on different communicators reach these
+// at once. The lock guards the keyval's creation and the live set, never a
+// collective: a rank building one communicator's state while holding it
+// could wait for a peer whose thread holds it building another's.
+std::mutex registry;
+std::atomic<int> keyval{MPI_KEYVAL_INVALID};
+std::atomic<bool> torn_down{false};
 // Every live state, so teardown can reach the communicators the application
-// never freed (MPI_COMM_WORLD's above all).
+// never freed (MPI_COMM_WORLD's above all). Under `registry`.
 std::set<comm_state*>& live() {
   static std::set<comm_state*> states;
   return states;
@@ -22,7 +29,10 @@ std::set<comm_state*>& live() {
 // plait communicators free their duplicates here, with PMPI.
 int delete_state(MPI_Comm, int, void* value, void*) {
   auto* state = static_cast<comm_state*>(value);
-  live().erase(state);
+  {
+    const std::lock_guard<std::mutex> held(registry);
+    live().erase(state);
+  }
   try {
     state->levels.reset();
     state->world.reset();
@@ -32,6 +42,20 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   }
   delete state;
   return MPI_SUCCESS;
+}
+
+// The keyval, created at the first use on any thread; MPI_KEYVAL_INVALID if
+// MPI refused.
+int the_keyval() noexcept {
+  const int known = keyval.load(std::memory_order_acquire);
+  if (known != MPI_KEYVAL_INVALID) return known;
+  const std::lock_guard<std::mutex> held(registry);
+  int made = keyval.load(std::memory_order_relaxed);
+  if (made == MPI_KEYVAL_INVALID &&
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &made, nullptr) == MPI_SUCCESS) {
+    keyval.store(made, std::memory_order_release);
+  }
+  return made;
 }
 
 // Builds the levels. All ranks of `comm` are here for the same call; a
@@ -53,11 +77,9 @@ void build(comm_state& state) {
 }  // namespace
 
 comm_state* state_of(MPI_Comm comm) noexcept {
-  if (torn_down) return nullptr;
-  if (keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, nullptr) != MPI_SUCCESS) {
-    return nullptr;
-  }
+  if (torn_down.load(std::memory_order_acquire)) return nullptr;
+  const int keyval = the_keyval();
+  if (keyval == MPI_KEYVAL_INVALID) return nullptr;
   void* value = nullptr;
   int found = 0;
   if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return nullptr;
@@ -81,7 +103,10 @@ comm_state* state_of(MPI_Comm comm) noexcept {
     state->world.reset();
     state->failed = true;
   }
-  live().insert(state);
+  {
+    const std::lock_guard<std::mutex> held(registry);
+    live().insert(state);
+  }
   if (PMPI_Comm_set_attr(comm, keyval, state) != MPI_SUCCESS) {
     delete_state(comm, keyval, state, nullptr);
     return nullptr;
@@ -90,17 +115,24 @@ comm_state* state_of(MPI_Comm comm) noexcept {
 }
 
 void teardown() noexcept {
-  if (torn_down) return;
-  torn_down = true;
-  if (keyval == MPI_KEYVAL_INVALID) return;
-  while (!live().empty()) {
-    comm_state* state = *live().begin();
-    // Deleting the attribute runs delete_state, which erases it from live().
-    if (PMPI_Comm_delete_attr(state->comm, keyval) != MPI_SUCCESS) delete_state(state->comm, keyval, state, nullptr);
+  if (torn_down.exchange(true, std::memory_order_acq_rel)) return;
+  int key = keyval.load(std::memory_order_acquire);
+  if (key == MPI_KEYVAL_INVALID) return;
+  for (;;) {
+    comm_state* state = nullptr;
+    {
+      const std::lock_guard<std::mutex> held(registry);
+      if (live().empty()) break;
+      state = *live().begin();
+    }
+    // Deleting the attribute runs delete_state, which takes the lock and
+    // erases it from live().
+    if (PMPI_Comm_delete_attr(state->comm, key) != MPI_SUCCESS) delete_state(state->comm, key, state, nullptr);
   }
-  PMPI_Comm_free_keyval(&keyval);
+  PMPI_Comm_free_keyval(&key);
+  keyval.store(MPI_KEYVAL_INVALID, std::memory_order_release);
 }
 
-bool finalizing() noexcept { return torn_down; }
+bool finalizing() noexcept { return torn_down.load(std::memory_order_acquire); }
 
 }  // namespace plait_pmpi

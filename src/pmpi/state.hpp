@@ -36,8 +36,10 @@ void on_levels(comm_state& state, Call&& call) {
 
 /// The state of `comm`, made on first use. Collective over `comm`: call it
 /// only on a path every rank of `comm` takes for the same call (the serve
-/// decision). Returns null when set-up failed (every rank alike) or the
-/// library is finalizing.
+/// decision). Threads may call it on different communicators at once
+/// (MPI_THREAD_MULTIPLE; each builds its own state, with no lock held).
+/// Returns null when set-up failed (every rank alike) or the library is
+/// finalizing.
 comm_state* state_of(MPI_Comm comm) noexcept;
 
 /// Frees every communicator's state (MPI_Finalize, before PMPI_Finalize:
