@@ -1,7 +1,10 @@
-// MPI_Allreduce: plait::all_reduce on the communicator's node levels.
+// MPI_Allreduce: plait::all_reduce on one node's shared-memory group, or
+// node by node across nodes (node_aware.hpp).
 #include <span>
+#include <type_traits>
 
 #include "datatype.hpp"
+#include "node_aware.hpp"
 #include "reduction_dispatch.hpp"
 #include "serve.hpp"
 
@@ -27,11 +30,16 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
       const std::size_t n = static_cast<std::size_t>(count) * static_cast<std::size_t>(scale);
       const std::span<T> recv{static_cast<T*>(recvbuf), n};
       on_levels(*state, [&](auto& group) {
-        if (sendbuf == MPI_IN_PLACE) {
+        const T* send = sendbuf == MPI_IN_PLACE ? nullptr : static_cast<const T*>(sendbuf);
+        // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
+        if constexpr (std::is_same_v<std::decay_t<decltype(group)>, plait::mpi::node_levels> &&
+                      std::is_arithmetic_v<T>) {
+          if (all_reduce_by_nodes(group, send, recv, reduction)) return;
+        }
+        if (send == nullptr) {
           plait::all_reduce<reduction_algorithm>(group, plait::in_place, recv, reduction);
         } else {
-          plait::all_reduce<reduction_algorithm>(group, std::span<const T>{static_cast<const T*>(sendbuf), n}, recv,
-                                                 reduction);
+          plait::all_reduce<reduction_algorithm>(group, std::span<const T>{send, n}, recv, reduction);
         }
       });
     });
