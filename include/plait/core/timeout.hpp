@@ -33,13 +33,16 @@ PLAIT_DECL std::chrono::nanoseconds default_timeout();
 template <class Rep, class Period>
 constexpr clock::duration saturated(std::chrono::duration<Rep, Period> d) noexcept {
   using target = clock::duration;
-  // The range check in long double: exact for any 64-bit count on x86, and
-  // where it rounds it rounds to the nearest, which never lets a value that
-  // does not fit pass as one that does (2^63 is a power of two).
-  const long double ticks = std::chrono::duration<long double, target::period>(d).count();
+  // The range check in double: it rounds to the nearest, which never lets a
+  // value that does not fit pass as one that does (2^63 is a power of two),
+  // and a value within 2^-53 below the end saturates, which no wait can
+  // tell. (Not long double: under nvcc's --expt-relaxed-constexpr, which
+  // plait::cuda sets, chrono's constexpr templates are compiled for the
+  // device too, where long double is an error.)
+  const double ticks = std::chrono::duration<double, target::period>(d).count();
   if (ticks != ticks) return target::zero();
-  if (ticks >= static_cast<long double>(target::max().count())) return target::max();
-  if (ticks <= static_cast<long double>(target::min().count())) return target::min();
+  if (ticks >= static_cast<double>(target::max().count())) return target::max();
+  if (ticks <= static_cast<double>(target::min().count())) return target::min();
   if constexpr (std::is_integral_v<Rep> && (Period::num == 1 || Period::den == 1)) {
     return std::chrono::duration_cast<target>(d);  // exact, and it fits
   } else {

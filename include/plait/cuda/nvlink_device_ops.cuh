@@ -21,7 +21,9 @@
 //     every other lane stops, and the host raises it as plait::error on the
 //     next call or synchronize() without ever waiting for the stream itself;
 //   - the executor's staging and scratch come from cudaMallocAsync on the
-//     stream, packing and local copies from plait::device::pack / unpack;
+//     stream, packing and local copies from plait::device::pack / unpack,
+//     and a reduction's combines (prepare, finish, plait::accumulate's
+//     conversions) from plait/cuda/combine.cuh, all kernels on the stream;
 //     nothing on the hot path is a call that synchronises implicitly
 //     (cudaMalloc, cudaFree, cudaMemset, same-device cudaMemcpy), which
 //     matters when thread-ranks share a GPU and spin waiting for each other.
@@ -48,7 +50,9 @@
 
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
+#include "plait/cuda/combine.cuh"
 #include "plait/cuda/pack.cuh"
+#include "plait/reduction/kernel.hpp"
 #include "plait/transport/nvlink/communicator.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
 
@@ -306,6 +310,11 @@ class cuda_device_ops {
 
     engine(cuda_device_ops& ops, const cudaStream_t* stream) : ops_(&ops), stream_(stream) {}
 
+    /// Reductions on device buffers combine here (op/fold_run.hpp): the
+    /// fold plan's element work as kernels on the stream, with launchers
+    /// that device_kernel attaches to the plan when the call starts.
+    static constexpr bool folds_on_device = true;
+
     buffer allocate(std::size_t bytes) {
       if (bytes == 0) return {};
       detail::device_guard on(ops_->device_);
@@ -338,7 +347,60 @@ class cuda_device_ops {
       }
     }
 
+    /// The device launchers of `reduction` on T, its kernels loaded now
+    /// (see plait::device::preload_reduction). A reduction no device runs
+    /// is a compile error naming what can.
+    template <class T, class Reduction>
+    const ::plait::detail::device_reduction* device_kernel(const Reduction& reduction) {
+      const ::plait::detail::device_reduction* kernel = device::reduction_kernel_for<T>(reduction);
+      detail::device_guard on(ops_->device_);
+      detail::check_cuda(device::preload_reduction<T>(reduction), "cudaFuncGetAttributes (loading a combine kernel)");
+      return kernel;
+    }
+    void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
+      if (bytes != 0 && to != from) unpack(from, region::contiguous(to, bytes));
+    }
+    void combine(const ::plait::detail::reduction_kernel& k, const std::byte* left, const std::byte* right,
+                 std::byte* out, std::size_t elements) {
+      detail::device_guard on(ops_->device_);
+      launched(device_of(k).combine(stream(), k.state, left, right, out, elements), "device combine", k);
+    }
+    void prepare(const ::plait::detail::reduction_kernel& k, const std::byte* in, std::byte* out,
+                 std::size_t elements) {
+      detail::device_guard on(ops_->device_);
+      launched(device_of(k).prepare(stream(), k.state, in, out, elements), "device prepare", k);
+    }
+    void finish(const ::plait::detail::reduction_kernel& k, std::byte* data, std::size_t elements, int ranks) {
+      detail::device_guard on(ops_->device_);
+      launched(device_of(k).finish(stream(), k.state, data, elements, ranks), "device finish", k);
+    }
+    void to_wire(const ::plait::detail::reduction_kernel& k, const std::byte* in, std::byte* out,
+                 std::size_t elements) {
+      detail::device_guard on(ops_->device_);
+      launched(device_of(k).to_wire(stream(), in, out, elements), "device widening", k);
+    }
+    void from_wire(const ::plait::detail::reduction_kernel& k, const std::byte* in, std::byte* out,
+                   std::size_t elements) {
+      detail::device_guard on(ops_->device_);
+      launched(device_of(k).from_wire(stream(), in, out, elements), "device rounding", k);
+    }
+
    private:
+    void* stream() const noexcept { return static_cast<void*>(*stream_); }
+    /// The kernel's device launchers; every plan that reaches this engine
+    /// through reduce_scatter or all_reduce has them (op/fold_collective.hpp).
+    static const ::plait::detail::device_reduction& device_of(const ::plait::detail::reduction_kernel& k) {
+      if (k.device == nullptr) {
+        throw error(errc::unsupported, std::string(k.name) +
+                                           " reached the NVLink device transport without its device kernels (a "
+                                           "fold plan made outside reduce_scatter and all_reduce)");
+      }
+      return *k.device;
+    }
+    static void launched(int status, std::string_view what, const ::plait::detail::reduction_kernel& k) {
+      detail::check_cuda(static_cast<cudaError_t>(status), std::string(what) + " (" + std::string(k.name) + ")");
+    }
+
     cuda_device_ops* ops_;
     const cudaStream_t* stream_;
   };

@@ -5,6 +5,12 @@
 // premul_sum's scale needs), the combine of two partials of block b, and the
 // result (written and finished, as avg's division needs).
 //
+// Who does that work is the caller's `folds`: host_folds below (the host
+// kernel's functions, host memory), or a copy engine that folds on its
+// device (the CUDA NVLink transport's: the same steps as kernels on its
+// stream, device memory). The plan decides what runs, in which order; the
+// folds only run it.
+//
 // A plan is one or more members, each a buffer of one element type with its
 // reduction kernel: a bundle (a DDP bucket of several tensors and types in
 // one all-reduce) has several, and block b is the members' blocks b end to
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "plait/core/region.hpp"
+#include "plait/core/scratch.hpp"
 #include "plait/core/stream_copy.hpp"
 #include "plait/layout/block_plan.hpp"
 #include "plait/reduction/kernel.hpp"
@@ -31,14 +38,47 @@
 namespace plait {
 inline namespace v0 {
 
+namespace detail {
+
+/// Who runs a plan's element work on host memory: the host kernel's own
+/// functions. An engine that folds on its device has the same members
+/// (allocate's buffer has data()), each enqueued on its stream.
+struct host_folds {
+  byte_buffer allocate(std::size_t bytes) { return byte_buffer(bytes); }
+  void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
+    if (bytes != 0 && to != from) detail::copy_bytes(to, from, bytes);
+  }
+  void pack(const region& src, std::byte* dst) { plait::pack(src, dst); }
+  void unpack(const std::byte* src, const region& dst) { plait::unpack(src, dst); }
+  void combine(const reduction_kernel& k, const std::byte* left, const std::byte* right, std::byte* out,
+               std::size_t elements) {
+    k.combine(k.state, left, right, out, elements);
+  }
+  void prepare(const reduction_kernel& k, const std::byte* in, std::byte* out, std::size_t elements) {
+    k.prepare(k.state, in, out, elements);
+  }
+  void finish(const reduction_kernel& k, std::byte* data, std::size_t elements, int ranks) {
+    k.finish(k.state, data, elements, ranks);
+  }
+  void to_wire(const reduction_kernel& k, const std::byte* in, std::byte* out, std::size_t elements) {
+    k.to_wire(in, out, elements);
+  }
+  void from_wire(const reduction_kernel& k, const std::byte* in, std::byte* out, std::size_t elements) {
+    k.from_wire(in, out, elements);
+  }
+};
+
+}  // namespace detail
+
 /// What the fold run needs of a reduction's plan (see the top of this header).
 template <class P>
-concept fold_plan = block_plan<P> && requires(const P& plan, int block, std::byte* out, const std::byte* in) {
+concept fold_plan = block_plan<P> &&
+    requires(const P& plan, int block, std::byte* out, const std::byte* in, detail::host_folds& on) {
   { plan.contribution_as_is(block) } -> std::same_as<const std::byte*>;
-  plan.read_contribution(block, out);
-  plan.combine(block, in, in, out);
+  plan.read_contribution(block, out, on);
+  plan.combine(block, in, in, out, on);
   { plan.has_result(block) } -> std::convertible_to<bool>;
-  plan.write_result(block, in);
+  plan.write_result(block, in, on);
   { plan.ranks() } -> std::convertible_to<int>;
 };
 
@@ -64,6 +104,8 @@ class kept_reduction {
     return kept;
   }
   [[nodiscard]] const reduction_kernel& kernel() const noexcept { return kernel_; }
+  /// The same reduction's device launchers (an engine that folds on its device sets them).
+  void run_on_device(const device_reduction* device) noexcept { kernel_.device = device; }
 
  private:
   reduction_kernel kernel_;
@@ -143,34 +185,36 @@ class fold_plan_of {
     return nullptr;
   }
   /// The own contribution to `block`, prepared, into `out` (block_bytes(block) bytes).
-  void read_contribution(int block, std::byte* out) const {
+  template <class Folds>
+  void read_contribution(int block, std::byte* out, Folds& on) const {
     for (const fold_member& m : members_) {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
       const region at = m.contribution(block);
       if (m.widened()) {
         if (at.is_contiguous()) {
-          m.kernel().to_wire(at.data, out, m.elements_in(block));
+          on.to_wire(m.kernel(), at.data, out, m.elements_in(block));
         } else {
-          std::vector<std::byte> packed(at.bytes());
-          pack(at, packed.data());
-          m.kernel().to_wire(packed.data(), out, m.elements_in(block));
+          auto packed = on.allocate(at.bytes());
+          on.pack(at, packed.data());
+          on.to_wire(m.kernel(), packed.data(), out, m.elements_in(block));
         }
       } else if (at.is_contiguous()) {
-        copy_bytes(out, at.data, bytes);
+        on.copy_bytes(out, at.data, bytes);
       } else {
-        pack(at, out);
+        on.pack(at, out);
       }
-      if (m.kernel().prepare != nullptr) m.kernel().prepare(m.kernel().state, out, out, m.elements_in(block));
+      if (m.kernel().prepare != nullptr) on.prepare(m.kernel(), out, out, m.elements_in(block));
       out += bytes;
     }
   }
   /// out = left op right over `block`'s members; out may be left or right.
-  void combine(int block, const std::byte* left, const std::byte* right, std::byte* out) const {
+  template <class Folds>
+  void combine(int block, const std::byte* left, const std::byte* right, std::byte* out, Folds& on) const {
     for (const fold_member& m : members_) {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
-      m.kernel().combine(m.kernel().state, left, right, out, m.elements_in(block));
+      on.combine(m.kernel(), left, right, out, m.elements_in(block));
       left += bytes;
       right += bytes;
       out += bytes;
@@ -179,7 +223,8 @@ class fold_plan_of {
   [[nodiscard]] bool has_result(int block) const { return members_[0].all_results || block == members_[0].rank; }
   /// `block`'s combined bytes into the results, finished (avg divides
   /// before a widened result is rounded back).
-  void write_result(int block, const std::byte* from) const {
+  template <class Folds>
+  void write_result(int block, const std::byte* from, Folds& on) const {
     for (const fold_member& m : members_) {
       const std::size_t bytes = m.bytes_in(block);
       if (bytes == 0) continue;
@@ -187,21 +232,22 @@ class fold_plan_of {
       const reduction_kernel& k = m.kernel();
       const std::size_t n = m.elements_in(block);
       if (!m.widened() && to.is_contiguous()) {
-        if (to.data != from) copy_bytes(to.data, from, bytes);
-        if (k.finish != nullptr) k.finish(k.state, to.data, n, m.size);
+        on.copy_bytes(to.data, from, bytes);
+        if (k.finish != nullptr) on.finish(k, to.data, n, m.size);
       } else {
-        std::vector<std::byte> finished(from, from + bytes);
-        if (k.finish != nullptr) k.finish(k.state, finished.data(), n, m.size);
-        std::vector<std::byte> rounded;
+        auto finished = on.allocate(bytes);
+        on.copy_bytes(finished.data(), from, bytes);
+        if (k.finish != nullptr) on.finish(k, finished.data(), n, m.size);
+        decltype(finished) rounded;
         if (m.widened()) {
-          rounded.resize(n * k.element_bytes);
-          k.from_wire(finished.data(), rounded.data(), n);
+          rounded = on.allocate(n * k.element_bytes);
+          on.from_wire(k, finished.data(), rounded.data(), n);
         }
         const std::byte* result = m.widened() ? rounded.data() : finished.data();
         if (to.is_contiguous()) {
-          copy_bytes(to.data, result, n * k.element_bytes);
+          on.copy_bytes(to.data, result, n * k.element_bytes);
         } else {
-          unpack(result, to);
+          on.unpack(result, to);
         }
       }
       from += bytes;
@@ -210,6 +256,10 @@ class fold_plan_of {
   [[nodiscard]] int ranks() const noexcept { return members_[0].size; }
   /// The member buffers, for check mode and the call stamp.
   [[nodiscard]] const std::array<fold_member, Members>& members() const noexcept { return members_; }
+  /// Attaches member `member`'s device launchers (see kept_reduction::run_on_device).
+  void run_on_device(std::size_t member, const device_reduction* device) noexcept {
+    members_[member].reduction.run_on_device(device);
+  }
 
   // As a block plan (the engine's launches take any): a fold run locates
   // nothing through these, and has no local copies to make first.
@@ -218,9 +268,6 @@ class fold_plan_of {
   void prepare() const {}
 
  private:
-  static void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
-    detail::copy_bytes(to, from, bytes);
-  }
   std::array<fold_member, Members> members_;
 };
 

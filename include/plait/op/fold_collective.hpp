@@ -138,6 +138,20 @@ struct fold_collective {
   }
 };
 
+/// `plan`, one member of View's element type, with the reduction's device
+/// launchers attached when Comm's copy engine combines on its device (the
+/// CUDA NVLink transport's: the fold run then asks it to run them). A
+/// reduction no device runs is a compile error there, naming what can.
+template <class View, class Comm, class Plan, class Reduction>
+Plan for_engine(Comm& comm, Plan plan, const Reduction& reduction) {
+  if constexpr (folds_on_device_engine<copy_engine_of<Comm>>) {
+    using element = std::remove_cv_t<typename element_of<View>::type>;
+    plan.run_on_device(0, comm.copy_engine().template device_kernel<element>(reduction));
+  }
+  (void)comm;
+  return plan;
+}
+
 /// The fold plan of a bundle: each member's plan (by `make_member(I)`), its
 /// blocks b end to end in block b.
 template <class MakeMember, std::size_t... I>
@@ -230,11 +244,17 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
       const auto make = [&](const call_site& at) {
         return bundle_fold_plan(
             [&](auto i) {
+              using member_view = decltype(recv.template get<i()>());
               if constexpr (uneven) {
-                return make_v_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(),
-                                   std::get<0>(std::tie(args...)), reduction);
+                return for_engine<member_view>(
+                    comm,
+                    make_v_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(),
+                                std::get<0>(std::tie(args...)), reduction),
+                    reduction);
               } else {
-                return make_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(), reduction);
+                return for_engine<member_view>(
+                    comm, make_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(), reduction),
+                    reduction);
               }
             },
             members);
@@ -247,9 +267,10 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
   } else if constexpr (check_fold_element<Recv, reduction_t>()) {
     const auto make = [&](const call_site& at) {
       if constexpr (uneven) {
-        return make_v_plan(Layout{}, Op{}, at, send, recv, std::get<0>(std::tie(args...)), reduction);
+        return for_engine<Recv>(
+            comm, make_v_plan(Layout{}, Op{}, at, send, recv, std::get<0>(std::tie(args...)), reduction), reduction);
       } else {
-        return make_plan(Layout{}, Op{}, at, send, recv, reduction);
+        return for_engine<Recv>(comm, make_plan(Layout{}, Op{}, at, send, recv, reduction), reduction);
       }
     };
     engine::template run<uneven>(comm, make, send, recv, launch);

@@ -15,11 +15,18 @@
 // in (own_contribution). After the last step every block the rank ends with
 // is finished (avg divides) and written to its result: a result is written
 // only then, so an in-place call reads its contributions until the end.
+//
+// Where the memory is the host's (shm, MPI, the NVLink host emulation) the
+// host runs the plan's element work (layout/fold_plans.hpp's host_folds);
+// where it is a device's (the CUDA NVLink transport), the transport's copy
+// engine runs the same work as kernels on its stream. The run is the same.
 #pragma once
 
 #include <cstddef>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "plait/algorithm/schedule.hpp"
@@ -48,15 +55,31 @@ inline constexpr bool host_reachable_engine = requires {
   requires Engine::host_reachable;
 };
 
+/// Whether a transport's copy engine runs a reduction's element work on its
+/// device (`static constexpr bool folds_on_device = true`: the CUDA NVLink
+/// transport's): it has host_folds' members, and device_kernel<T>(r) gives
+/// the launchers that op/fold_collective.hpp attaches to each plan member.
+template <class Engine>
+inline constexpr bool folds_on_device_engine = requires {
+  requires Engine::folds_on_device;
+};
+
+/// The copy engine a Comm's runs use (host_engine when it has none).
+template <class Comm>
+using copy_engine_of =
+    std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
+
 /// schedule_run for a reduction's plan: see the top of this header.
 template <class Comm, fold_plan Plan>
 class schedule_run<Comm, Plan> {
-  using engine_type =
-      std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
+  using engine_type = copy_engine_of<Comm>;
   using buffer = typename engine_type::buffer;
-  static_assert(!has_copy_engine<Comm> || host_reachable_engine<engine_type>,
-                "plait: reductions combine on the host: they run on shm, MPI and the NVLink host emulation; device "
-                "buffers have no combine kernels yet");
+  static constexpr bool on_device = folds_on_device_engine<engine_type>;
+  static_assert(!has_copy_engine<Comm> || host_reachable_engine<engine_type> || on_device,
+                "plait: this transport's copy engine can neither be read by the host nor combine on its device: a "
+                "reduction on it needs one of the two (host_reachable, as the NVLink host emulation's; or "
+                "folds_on_device with host_folds' members and device_kernel<T>(r), as the CUDA NVLink transport's)");
+  using folds_type = std::conditional_t<on_device, engine_type, host_folds>;
 
  public:
   schedule_run(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag)
@@ -66,6 +89,7 @@ class schedule_run<Comm, Plan> {
         operation_(operation),
         tag_(tag),
         engine_(engine_for(comm, host_)),
+        folds_(pick_folds(engine_, host_folds_)),
         blocks_(static_cast<std::size_t>(plan.ranks())) {}
 
   /// Runs every step, blocking in the transport's waits.
@@ -96,12 +120,12 @@ class schedule_run<Comm, Plan> {
         } else {
           wait();
         }
+        posted_ = false;
+        fold_arrivals(current);  // inside: a device combine's launch failure names the step too
       } catch (const error& e) {
         posted_ = false;
         throw e.within({comm_.rank(), operation_, step_number, -1});
       }
-      posted_ = false;
-      fold_arrivals(current);
     }
     if (!written_) {  // once per run, however often a finished run is advanced
       write_results();
@@ -139,7 +163,7 @@ class schedule_run<Comm, Plan> {
     if (const std::byte* as_is = plan_.contribution_as_is(block)) return as_is;
     const std::size_t bytes = plan_.block_bytes(block);
     if (scratch.size() < bytes) scratch = engine_.allocate(bytes);
-    plan_.read_contribution(block, scratch.data());
+    plan_.read_contribution(block, scratch.data(), folds_);
     return scratch.data();
   }
 
@@ -150,7 +174,7 @@ class schedule_run<Comm, Plan> {
     if (const std::byte* as_is = plan_.contribution_as_is(block)) return as_is;
     // Read (and prepared) once into the accumulator, which then stands for it.
     std::byte* into = partial_of(block);
-    plan_.read_contribution(block, into);
+    plan_.read_contribution(block, into, folds_);
     b.folded = true;
     return into;
   }
@@ -189,7 +213,7 @@ class schedule_run<Comm, Plan> {
       std::byte* out = send_staging_.data() + at;
       std::size_t bytes = 0;
       for (int b : t.blocks) {
-        copy_bytes(out + bytes, current(b), plan_.block_bytes(b));
+        folds_.copy_bytes(out + bytes, current(b), plan_.block_bytes(b));
         bytes += plan_.block_bytes(b);
       }
       requests_.push_back(comm_.isend(t.peer, std::span<const std::byte>(out, bytes), tag_));
@@ -234,12 +258,12 @@ class schedule_run<Comm, Plan> {
     }
     std::byte* into = partial_of(block);
     if (arrival == fold::none) {
-      copy_bytes(into, arriving, plan_.block_bytes(block));
+      folds_.copy_bytes(into, arriving, plan_.block_bytes(block));
     } else {
       const std::byte* held = b.folded ? into : own(block, held_scratch_);
       const std::byte* left = arrival == fold::from_left ? arriving : held;
       const std::byte* right = arrival == fold::from_left ? held : arriving;
-      plan_.combine(block, left, right, into);
+      plan_.combine(block, left, right, into, folds_);
     }
     b.folded = true;
   }
@@ -250,12 +274,18 @@ class schedule_run<Comm, Plan> {
     for (int block = 0; block < plan_.ranks(); ++block) {
       if (!plan_.has_result(block) || plan_.block_bytes(block) == 0) continue;
       block_state& b = blocks_[static_cast<std::size_t>(block)];
-      plan_.write_result(block, b.folded ? b.partial.data() : own(block, held_scratch_));
+      plan_.write_result(block, b.folded ? b.partial.data() : own(block, held_scratch_), folds_);
     }
   }
 
-  static void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
-    if (bytes != 0 && to != from) detail::copy_bytes(to, from, bytes);
+  static folds_type& pick_folds(engine_type& engine, host_folds& host) {
+    if constexpr (on_device) {
+      (void)host;
+      return engine;
+    } else {
+      (void)engine;
+      return host;
+    }
   }
 
   Comm& comm_;
@@ -265,6 +295,8 @@ class schedule_run<Comm, Plan> {
   int tag_;
   host_engine host_;  // used when the transport has no copy engine of its own
   engine_type& engine_;
+  host_folds host_folds_;  // used when the memory is the host's
+  folds_type& folds_;      // who runs the plan's element work
   std::vector<block_state> blocks_;
   std::vector<typename Comm::request> requests_;
   buffer recv_staging_;

@@ -26,6 +26,22 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 
+/// The same reduction's work on memory only a device reaches: each function
+/// enqueues on `stream` (the engine's, as a pointer: cudaStream_t) and
+/// returns its launch status (0: launched). One static table per element
+/// type and reduction, made by <plait/cuda/combine.cuh> and attached to the
+/// kernel by a copy engine that folds on its device (op/copy_engine.hpp); it
+/// reads `state` as the host kernel does. The operations, and the order they
+/// run in, are the host kernel's: only who runs them differs.
+struct device_reduction {
+  int (*combine)(void* stream, const void* state, const std::byte* left, const std::byte* right, std::byte* out,
+                 std::size_t elements) = nullptr;
+  int (*prepare)(void* stream, const void* state, const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+  int (*finish)(void* stream, const void* state, std::byte* data, std::size_t elements, int ranks) = nullptr;
+  int (*to_wire)(void* stream, const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+  int (*from_wire)(void* stream, const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+};
+
 /// A reduction on one element type, as bytes. Copyable; it points at the
 /// reduction value (`state`), which must outlive every call.
 struct reduction_kernel {
@@ -65,6 +81,9 @@ struct reduction_kernel {
   void (*to_wire)(const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
   /// Rounds accumulators back to elements; nullptr when partials are elements.
   void (*from_wire)(const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+  /// The same work on a device (see device_reduction); null until an engine
+  /// that folds on its device attaches it.
+  const device_reduction* device = nullptr;
 };
 
 /// Converts `elements` values from From to To (widening to an accumulator,
@@ -306,7 +325,7 @@ void combine_self(const R& r, const std::byte* in, std::byte* out, std::size_t e
 // 16-bit floats convert through float (exactly when widening; a double
 // accumulator is rounded to float, then to 16 bits).
 template <class From, class To>
-To convert_element(const From& value) {
+constexpr To convert_element(const From& value) {
   if constexpr (is_float16_v<From> || is_float16_v<To>) {
     return static_cast<To>(static_cast<float>(value));
   } else {
