@@ -69,7 +69,7 @@ struct loader {
 
 }  // namespace detail
 
-/// Always false: the note names the reduction and the element type a device cannot combine.
+/// Always false: its instantiation names the reduction and the element type a device cannot combine.
 template <class Reduction, class T>
 inline constexpr bool combines_on_device = false;
 
@@ -82,10 +82,10 @@ const ::plait::detail::device_reduction* reduction_kernel_for(const Reduction& /
     return &::plait::detail::work_table<detail::stream_runner, T, Reduction>;
   } else {
     static_assert(combines_on_device<Reduction, T>,
-                  "plait: this reduction cannot combine device buffers (the note names it and the element type): "
-                  "the built-ins (sum, prod, min, max, avg, premul_sum, logical_*, bit_*, minloc, maxloc, and "
-                  "ordered<> or accumulate<> of them) combine on the device for arithmetic types (not long "
-                  "double), plait::half, plait::bfloat16 and value_index of those; a user reduction "
+                  "plait: this reduction cannot combine device buffers (the instantiation below names it and the "
+                  "element type): the built-ins (sum, prod, min, max, avg, premul_sum, logical_*, bit_*, minloc, "
+                  "maxloc, and ordered<> or accumulate<> of them) combine on the device for arithmetic types (not "
+                  "long double), std::byte, plait::half, plait::bfloat16 and value_index of those; a user reduction "
                   "(plait::reduction) or a class element type combines only on the host: reduce host buffers "
                   "(the shm or MPI transport, or the NVLink host emulation)");
     return nullptr;
