@@ -42,8 +42,9 @@ struct thrust_runner {
   }
 };
 
-/// A float-like value: a quarter special (zeros of both signs, infinities,
-/// NaNs with payloads, subnormals, ties), the rest moderate numbers.
+/// A float-like value: nearly half special (random bits: every class, NaN
+/// payloads and subnormals among them; zeros of both signs; NaNs), the rest
+/// moderate numbers.
 template <class F>
 F random_floating(std::mt19937_64& rng) {
   using bits = std::conditional_t<sizeof(F) == 2, std::uint16_t,
@@ -62,6 +63,18 @@ F random_floating(std::mt19937_64& rng) {
   }
   if (pick == 4) return from_bits(static_cast<bits>(bits{1} << (sizeof(F) * 8 - 1)));  // -0
   if (pick == 5) return from_bits(0);
+  if (pick == 6) {
+    // A NaN with a random payload and sign: often enough that two meet, where
+    // the left one's payload must win (the host kernel's rule).
+    constexpr int mantissa_bits =
+        sizeof(F) == 2 ? (std::is_same_v<F, plait::bfloat16> ? 7 : 10) : (sizeof(F) == 4 ? 23 : 52);
+    const bits mantissa_mask = static_cast<bits>((bits{1} << mantissa_bits) - 1);
+    const bits exponent =
+        static_cast<bits>(~bits{0} & ~mantissa_mask & static_cast<bits>(~(bits{1} << (sizeof(F) * 8 - 1))));
+    bits payload = static_cast<bits>(rng() & mantissa_mask);
+    if (payload == 0) payload = 1;
+    return from_bits(static_cast<bits>(exponent | payload | (rng() % 2 == 0 ? 0 : bits{1} << (sizeof(F) * 8 - 1))));
+  }
   std::uniform_real_distribution<float> value(-8.0f, 8.0f);
   if constexpr (std::is_class_v<F>) {
     return F(value(rng));
