@@ -11,6 +11,7 @@
 
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "support/algorithm_lists.hpp"
+#include "support/deny_vm_readv.hpp"
 #include "support/harness.hpp"
 #include "support/order_sensitive.hpp"
 
@@ -900,3 +902,54 @@ TEST_CASE("check mode refuses an ordered float reduction while the thread flushe
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 #endif
+
+namespace {
+
+/// all_reduce and reduce_scatter (ring) of `block` elements per rank: the
+/// results against the serial sum, and whether arriving partials were
+/// combined as they came (bytes_combined_on_receive) rather than staged.
+std::string combined_as_they_arrive(plait::shm::communicator& comm, std::size_t block) {
+  const int p = comm.size();
+  const std::size_t n = block * static_cast<std::size_t>(p);
+  std::vector<std::int32_t> send(n);
+  for (std::size_t i = 0; i < n; ++i) send[i] = contribution(comm.rank(), i, 5);
+  std::vector<std::int32_t> recv(n, -7);
+  std::vector<std::int32_t> part(block, -7);
+  const std::uint64_t before = comm.bytes_combined_on_receive();
+  plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+  std::string v = check_result(recv, plait::sum{}, p, 0, 5, "all_reduce");
+  plait::reduce_scatter<plait::ring>(comm, send, part, plait::sum{});
+  if (v.empty())
+    v = check_result(part, plait::sum{}, p, static_cast<std::size_t>(comm.rank()) * block, 5, "reduce_scatter");
+  // Ring: P - 1 arrivals combined per call, each one block.
+  const std::uint64_t want = block == 0 ? 0 : 2 * static_cast<std::uint64_t>(p - 1) * block * sizeof(std::int32_t);
+  if (v.empty() && comm.bytes_combined_on_receive() - before != want) {
+    v = "combined " + std::to_string(comm.bytes_combined_on_receive() - before) + " bytes on receive, expected " +
+        std::to_string(want);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("on shm a reduction folds each arriving partial in as it comes, from a slot or the sender's buffer",
+          "[reduce][fused]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5);
+  // Empty; chunks through the slots; one reference; a reference that another
+  // process reads in several 64 KiB pieces.
+  const std::size_t block = GENERATE(std::size_t{0}, std::size_t{16}, std::size_t{8192}, std::size_t{40000});
+  CAPTURE(plait_test::to_string(m), ranks, block);
+  const auto verdicts = plait_test::run_ranks(
+      m, ranks, [&](plait::shm::communicator& comm) -> std::string { return combined_as_they_arrive(comm, block); });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("where process_vm_readv is refused a reduction still folds partials in as they arrive through the slots",
+          "[reduce][fused]") {
+  const auto verdicts = plait_test::run_ranks(mode::processes, 3, [](plait::shm::communicator& comm) -> std::string {
+    if (!plait_test::deny_process_vm_readv(EPERM)) return "cannot install the seccomp filter";
+    return combined_as_they_arrive(comm, 40000);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

@@ -12,7 +12,9 @@
 // left by a process that ended are swept.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +22,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -141,20 +144,27 @@ TEST_CASE("a pool segment created after the first collective is still read in pl
     const auto p = static_cast<std::size_t>(comm.size());
     shm_vector<std::uint32_t> small(2048, a);
     shm_vector<std::uint32_t> small_all(2048 * p, a);
+    // A rank that stopped before a collective would leave its peers waiting:
+    // a hang here names the late peer well inside the test's own timeout.
+    comm.set_timeout(std::chrono::seconds(60));
     plait::all_gather<plait::ring>(comm, small, small_all);
-    if (a.resource().segment_count() != 1) return "the first segment was not the only one";
+    // Every rank takes part in every collective below; what went wrong before one is reported after it.
+    std::string problem;
+    if (a.resource().segment_count() != 1) problem = "the first segment was not the only one";
     // 4 MiB: more than the first segment holds, so a second one is created now.
     const std::size_t n = std::size_t{1} << 20;
     shm_vector<std::uint32_t> large(a);
     for (std::size_t i = 0; i < n; ++i) large.push_back(make_value<std::uint32_t>(comm.rank(), i));
-    if (a.resource().segment_count() < 2) return "no new segment was created";
-    // Threads share one address space: no segment needs a name.
+    if (a.resource().segment_count() < 2) problem = "no new segment was created";
+    // Threads share one address space: no segment needs a name, not even
+    // for a moment (a peer thread may be creating one while this one looks).
     const std::size_t names = own_pool_names();
-    if (m == mode::threads && names != 0) return "a pool of threads named its segments";
-    if (m == mode::processes && names != a.resource().segment_count()) return "segment names are missing";
+    if (m == mode::threads && names != 0) problem = "a pool of threads named its segments";
+    if (m == mode::processes && names != a.resource().segment_count()) problem = "segment names are missing";
     std::vector<std::uint32_t> all(n * p);
     const std::uint64_t before = comm.bytes_read_in_place();
     plait::all_gather<plait::ring>(comm, large, all);
+    if (!problem.empty()) return problem;
     for (std::size_t i = 0; i < all.size(); ++i) {
       if (all[i] != make_value<std::uint32_t>(static_cast<int>(i / n), i % n)) return "the all_gather differs";
     }
@@ -167,6 +177,33 @@ TEST_CASE("a pool segment created after the first collective is still read in pl
   });
   REQUIRE(plait_test::failures(verdicts) == "");
   REQUIRE(plait_test::leaked_objects("plait-p").empty());
+}
+
+TEST_CASE("a pool of threads never puts a name in /dev/shm even while it creates a segment", "[shm][allocator]") {
+  // Once, a pool of threads created each segment under a name and removed
+  // the name at once; a rank that looked at /dev/shm in between saw a name
+  // (and a crash there would have leaked it). A watcher looks all the time
+  // while pools of threads create segments.
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> seen{0};
+  std::thread watcher([&] {
+    while (!stop.load(std::memory_order_relaxed)) seen.fetch_add(own_pool_names(), std::memory_order_relaxed);
+  });
+  std::vector<std::string> verdicts;
+  for (int round = 0; round < 100 && verdicts.empty(); ++round) {
+    const auto v = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+      plait::shm::allocator<std::byte> a{comm};
+      // Past the first 1 MiB segment: two segments per rank.
+      const shm_vector<std::byte> first(std::size_t{1} << 19, std::byte{1}, a);
+      const shm_vector<std::byte> second(std::size_t{1} << 20, std::byte{2}, a);
+      return a.resource().segment_count() == 2 ? std::string{} : "expected two segments";
+    });
+    if (!plait_test::failures(v).empty()) verdicts = v;
+  }
+  stop = true;
+  watcher.join();
+  REQUIRE(plait_test::failures(verdicts) == "");
+  CHECK(seen.load() == 0);
 }
 
 TEST_CASE("pool memory is read in place where process_vm_readv is refused", "[shm][allocator]") {

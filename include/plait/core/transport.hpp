@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/receive_combine.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -80,6 +81,13 @@ inline constexpr int user_tag = 0;
 ///   next_tag(call_stamp) -> int                                  stamps_calls [core]
 ///        a tag that remembers what the call is, so a transport with a message
 ///        header can refuse a message of another collective (call_stamp)
+///   irecv_combine(peer, bytes, const receive_combine&, tag) -> request   combines_on_receive
+///   combines_on_receive(granule) -> bool
+///        a receive that combines each arriving piece into `bytes` with the
+///        reduction (core/receive_combine.hpp) where it can read it, instead
+///        of landing the message in staging first (the fold run's fused
+///        combine); the second member says whether elements of `granule`
+///        bytes can be combined that way (else the fold run stages)
 ///   static cost_model()                                          has_cost_model
 ///        what plait::automatic assumes about this transport (algorithm/automatic.hpp)
 ///   test_all(span<request>, deadline) -> bool                    tests_requests
@@ -204,6 +212,12 @@ template <class Comm>
 concept has_check_mode = requires(const Comm& comm) { { comm.check_mode() } -> std::convertible_to<bool>; };
 template <class Comm>
 concept stamps_calls = requires(Comm& comm, call_stamp stamp) { { comm.next_tag(stamp) } -> std::same_as<int>; };
+template <class Comm>
+concept combines_on_receive = requires(Comm& comm, const Comm& const_comm, std::span<std::byte> in,
+                                      const receive_combine& how) {
+  { comm.irecv_combine(0, in, how, 0) } -> std::same_as<typename Comm::request>;
+  { const_comm.combines_on_receive(std::size_t{4}) } -> std::convertible_to<bool>;
+};
 template <class Comm>
 concept has_cost_model = requires { Comm::cost_model(); };
 template <class Comm>

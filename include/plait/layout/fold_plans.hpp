@@ -220,6 +220,23 @@ class fold_plan_of {
       out += bytes;
     }
   }
+  /// Bytes of one element as partials combine, when a block may be combined
+  /// a part at a time (one member: a bundle's block mixes element types);
+  /// else 0. The fold run's combining receives need it.
+  [[nodiscard]] std::size_t combine_granule() const {
+    if constexpr (Members == 1) {
+      return members_[0].kernel().wire_bytes;
+    } else {
+      return 0;
+    }
+  }
+  /// out = left op right over the first `bytes` bytes (a multiple of
+  /// combine_granule()); any part of any block, the combine being elementwise.
+  void combine_part(const std::byte* left, const std::byte* right, std::byte* out, std::size_t bytes) const
+      requires(Members == 1) {
+    const reduction_kernel& k = members_[0].kernel();
+    k.combine(k.state, left, right, out, bytes / k.wire_bytes);
+  }
   [[nodiscard]] bool has_result(int block) const { return members_[0].all_results || block == members_[0].rank; }
   /// `block`'s combined bytes into the results, finished (avg divides
   /// before a widened result is rounded back).

@@ -7,12 +7,16 @@
 // Each block this rank works on has an accumulator: until something arrives
 // for it, the rank's own contribution (read where it lies, or prepared once
 // into the accumulator when the reduction prepares inputs, as premul_sum
-// does). A send carries the accumulator. Every receive lands in staging, and
+// does). A send carries the accumulator. A receive lands in staging, and
 // once the whole step has arrived the receives are applied in the order the
 // schedule lists them: placed (the accumulator becomes the arriving block) or
 // combined with the kernel, the arriving partial on the side the schedule
 // says (the lower ranks' partial on the left), or the own contribution folded
-// in (own_contribution). After the last step every block the rank ends with
+// in (own_contribution). A receive of one block that meets no other arrival
+// in its step and whose block does not leave in it skips staging: a placed
+// one is received straight into the accumulator, a combined one, where the
+// transport combines on receive (shm), is folded into the accumulator piece
+// by piece as it arrives. After the last step every block the rank ends with
 // is finished (avg divides) and written to its result: a result is written
 // only then, so an in-place call reads its contributions until the end.
 //
@@ -22,6 +26,7 @@
 // engine runs the same work as kernels on its stream. The run is the same.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -32,6 +37,7 @@
 #include "plait/algorithm/schedule.hpp"
 #include "plait/core/blame.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/receive_combine.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/scratch.hpp"
 #include "plait/core/stream_copy.hpp"
@@ -145,6 +151,9 @@ class schedule_run<Comm, Plan> {
   }
 
  private:
+  /// How one of a step's receives reaches its block (see the top of this header).
+  enum class arrival_path : unsigned char { staged, placed, combined };
+
   struct block_state {
     buffer partial;       // the accumulator once anything is folded in or prepared
     bool folded = false;  // partial holds the block (else the own contribution stands for it)
@@ -179,12 +188,51 @@ class schedule_run<Comm, Plan> {
     return into;
   }
 
+  static bool names(const transfer& t, int block) {
+    return std::find(t.blocks.begin(), t.blocks.end(), block) != t.blocks.end();
+  }
+
+  /// Whether receive `t` of `current_step` may skip staging, and how.
+  arrival_path path_of(const step& current_step, const transfer& t) const {
+    if (t.peer == own_contribution || t.blocks.size() != 1) return arrival_path::staged;
+    const int block = t.blocks.front();
+    if (plan_.block_bytes(block) == 0) return arrival_path::staged;
+    // Another arrival for the block is applied in the schedule's order after
+    // the step; a send of it reads the accumulator while this one arrives.
+    for (const transfer& other : current_step.recvs) {
+      if (&other != &t && names(other, block)) return arrival_path::staged;
+    }
+    for (const transfer& send : current_step.sends) {
+      if (names(send, block)) return arrival_path::staged;
+    }
+    if (t.arrival == fold::none) return arrival_path::placed;
+    if constexpr (combines_on_receive<Comm> &&
+                  requires(const Plan& p, const std::byte* in, std::byte* out) { p.combine_part(in, in, out, 0); }) {
+      const std::size_t granule = plan_.combine_granule();
+      if (granule != 0 && comm_.combines_on_receive(granule)) return arrival_path::combined;
+    }
+    return arrival_path::staged;
+  }
+
+  /// A combining receive's combine: the plan's, on any whole elements.
+  static void combine_with_plan(const void* plan, const std::byte* left, const std::byte* right, std::byte* out,
+                                std::size_t bytes) {
+    if constexpr (requires(const Plan& p, const std::byte* in, std::byte* o) { p.combine_part(in, in, o, 0); }) {
+      static_cast<const Plan*>(plan)->combine_part(left, right, out, bytes);
+    }
+  }
+
   void post(const step& current_step) {
     requests_.clear();
-    // Receives into staging, one run per message, in list order.
+    paths_.clear();
+    for (const transfer& t : current_step.recvs) paths_.push_back(path_of(current_step, t));
+    combines_.clear();
+    combines_.reserve(current_step.recvs.size());  // requests point at them: no reallocation while posting
+    // Staged receives into staging, one run per message, in list order.
     std::size_t recv_bytes = 0;
-    for (const transfer& t : current_step.recvs) {
-      if (t.peer == own_contribution) continue;
+    for (std::size_t i = 0; i < current_step.recvs.size(); ++i) {
+      const transfer& t = current_step.recvs[i];
+      if (t.peer == own_contribution || paths_[i] != arrival_path::staged) continue;
       for (int b : t.blocks) recv_bytes += plan_.block_bytes(b);
     }
     std::size_t send_bytes = 0;
@@ -196,8 +244,28 @@ class schedule_run<Comm, Plan> {
     if (recv_staging_.size() < recv_bytes) recv_staging_ = engine_.allocate(recv_bytes);
     if (send_staging_.size() < send_bytes) send_staging_ = engine_.allocate(send_bytes);
     std::size_t at = 0;
-    for (const transfer& t : current_step.recvs) {
+    for (std::size_t i = 0; i < current_step.recvs.size(); ++i) {
+      const transfer& t = current_step.recvs[i];
       if (t.peer == own_contribution) continue;
+      if (paths_[i] != arrival_path::staged) {
+        const int b = t.blocks.front();
+        const std::size_t bytes = plan_.block_bytes(b);
+        if (paths_[i] == arrival_path::placed) {
+          requests_.push_back(comm_.irecv(t.peer, std::span<std::byte>(partial_of(b), bytes), tag_));
+          continue;
+        }
+        if constexpr (combines_on_receive<Comm>) {
+          const std::byte* held = current(b);  // the accumulator, or the contribution where it lies
+          combines_.push_back(receive_combine{.held = held,
+                                              .arriving_left = t.arrival == fold::from_left,
+                                              .granule = plan_.combine_granule(),
+                                              .combine = &combine_with_plan,
+                                              .context = &plan_});
+          requests_.push_back(
+              comm_.irecv_combine(t.peer, std::span<std::byte>(partial_of(b), bytes), combines_.back(), tag_));
+        }
+        continue;
+      }
       std::size_t bytes = 0;
       for (int b : t.blocks) bytes += plan_.block_bytes(b);
       requests_.push_back(comm_.irecv(t.peer, std::span<std::byte>(recv_staging_.data() + at, bytes), tag_));
@@ -235,7 +303,12 @@ class schedule_run<Comm, Plan> {
   /// The step's receives, in the schedule's order, into the accumulators.
   void fold_arrivals(const step& current_step) {
     std::size_t at = 0;
-    for (const transfer& t : current_step.recvs) {
+    for (std::size_t i = 0; i < current_step.recvs.size(); ++i) {
+      const transfer& t = current_step.recvs[i];
+      if (paths_[i] != arrival_path::staged) {  // already in its accumulator
+        blocks_[static_cast<std::size_t>(t.blocks.front())].folded = true;
+        continue;
+      }
       for (int b : t.blocks) {
         const std::size_t bytes = plan_.block_bytes(b);
         const std::byte* arriving = nullptr;
@@ -299,6 +372,8 @@ class schedule_run<Comm, Plan> {
   folds_type& folds_;      // who runs the plan's element work
   std::vector<block_state> blocks_;
   std::vector<typename Comm::request> requests_;
+  std::vector<arrival_path> paths_;        // the current step's receives, in list order
+  std::vector<receive_combine> combines_;  // its combining receives' instructions
   buffer recv_staging_;
   buffer send_staging_;
   buffer arriving_scratch_;  // an own contribution folded in as an arrival

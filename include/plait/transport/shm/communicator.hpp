@@ -89,7 +89,8 @@ struct pending {
   const std::span<const std::byte>* out_pieces = nullptr;
   const std::span<std::byte>* in_pieces = nullptr;
   std::size_t piece_count = 0;
-  std::size_t nonempty_pieces = 0;  // of a vectored send: what its reference lists
+  std::size_t nonempty_pieces = 0;           // of a vectored send: what its reference lists
+  const receive_combine* combine = nullptr;  // irecv_combine: fold arrivals into `in` instead of copying them
 };
 
 /// This rank's side of the two channels to one peer.
@@ -233,6 +234,24 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// Posts a receive of one message into the concatenation of `pieces` (its
   /// length must equal their total); the list stays valid until completion.
   request irecvv(int peer, std::span<const std::span<std::byte>> pieces, int tag = user_tag);
+  /// Posts a receive that combines its message into `into` as it arrives
+  /// (core/receive_combine.hpp): a chunk straight out of its slot, a
+  /// reference from the peer's memory where this rank reads it with plain
+  /// loads (a thread's buffer, a shared buffer, a pool segment), else in
+  /// pieces of at most 64 KiB read with process_vm_readv into a buffer that
+  /// stays in cache. `how` and its operand stay valid until completion;
+  /// combines_on_receive(how.granule) must hold.
+  request irecv_combine(int peer, std::span<std::byte> into, const receive_combine& how, int tag = user_tag);
+  /// Whether irecv_combine can combine elements of `granule` bytes: every
+  /// chunk and piece is then a whole number of them.
+  [[nodiscard]] bool combines_on_receive(std::size_t granule) const noexcept {
+    return segment_ && granule != 0 && granule <= detail::combine_piece_bytes &&
+           segment_->shape().slot_bytes % granule == 0;
+  }
+  /// Payload bytes this rank combined as they arrived (irecv_combine): how
+  /// to tell a reduction skipped its staging copy.
+  [[nodiscard]] std::uint64_t bytes_combined_on_receive() const noexcept { return bytes_combined_on_receive_; }
+
   /// Payload bytes this rank posted with isendv: how to tell the executor
   /// sent a message from several buffers without packing it.
   [[nodiscard]] std::uint64_t bytes_sent_vectored() const noexcept { return bytes_sent_vectored_; }
@@ -402,6 +421,12 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// `segment_id` of `pool` (made by `pid`), mapped here; null when it cannot be.
   std::byte* pool_copy(int peer, std::int32_t pid, detail::pool_key pool, std::size_t bytes, std::uint64_t segment_id,
                        std::uint64_t offset) noexcept;
+  /// Combines `bytes` arriving bytes at `offset` of combining receive `m`.
+  void combine_arrival(const pending& m, const std::byte* arriving, std::size_t offset, std::size_t bytes);
+  /// A combining receive of a reference from another process: reads pieces
+  /// with process_vm_readv and combines each. 0 when done, else the errno
+  /// that stopped it, with `read` bytes combined before it.
+  int combine_from_process(std::int32_t pid, std::uint64_t address, pending& m, std::size_t& read);
   /// Copies `bytes` from src into dst and, unless `also` is null, into `also`.
   static void copy_for_both(std::byte* dst, std::byte* also, const std::byte* src, std::size_t bytes) noexcept;
 
@@ -448,6 +473,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
   std::uint64_t bytes_copied_for_senders_ = 0;
   std::uint64_t bytes_sent_vectored_ = 0;
   std::uint64_t bytes_copied_vectored_ = 0;
+  std::uint64_t bytes_combined_on_receive_ = 0;
+  std::vector<std::byte> combine_piece_;    // a combining receive's piece read from another process
   mutable std::uint64_t send_lookups_ = 0;  // counted by the const locate_send
   unsigned test_looks_ = 0;                 // test_all calls, to look for lost peer processes now and then
   bool test_published_ = false;             // test_all published a wait record not yet ended

@@ -70,6 +70,14 @@ inline constexpr std::size_t copy_for_sender_bytes = std::size_t{256} << 10;
 /// 4 KiB pieces 76 against 104 us.
 inline constexpr std::size_t process_vector_piece_bytes = std::size_t{2} << 10;
 
+/// A combining receive (irecv_combine) of another process's buffer reads
+/// pieces of this size with process_vm_readv and combines each while it is
+/// in cache: the staging a whole message would take (written to memory,
+/// read back for the combine) never leaves L2. The same size as
+/// copy_for_both's pieces, which measured best for a read followed by a
+/// second pass (bench/cma-vs-copy).
+inline constexpr std::size_t combine_piece_bytes = std::size_t{64} << 10;
+
 /// From a shared buffer, single copy pays off much earlier: the receiver reads
 /// with a plain memcpy, the only cost over chunks is the acknowledgement.
 inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;

@@ -119,6 +119,11 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
     if (header.tag == static_cast<std::uint32_t>(m.tag))
       check_header(peer, m, header, detail::check_stamp(header, m.stamp));
     const bool vector_reference = header.kind == static_cast<std::uint32_t>(detail::slot_kind::vector_reference);
+    if (vector_reference && m.combine != nullptr) [[unlikely]] {
+      // A combining receive is the fold run's, and so is its peer's send: one buffer, never pieces.
+      plait::detail::fail(errc::transport, {"a vectored message arrived where a reduction combines a partial"},
+                          where("irecv", peer));
+    }
     if (header.kind == static_cast<std::uint32_t>(detail::slot_kind::reference) || vector_reference) {
       check_header(
           peer, m, header,
@@ -143,8 +148,10 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
     }
     check_header(peer, m, header,
                  detail::check_slot(header, static_cast<std::uint32_t>(m.tag), m.bytes, m.done, slot_bytes));
-    const bool stream = m.bytes >= detail::chunk_stream_bytes();
-    if (header.chunk_bytes != 0 && m.in_pieces != nullptr) {
+    const bool stream = m.combine == nullptr && m.bytes >= detail::chunk_stream_bytes();
+    if (header.chunk_bytes != 0 && m.combine != nullptr) {
+      combine_arrival(m, segment_->payload(peer, rank(), p.tail), m.done, header.chunk_bytes);
+    } else if (header.chunk_bytes != 0 && m.in_pieces != nullptr) {
       detail::scatter_pieces(segment_->payload(peer, rank(), p.tail), header.chunk_bytes, {m.in_pieces, m.piece_count},
                              m.done, stream);
     } else if (header.chunk_bytes != 0) {

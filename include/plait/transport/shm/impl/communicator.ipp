@@ -211,6 +211,19 @@ PLAIT_DECL communicator::request communicator::irecv(int peer, std::span<std::by
   return {peer, false, state.recvs_posted++};
 }
 
+PLAIT_DECL communicator::request communicator::irecv_combine(int peer, std::span<std::byte> into,
+                                                             const receive_combine& how, int tag) {
+  if (!combines_on_receive(how.granule) || how.combine == nullptr) [[unlikely]] {
+    check_usable("irecv_combine");
+    plait::detail::fail(errc::invalid_argument,
+                        {"irecv_combine: cannot combine elements of ", how.granule, " bytes in this group's pieces"},
+                        where("irecv", peer));
+  }
+  const request r = irecv(peer, into, tag);
+  peers_[static_cast<std::size_t>(peer)].recvs.back().combine = &how;
+  return r;
+}
+
 PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline until) {
   check_usable("wait_all");
   // Ends the wait record published below, however the wait ends.

@@ -147,28 +147,32 @@ PLAIT_DECL memory_resource::segment& memory_resource::add_segment(std::size_t at
   auto s = std::make_unique<segment>();
   s->id = segments_.size() + 1;
   const std::string name = detail::pool_segment_name(pid_, key_, s->id);
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  // A pool no other process opens gets no name at all, not even for a
+  // moment: a name briefly in /dev/shm is one a crash can leak, and one a
+  // scan of the names can see.
+  const bool named = named_;
+  const int fd =
+      named ? shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600) : memfd_create("plait-pool", MFD_CLOEXEC);
   if (fd < 0) throw error(errc::transport, detail::system_message("cannot create pool segment", name), at);
+  auto unlink_name = [&] {
+    if (named) shm_unlink(name.c_str());
+  };
   // fchmod: the umask may have cleared bits of 0600 but never adds any.
   if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const std::string message = detail::system_message("cannot size pool segment", name);
     close(fd);
-    shm_unlink(name.c_str());
+    unlink_name();
     throw error(errc::transport, message + " (" + std::to_string(bytes) + " bytes; is /dev/shm large enough?)", at);
   }
   try {
     s->base = detail::map_and_close(fd, bytes, "pool segment", name, at);
   } catch (...) {
-    shm_unlink(name.c_str());
+    unlink_name();
     throw;
   }
   s->bytes = bytes;
   s->free.emplace(0, bytes);
-  if (named_) {
-    s->name = name;
-  } else {
-    shm_unlink(name.c_str());  // nobody will open it by name
-  }
+  if (named) s->name = name;
   segment& added = *s;
   try {
     segments_.push_back(std::move(s));

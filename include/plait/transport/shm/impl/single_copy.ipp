@@ -129,9 +129,14 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
                            in_pool ? "-byte pool segment)" : "-byte shared buffer)"},
                           where("irecv", peer));
     }
+    bytes_read_in_place_ += m.bytes;
+    if (m.combine != nullptr) {  // straight out of the peer's buffer; a sender's copy is its own
+      combine_arrival(m, mapped.data() + offset, 0, m.bytes);
+      finish(detail::reference_state::done);
+      return true;
+    }
     std::byte* also = copy_destination();
     copy_for_both(m.in, also, mapped.data() + offset, m.bytes);
-    bytes_read_in_place_ += m.bytes;
     if (also != nullptr) {
       bytes_copied_for_senders_ += m.bytes;
       detail::atomic(shared.copy_written).store(1, std::memory_order_relaxed);  // published by `done`
@@ -142,6 +147,12 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   if (segment_->is_local(peer)) {
     // A thread of this process (known here, not read from the segment): its
     // buffer is in our address space, and stays valid until we say done.
+    if (m.combine != nullptr) {
+      if (in_pool) bytes_read_in_place_ += m.bytes;
+      combine_arrival(m, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), 0, m.bytes);
+      finish(detail::reference_state::done);
+      return true;
+    }
     std::byte* also = copy_destination();
     copy_for_both(m.in, also, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(address)), m.bytes);
     if (in_pool) bytes_read_in_place_ += m.bytes;  // a pool buffer of a thread: in place, nothing to map
@@ -159,6 +170,18 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
     plait::detail::fail(errc::transport, {"corrupt single-copy slot (pid ", pid, ")"}, where("irecv", peer));
   }
   std::size_t copied = 0;
+  if (m.combine != nullptr) {
+    const int reason = combine_from_process(pid, address, m, copied);
+    if (reason == 0) {
+      finish(detail::reference_state::done);
+      return true;
+    }
+    finish(detail::reference_state::refused);
+    if (copied == 0 && (reason == EPERM || reason == ENOSYS || reason == EACCES)) return false;  // chunks from now on
+    plait::detail::fail(reason == ESRCH ? errc::peer_lost : errc::transport,
+                        {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
+                        where("irecv", peer));
+  }
   while (copied < m.bytes) {
     iovec local{m.in + copied, m.bytes - copied};
     iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + copied)), m.bytes - copied};
@@ -268,6 +291,46 @@ PLAIT_DECL bool communicator::copy_vector_reference(int peer, pending& m, std::s
   plait::detail::fail(reason == ESRCH ? errc::peer_lost : errc::transport,
                       {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
                       where("irecv", peer));
+}
+
+PLAIT_DECL void communicator::combine_arrival(const pending& m, const std::byte* arriving, std::size_t offset,
+                                              std::size_t bytes) {
+  const receive_combine& how = *m.combine;
+  const std::byte* held = how.held + offset;
+  std::byte* out = m.in + offset;
+  if (how.arriving_left) {
+    how.combine(how.context, arriving, held, out, bytes);
+  } else {
+    how.combine(how.context, held, arriving, out, bytes);
+  }
+  bytes_combined_on_receive_ += bytes;
+}
+
+PLAIT_DECL int communicator::combine_from_process(std::int32_t pid, std::uint64_t address, pending& m,
+                                                  std::size_t& read) {
+  // Whole elements per piece, so each piece combines on its own.
+  const std::size_t granule = m.combine->granule;
+  const std::size_t piece = std::min(m.bytes, detail::combine_piece_bytes / granule * granule);
+  if (combine_piece_.size() < piece) combine_piece_.resize(piece);
+  read = 0;
+  while (read < m.bytes) {
+    const std::size_t n = std::min(piece, m.bytes - read);
+    std::size_t got = 0;
+    while (got < n) {
+      iovec local{combine_piece_.data() + got, n - got};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + read + got)), n - got};
+      const ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+      if (r > 0) {
+        got += static_cast<std::size_t>(r);
+        continue;
+      }
+      const int reason = r == 0 ? EFAULT : errno;
+      if (reason != EINTR) return reason;
+    }
+    combine_arrival(m, combine_piece_.data(), read, n);
+    read += n;
+  }
+  return 0;
 }
 
 [[gnu::noinline]] PLAIT_DECL std::byte* communicator::sender_copy(int peer, std::size_t bytes, std::uint64_t address,
