@@ -473,6 +473,49 @@ static void test_pairs(MPI_Comm comm) {
   expect_same("MPI_Allreduce(MPI_DOUBLE_INT, MPI_MAXLOC)", &same, &(int){1}, sizeof same, comm);
 }
 
+/* The reduce-scatters at sizes where across nodes they go node by node
+ * (src/pmpi/node_aware.hpp): uneven counts with zeros among them, and a
+ * block of an odd size, out of place and in place, against the serial
+ * reference (the doubles hold small integers, so every order sums exactly). */
+static void test_reduce_scatter_sizes(MPI_Comm comm, MPI_Datatype type) {
+  int p, r, size;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &r);
+  MPI_Type_size(type, &size);
+  int* counts = malloc(sizeof(int) * p);
+  int total = 0, offset = 0;
+  for (int i = 0; i < p; ++i) total += counts[i] = i % 3 == 1 ? 0 : 300 + 17 * i;
+  for (int i = 0; i < r; ++i) offset += counts[i];
+  const int block = 257;
+  size_t big = (size_t)(block * p > total ? block * p : total);
+  char *send = malloc(big * size), *got = malloc(big * size), *want = malloc(big * size), *all = malloc(big * size);
+  char what[160];
+  const char* label = type == MPI_INT ? "MPI_INT" : "MPI_DOUBLE";
+  fill_typed(r, send, (int)big, type, 3);
+  serial_reduce(all, (int)big, type, MPI_SUM, p, 3);
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    memcpy(got, send, big * size);
+    memcpy(want, send, big * size); /* past the result, recvbuf is left as it was */
+    memcpy(want, all + (size_t)offset * size, (size_t)counts[r] * size);
+    MPI_Reduce_scatter(in_place ? MPI_IN_PLACE : send, got, counts, type, MPI_SUM, comm);
+    snprintf(what, sizeof what, "MPI_Reduce_scatter(%s%s, MPI_SUM, uneven counts)", in_place ? "MPI_IN_PLACE, " : "",
+             label);
+    expect_same(what, got, want, big * size, comm);
+    memcpy(got, send, big * size);
+    memcpy(want, send, big * size);
+    memcpy(want, all + (size_t)(r * block) * size, (size_t)block * size);
+    MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : send, got, block, type, MPI_SUM, comm);
+    snprintf(what, sizeof what, "MPI_Reduce_scatter_block(%s%s, MPI_SUM, %d)", in_place ? "MPI_IN_PLACE, " : "", label,
+             block);
+    expect_same(what, got, want, big * size, comm);
+  }
+  free(send);
+  free(got);
+  free(want);
+  free(all);
+  free(counts);
+}
+
 /* What passes to PMPI must still be right: MPI_LONG_DOUBLE is not mapped. */
 static void test_passed(MPI_Comm comm) {
   long double send[3] = {1.0L * rank, 2.0L, -3.0L * rank}, got[3], want[3];
@@ -503,6 +546,8 @@ static void test_reductions(MPI_Comm comm) {
   test_reduction(comm, MPI_FLOAT, MPI_SUM, "MPI_FLOAT, MPI_SUM");
   test_reduction(comm, MPI_DOUBLE, MPI_SUM, "MPI_DOUBLE, MPI_SUM");
   test_reduction(comm, MPI_DOUBLE, MPI_MIN, "MPI_DOUBLE, MPI_MIN");
+  test_reduce_scatter_sizes(comm, MPI_INT);
+  test_reduce_scatter_sizes(comm, MPI_DOUBLE);
 
   /* A contiguous derived type: two ints per element, summed as ints (Open
    * MPI itself refuses predefined ops on derived types, so the reference is
