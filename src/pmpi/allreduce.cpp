@@ -32,8 +32,7 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
       on_levels(*state, [&](auto& group) {
         const T* send = sendbuf == MPI_IN_PLACE ? nullptr : static_cast<const T*>(sendbuf);
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
-        if constexpr (std::is_same_v<std::decay_t<decltype(group)>, plait::mpi::node_levels> &&
-                      std::is_arithmetic_v<T>) {
+        if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
           if (all_reduce_by_nodes(group, send, recv, reduction)) return;
         }
         if (send == nullptr) {

@@ -45,6 +45,11 @@ element_type named_element(MPI_Datatype type) {
       {MPI_COUNT, element_class::signed_integer},
       {MPI_FLOAT, element_class::floating},
       {MPI_DOUBLE, element_class::floating},
+      {MPI_LONG_DOUBLE, element_class::floating},
+      {MPI_C_FLOAT_COMPLEX, element_class::complex_floating},
+      {MPI_C_DOUBLE_COMPLEX, element_class::complex_floating},
+      {MPI_CXX_FLOAT_COMPLEX, element_class::complex_floating},
+      {MPI_CXX_DOUBLE_COMPLEX, element_class::complex_floating},
       {MPI_C_BOOL, element_class::logical},
       {MPI_BYTE, element_class::byte},
       {MPI_2INT, element_class::integer_pair},
@@ -63,6 +68,10 @@ element_type named_element(MPI_Datatype type) {
       {MPI_REAL4, element_class::floating},
       {MPI_REAL8, element_class::floating},
       {MPI_DOUBLE_PRECISION, element_class::floating},
+      {MPI_COMPLEX, element_class::complex_floating},
+      {MPI_DOUBLE_COMPLEX, element_class::complex_floating},
+      {MPI_COMPLEX8, element_class::complex_floating},
+      {MPI_COMPLEX16, element_class::complex_floating},
       {MPI_2INTEGER, element_class::integer_pair},
   };
   for (const named& n : table) {

@@ -51,6 +51,7 @@ enum class element_class {
   signed_integer,
   unsigned_integer,
   floating,
+  complex_floating,  ///< C's, C++'s and Fortran's complex types: two floating values, as std::complex
   logical,
   byte,
   integer_pair,

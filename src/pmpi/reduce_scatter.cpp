@@ -1,9 +1,12 @@
-// MPI_Reduce_scatter: plait::reduce_scatter_v on the communicator's node levels.
+// MPI_Reduce_scatter: plait::reduce_scatter_v on one node's shared-memory
+// group, or node by node across nodes (node_aware.hpp).
 #include <algorithm>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "datatype.hpp"
+#include "node_aware.hpp"
 #include "reduction_dispatch.hpp"
 #include "serve.hpp"
 
@@ -46,6 +49,10 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf), total};
       const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
       on_levels(*state, [&](auto& group) {
+        // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
+        if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
+          if (reduce_scatter_by_nodes(group, all, mine, std::span<const std::size_t>{counts}, reduction)) return;
+        }
         plait::reduce_scatter_v<reduction_algorithm>(group, all, mine, counts, reduction);
       });
       if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));

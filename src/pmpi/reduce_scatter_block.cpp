@@ -1,9 +1,12 @@
-// MPI_Reduce_scatter_block: plait::reduce_scatter on the communicator's node levels.
+// MPI_Reduce_scatter_block: plait::reduce_scatter on one node's shared-memory
+// group, or node by node across nodes (node_aware.hpp).
 #include <algorithm>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "datatype.hpp"
+#include "node_aware.hpp"
 #include "reduction_dispatch.hpp"
 #include "serve.hpp"
 
@@ -37,7 +40,14 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
       const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf),
                                    n * static_cast<std::size_t>(P)};
       const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
-      on_levels(*state, [&](auto& group) { plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction); });
+      on_levels(*state, [&](auto& group) {
+        // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
+        if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
+          const std::vector<std::size_t> counts(static_cast<std::size_t>(P), n);
+          if (reduce_scatter_by_nodes(group, all, mine, std::span<const std::size_t>{counts}, reduction)) return;
+        }
+        plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction);
+      });
       if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
     });
   });

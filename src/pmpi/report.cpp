@@ -30,6 +30,9 @@ struct counters {
   std::atomic<std::uint64_t> passed_bytes{0};
 };
 counters table[function_count];
+// Communicators' states built and reused from the pool.
+std::atomic<std::uint64_t> states_built{0};
+std::atomic<std::uint64_t> states_reused{0};
 
 }  // namespace
 
@@ -48,10 +51,15 @@ void count_passed(function f, reason why, std::uint64_t bytes) noexcept {
   c.passed_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+void count_state(bool reused) noexcept {
+  (reused ? states_reused : states_built).fetch_add(1, std::memory_order_relaxed);
+}
+
 void print_report(MPI_Comm world) noexcept {
   if (!current().report) return;
   constexpr int per_function = 3 + reason_count;
-  std::uint64_t mine[function_count * per_function];
+  constexpr int cells = function_count * per_function + 2;  // then the states built and reused
+  std::uint64_t mine[cells];
   double seconds[function_count];
   for (int f = 0; f < function_count; ++f) {
     std::uint64_t* row = mine + f * per_function;
@@ -61,7 +69,9 @@ void print_report(MPI_Comm world) noexcept {
     for (int r = 0; r < reason_count; ++r) row[3 + r] = table[f].passed[r].load(std::memory_order_relaxed);
     seconds[f] = table[f].served_seconds.load(std::memory_order_relaxed);
   }
-  std::uint64_t sum[function_count * per_function];
+  mine[cells - 2] = states_built.load(std::memory_order_relaxed);
+  mine[cells - 1] = states_reused.load(std::memory_order_relaxed);
+  std::uint64_t sum[cells];
   double max_seconds[function_count];
   int rank = 0;
   int size = 1;
@@ -69,7 +79,7 @@ void print_report(MPI_Comm world) noexcept {
   PMPI_Comm_size(world, &size);
   int level = -1;
   PMPI_Query_thread(&level);  // the level provided, however MPI was initialised (Fortran's included)
-  if (PMPI_Reduce(mine, sum, function_count * per_function, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS ||
+  if (PMPI_Reduce(mine, sum, cells, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS ||
       PMPI_Reduce(seconds, max_seconds, function_count, MPI_DOUBLE, MPI_MAX, 0, world) != MPI_SUCCESS || rank != 0) {
     return;
   }
@@ -91,6 +101,8 @@ void print_report(MPI_Comm world) noexcept {
     }
     std::fprintf(stderr, "\n");
   }
+  std::fprintf(stderr, "communicator states: %llu built, %llu reused from the pool\n",
+               static_cast<unsigned long long>(sum[cells - 2]), static_cast<unsigned long long>(sum[cells - 1]));
 }
 
 }  // namespace plait_pmpi

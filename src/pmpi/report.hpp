@@ -29,6 +29,9 @@ void count_served(function f, std::uint64_t bytes, double seconds) noexcept;
 /// A call passed to PMPI.
 void count_passed(function f, reason why, std::uint64_t bytes) noexcept;
 
+/// A communicator's state made: reused from the pool, or built (state.cpp).
+void count_state(bool reused) noexcept;
+
 /// Sums every rank's counters on rank 0 of `world` and prints the table
 /// there, with the thread level MPI provided, if PLAIT_PMPI_REPORT=1
 /// (collective over `world`, from MPI_Finalize).

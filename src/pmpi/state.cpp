@@ -2,10 +2,15 @@
 
 #include "config.hpp"
 
+#include "report.hpp"
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <mutex>
+#include <random>
 #include <set>
 
 namespace plait_pmpi {
@@ -25,14 +30,23 @@ std::set<comm_state*>& live() {
   return states;
 }
 
-// The delete callback (MPI_Comm_free, MPI_Comm_delete_attr, teardown): the
-// plait communicators free their duplicates here, with PMPI.
-int delete_state(MPI_Comm, int, void* value, void*) {
-  auto* state = static_cast<comm_state*>(value);
-  {
-    const std::lock_guard<std::mutex> held(registry);
-    live().erase(state);
-  }
+// The pool: states of freed communicators, kept whole (the duplicate, the
+// node levels, their shared-memory segment and MPI communicators) for the
+// next communicator of the same ranks in the same order. Codes duplicate
+// communicators by the hundred, and building a state costs an MPI_Comm_dup,
+// three splits, a shared-memory segment created, mapped and attached by
+// every rank of a node, and several agreements. At most `pool_limit` states
+// per process, oldest out first. Under `registry`.
+constexpr std::size_t pool_limit = 16;
+std::deque<comm_state*>& pool() {
+  static std::deque<comm_state*> states;
+  return states;
+}
+
+// How many candidates a rank offers when a communicator's state is made.
+constexpr std::size_t offered = 4;
+
+void destroy(comm_state* state) noexcept {
   try {
     state->levels.reset();
     state->world.reset();
@@ -41,7 +55,93 @@ int delete_state(MPI_Comm, int, void* value, void*) {
     // to at this point, and no exception may cross into MPI.
   }
   delete state;
+}
+
+// Whether a state may serve another communicator: built, and nothing failed on it.
+bool reusable(const comm_state& state) {
+  return !state.failed && !state.members.empty() && state.world && state.levels && state.world->usable() &&
+         state.levels->intra().usable() && (state.levels->node_count() == 1 || state.levels->inter().usable());
+}
+
+// The delete callback (MPI_Comm_free, MPI_Comm_delete_attr, teardown): the
+// state goes to the pool, or (after teardown began, failed, or the pool
+// full) the plait communicators free their duplicates here, with PMPI.
+int delete_state(MPI_Comm, int, void* value, void*) {
+  auto* state = static_cast<comm_state*>(value);
+  comm_state* evicted = nullptr;
+  bool pooled = false;
+  {
+    const std::lock_guard<std::mutex> held(registry);
+    live().erase(state);
+    if (!torn_down.load(std::memory_order_acquire) && reusable(*state)) {
+      state->comm = MPI_COMM_NULL;
+      pool().push_back(state);
+      pooled = true;
+      if (pool().size() > pool_limit) {
+        evicted = pool().front();
+        pool().pop_front();
+      }
+    }
+  }
+  if (!pooled) destroy(state);
+  // Local: a peer that still pools its copy never finds this one's id again.
+  if (evicted != nullptr) destroy(evicted);
   return MPI_SUCCESS;
+}
+
+// comm's ranks as MPI_COMM_WORLD's ranks, in comm's order: what a pooled
+// state must match. Empty when some rank is not in MPI_COMM_WORLD (spawned
+// processes): such states are not pooled.
+std::vector<int> members_of(MPI_Comm comm) {
+  MPI_Group group = MPI_GROUP_NULL;
+  MPI_Group world = MPI_GROUP_NULL;
+  std::vector<int> out;
+  if (PMPI_Comm_group(comm, &group) == MPI_SUCCESS && PMPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS) {
+    int size = 0;
+    PMPI_Group_size(group, &size);
+    std::vector<int> ranks(static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
+    out.resize(ranks.size());
+    if (PMPI_Group_translate_ranks(group, size, ranks.data(), world, out.data()) != MPI_SUCCESS ||
+        std::find(out.begin(), out.end(), MPI_UNDEFINED) != out.end()) {
+      out.clear();
+    }
+  }
+  if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
+  if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
+  return out;
+}
+
+// Up to `offered` pooled states of these members, taken out of the pool so
+// that no other thread offers them for another communicator meanwhile.
+std::vector<comm_state*> reserve(const std::vector<int>& members) {
+  std::vector<comm_state*> taken;
+  if (members.empty()) return taken;
+  const std::lock_guard<std::mutex> held(registry);
+  for (auto it = pool().begin(); it != pool().end() && taken.size() < offered;) {
+    if ((*it)->members == members) {
+      taken.push_back(*it);
+      it = pool().erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return taken;
+}
+
+// Puts back what was reserved and not used.
+void unreserve(const std::vector<comm_state*>& states) {
+  const std::lock_guard<std::mutex> held(registry);
+  for (comm_state* state : states) pool().push_back(state);
+}
+
+std::uint64_t fresh_id() {
+  static std::mutex lock;
+  static std::mt19937_64 bits{std::random_device{}()};
+  const std::lock_guard<std::mutex> held(lock);
+  std::uint64_t id = 0;
+  while (id == 0) id = bits();
+  return id;
 }
 
 // The keyval, created at the first use on any thread; MPI_KEYVAL_INVALID if
@@ -58,11 +158,11 @@ int the_keyval() noexcept {
   return made;
 }
 
-// Builds the levels. All ranks of `comm` are here for the same call; a
-// barrier first bounds plait's set-up timeout (PLAIT_TIMEOUT, 300 s) to
-// set-up itself rather than to how late a legal program's rank arrives.
+// Builds the levels. All ranks of `comm` are here for the same call, and
+// have met in the pool's agreement (state_of), which bounds plait's set-up
+// timeout (PLAIT_TIMEOUT, 300 s) to set-up itself rather than to how late a
+// legal program's rank arrives.
 void build(comm_state& state) {
-  if (PMPI_Barrier(state.comm) != MPI_SUCCESS) throw plait::error(plait::errc::transport, "barrier failed", {});
   state.world.emplace(state.comm);
   // MPI semantics: a rank may legally keep its peers waiting for as long as
   // it likes, so no timeout (and therefore no poisoning by one).
@@ -72,6 +172,67 @@ void build(comm_state& state) {
   } else {
     state.levels.emplace(*state.world);
   }
+}
+
+// The state for a communicator that has none: a pooled one if every rank
+// holds the same, else a new one. The ranks agree (one PMPI_Allgather over
+// comm, which every rank reaches for the same call): each offers the ids of
+// the pooled states of comm's members it reserved, and rank 0 a fresh id;
+// the smallest id every rank offered is reused, else every rank builds a
+// state named by rank 0's fresh id. A state is only reused where every rank
+// holds it, so threads making states for different communicators at once
+// (each reserving its own candidates) never share one.
+comm_state* made_for(MPI_Comm comm) {
+  std::vector<int> members = members_of(comm);
+  std::vector<comm_state*> candidates = reserve(members);
+  int size = 0;
+  PMPI_Comm_size(comm, &size);
+  constexpr std::size_t slots = offered + 1;
+  std::uint64_t mine[slots] = {};
+  for (std::size_t i = 0; i < candidates.size(); ++i) mine[i] = candidates[i]->pool_id;
+  mine[offered] = fresh_id();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(size) * slots);
+  if (PMPI_Allgather(mine, static_cast<int>(slots), MPI_UINT64_T, all.data(), static_cast<int>(slots), MPI_UINT64_T,
+                     comm) != MPI_SUCCESS) {
+    unreserve(candidates);
+    return nullptr;
+  }
+  comm_state* chosen = nullptr;
+  for (comm_state* c : candidates) {
+    bool everywhere = true;
+    for (int r = 0; r < size && everywhere; ++r) {
+      const std::uint64_t* theirs = all.data() + static_cast<std::size_t>(r) * slots;
+      everywhere = std::find(theirs, theirs + offered, c->pool_id) != theirs + offered;
+    }
+    if (everywhere && (chosen == nullptr || c->pool_id < chosen->pool_id)) chosen = c;
+  }
+  std::erase(candidates, chosen);
+  unreserve(candidates);
+  if (chosen != nullptr) {
+    chosen->comm = comm;
+    count_state(true);
+    return chosen;
+  }
+  auto* state = new (std::nothrow) comm_state;
+  if (state == nullptr) return nullptr;
+  state->comm = comm;
+  state->members = std::move(members);
+  state->pool_id = all[offered];  // rank 0's fresh id
+  try {
+    build(*state);
+  } catch (const std::exception& e) {
+    // plait's set-up agrees its verdict over every rank (transport/mpi/
+    // setup.hpp), so all ranks fail here together and pass from now on.
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    std::fprintf(stderr, "plait_pmpi: rank %d: set-up on a communicator failed, its calls pass to MPI: %s\n", rank,
+                 e.what());
+    state->levels.reset();
+    state->world.reset();
+    state->failed = true;
+  }
+  count_state(false);
+  return state;
 }
 
 }  // namespace
@@ -87,22 +248,13 @@ comm_state* state_of(MPI_Comm comm) noexcept {
     auto* state = static_cast<comm_state*>(value);
     return state->failed ? nullptr : state;
   }
-  auto* state = new (std::nothrow) comm_state;
-  if (state == nullptr) return nullptr;
-  state->comm = comm;
+  comm_state* state = nullptr;
   try {
-    build(*state);
-  } catch (const std::exception& e) {
-    // plait's set-up agrees its verdict over every rank (transport/mpi/
-    // setup.hpp), so all ranks fail here together and pass from now on.
-    int rank = 0;
-    PMPI_Comm_rank(comm, &rank);
-    std::fprintf(stderr, "plait_pmpi: rank %d: set-up on a communicator failed, its calls pass to MPI: %s\n", rank,
-                 e.what());
-    state->levels.reset();
-    state->world.reset();
-    state->failed = true;
+    state = made_for(comm);
+  } catch (...) {
+    state = nullptr;  // memory: every rank that got this far agreed; one failing here alone would hang its peers
   }
+  if (state == nullptr) return nullptr;
   {
     const std::lock_guard<std::mutex> held(registry);
     live().insert(state);
@@ -131,6 +283,12 @@ void teardown() noexcept {
   }
   PMPI_Comm_free_keyval(&key);
   keyval.store(MPI_KEYVAL_INVALID, std::memory_order_release);
+  std::deque<comm_state*> pooled;
+  {
+    const std::lock_guard<std::mutex> held(registry);
+    pooled.swap(pool());
+  }
+  for (comm_state* state : pooled) destroy(state);
 }
 
 bool finalizing() noexcept { return torn_down.load(std::memory_order_acquire); }

@@ -1,11 +1,15 @@
 // plait's state for one MPI communicator: the duplicate plait talks over and
 // the node levels built on it (shared memory inside a node, MPI across),
-// cached on the communicator with an attribute keyval.
+// cached on the communicator with an attribute keyval. Freed communicators'
+// states are pooled and reused by the next communicator of the same ranks
+// (state.cpp).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pmpi_mpi.hpp"
 
@@ -16,6 +20,8 @@ struct comm_state {
   std::optional<plait::mpi::communicator> world;
   std::optional<plait::mpi::node_levels> levels;  ///< refers to *world
   bool failed = false;                            ///< set-up failed on every rank alike: pass from now on
+  std::vector<int> members;   ///< MPI_COMM_WORLD's rank of each rank of comm, in order (empty: not poolable)
+  std::uint64_t pool_id = 0;  ///< the same on every rank that built it together; names it in the pool
 };
 
 /// Runs `call` with the communicator a served call runs on. On one node

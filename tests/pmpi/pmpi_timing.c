@@ -7,6 +7,8 @@
  * tuning table's rows (docs/pmpi.md) for this communicator's shape, plait
  * where it measured at least `margin` times faster at both ends of a size
  * range. Built on request (target pmpi_timing); scripts/tune-pmpi runs it.
+ * PMPI_TIMING_ONLY (a comma-separated list of function names) and
+ * PMPI_TIMING_MIN_BYTES restrict a run to some rows (benches of one function).
  *   PLAIT_PMPI=on mpirun -np 2 pmpi_timing [max_bytes] [rounds] [calls] [table_file] [margin] */
 #include <mpi.h>
 #include <stdio.h>
@@ -127,6 +129,18 @@ static void write_rows(FILE* out, int f, const size_t* sizes, const double* rati
   }
 }
 
+/* Whether `name` is one of the comma-separated names in `list`. */
+static int listed(const char* list, const char* name) {
+  size_t length = strlen(name);
+  for (const char* p = list; *p != '\0';) {
+    const char* end = strchr(p, ',');
+    size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (n == length && strncmp(p, name, n) == 0) return 1;
+    p += n + (end != NULL);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank, P;
@@ -159,11 +173,16 @@ int main(int argc, char** argv) {
   if (rank == 0)
     printf("%-26s %5s %5s %10s %12s %12s %8s\n", "function", "ranks", "nodes", "bytes", "plait us", "native us",
            "ratio");
+  const char* only = getenv("PMPI_TIMING_ONLY");
+  const char* min_text = getenv("PMPI_TIMING_MIN_BYTES");
+  size_t min_bytes = min_text != NULL ? (size_t)atol(min_text) : 0;
   for (int f = 0; f < functions; ++f) {
+    if (only != NULL && !listed(only, names[f])) continue;
     size_t sizes[max_sizes];
     double ratio[max_sizes];
     int count = 0;
     for (size_t n = 64; n <= max_bytes && count < max_sizes; n *= 4) {
+      if (n < min_bytes) continue;
       batch(f, 1, n, 2, send, recv, P, counts, displs); /* warm-up: plait's state, MPI's connections */
       batch(f, 0, n, 2, send, recv, P, counts, displs);
       for (int r = 0; r < rounds; ++r) {

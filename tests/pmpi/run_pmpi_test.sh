@@ -22,9 +22,9 @@ for f in MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv MPI_Reduce_scat
     exit 1
   fi
 done
-# The MPI_LONG_DOUBLE sum must have been passed, and said why.
+# The MPI_C_LONG_DOUBLE_COMPLEX sum must have been passed, and said why.
 if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* datatype: '; then
-  echo "run_pmpi_test: the report does not show the MPI_LONG_DOUBLE MPI_Allreduce passed to MPI"
+  echo "run_pmpi_test: the report does not show the MPI_C_LONG_DOUBLE_COMPLEX MPI_Allreduce passed to MPI"
   exit 1
 fi
 # Optional checks of the run's output (extended regular expressions, from

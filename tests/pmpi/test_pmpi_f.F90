@@ -23,6 +23,7 @@ program test_pmpi_f
   integer, allocatable :: isend(:), igot(:), iwant(:), counts(:), displs(:)
   integer, allocatable :: scounts(:), sdispls(:), rcounts(:), rdispls(:)
   double precision, allocatable :: dsend(:), dgot(:), dwant(:)
+  complex(kind(1d0)) :: zsend(5), zgot(5), zwant(5)
   logical :: lsend, lgot
 
   call MPI_INIT(ierr)
@@ -125,6 +126,17 @@ program test_pmpi_f
   end do
   call MPI_REDUCE_SCATTER(dsend, dgot, counts, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
   call check('MPI_REDUCE_SCATTER', all(dgot(1:counts(rank + 1)) == dwant(1:counts(rank + 1))))
+
+  ! MPI_DOUBLE_COMPLEX: Gaussian half-integers, summed exactly in any order.
+  do i = 1, 5
+    zsend(i) = cmplx(dsend(i), -2 * dsend(i), kind(1d0))
+    zwant(i) = cmplx(0d0, 0d0, kind(1d0))
+    do r = 0, p - 1
+      zwant(i) = zwant(i) + cmplx(val(r, i) * 0.5d0, -val(r, i) * 1d0, kind(1d0))
+    end do
+  end do
+  call MPI_ALLREDUCE(zsend, zgot, 5, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check('MPI_ALLREDUCE(MPI_DOUBLE_COMPLEX, MPI_SUM)', all(zgot == zwant))
 
   ! MPI_LOGICAL is not mapped: this call passes to MPI ("datatype" in the report).
   lsend = mod(rank, 2) == 0

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Runs test_pmpi_pool under MPI's launcher with plait forced on and the
+# report requested, then checks the report: every MPI_Allreduce served (one
+# on MPI_COMM_WORLD, then per communicator one on it and one on an older one
+# alive, 1 + 300 + 237 per rank), and of the 301 communicator states per rank 101
+# built (MPI_COMM_WORLD's and the first 100 duplicates') and 200 reused from
+# the pool (without the pool: 301 built, none reused).
+# usage: run_pmpi_pool_test.sh MPIEXEC NP TEST_EXECUTABLE [mpiexec flags...]
+set -u
+mpiexec=$1 np=$2 exe=$3
+shift 3
+out=$(PLAIT_PMPI=on PLAIT_PMPI_REPORT=1 "$mpiexec" -n "$np" "$@" "$exe" 2>&1)
+status=$?
+printf '%s\n' "$out"
+if [ "$status" -ne 0 ]; then
+  echo "run_pmpi_pool_test: the test failed (exit $status)"
+  exit 1
+fi
+# The older communicator is the one 37 slots ahead: of the first 100, the first 63 find none yet.
+want_served=$((np * (1 + 300 + 300 - 63)))
+served=$(printf '%s\n' "$out" | awk '$1 == "MPI_Allreduce" { print $2 }')
+passed=$(printf '%s\n' "$out" | awk '$1 == "MPI_Allreduce" { print $5 }')
+if [ "${served:-}" != "$want_served" ] || [ "${passed:-}" != 0 ]; then
+  echo "run_pmpi_pool_test: MPI_Allreduce shows ${served:-no} served and ${passed:-no} passed calls; expected $want_served served, 0 passed"
+  exit 1
+fi
+states=$(printf '%s\n' "$out" | sed -n 's/^communicator states: \([0-9]*\) built, \([0-9]*\) reused from the pool$/\1 \2/p')
+if [ "$states" != "$((np * 101)) $((np * 200))" ]; then
+  echo "run_pmpi_pool_test: the report shows communicator states '${states:-none}' (built, reused); expected $((np * 101)) built, $((np * 200)) reused"
+  exit 1
+fi
+echo "run_pmpi_pool_test: 300 communicators served on 101 states per rank, results right, descriptors and segments bounded"
