@@ -496,6 +496,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   std::uint64_t slot_round_ = 0;                // shared-slot rounds begun (every rank counts alike)
   int slot_tag_ = 0;                            // the round's call
   int slot_step_ = -1;                          // the round's step of that call
+  std::uint32_t slot_stamp_ = 0;                // the call's stamp (bits)
   std::string_view slot_operation_;             // the round's call, for errors
   std::shared_ptr<shm::memory_resource> pool_;  // this rank's pool, once asked for; shared with its allocators
   detail::pool_mappings peer_pools_;            // peers' pool segments mapped here, each on first sight

@@ -107,8 +107,10 @@ struct alignas(cache_line) shared_slot_header {
   struct round_record {
     std::uint32_t tag;    // the call (its tag) the round belongs to
     std::uint32_t fits;   // 1: the call's rounds fit this rank's buffers; 0: every rank takes the channels
-    std::uint64_t bytes;  // bytes of the buffer the round uses (its table and blocks)
-  } rounds[2];            // one per buffer: a peer may post round k+1 while this round is read
+    std::uint32_t stamp;  // call_stamp::bits() of the call, 0 when unknown
+    std::uint32_t reserved;
+    std::uint64_t bytes;                   // bytes of the buffer the round uses (its table and blocks)
+  } rounds[2];                             // one per buffer: a peer may post round k+1 while this round is read
   alignas(cache_line) std::uint64_t read;  // rounds of every peer this rank has finished reading (release)
 };
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "plait/core/blame.hpp"
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/progress_engine.hpp"
 #include "plait/core/wait_loop.hpp"
 
@@ -32,6 +33,7 @@ PLAIT_DECL std::span<std::byte> communicator::begin_slot_round(int tag, std::str
   slot_tag_ = tag;
   slot_step_ = step;
   slot_operation_ = operation;
+  slot_stamp_ = stamp_of(tag).bits();
   // The buffer last held round slot_round_ - 2: every peer must have read it.
   if (slot_round_ > 2) await_slot_peers(slot_round_ - 2, false);
   return {segment_->shared_slot_buffer(rank(), slot_round_), detail::shared_slot_bytes};
@@ -42,6 +44,7 @@ PLAIT_DECL bool communicator::post_slot_round(std::size_t bytes, std::size_t pay
   auto& record = mine.rounds[slot_round_ % 2];
   detail::atomic(record.tag).store(static_cast<std::uint32_t>(slot_tag_), std::memory_order_relaxed);
   detail::atomic(record.fits).store(fits ? 1U : 0U, std::memory_order_relaxed);
+  detail::atomic(record.stamp).store(slot_stamp_, std::memory_order_relaxed);
   detail::atomic(record.bytes).store(fits ? bytes : 0, std::memory_order_relaxed);
   detail::atomic(mine.posted).store(slot_round_, std::memory_order_release);
   await_slot_peers(slot_round_, true);
@@ -54,6 +57,18 @@ PLAIT_DECL bool communicator::post_slot_round(std::size_t bytes, std::size_t pay
       const error e(errc::size_mismatch,
                     plait::detail::concat({"rank ", peer, " posted its shared slots for call #", tag, ", not #",
                                            slot_tag_, ": the ranks are in different collectives"}),
+                    where(slot_operation_, peer, slot_step_));
+      poison_group(e);
+      throw e;
+    }
+    const call_stamp stamp = call_stamp::from_bits(detail::atomic(theirs.stamp).load(std::memory_order_relaxed));
+    if (stamps_conflict(stamp, call_stamp::from_bits(slot_stamp_))) [[unlikely]] {
+      const error e(errc::size_mismatch,
+                    plait::detail::concat({"rank ", peer, "'s shared slot of call ", slot_tag_, " is from ",
+                                           plait::describe(stamp), " where this rank runs ",
+                                           plait::describe(call_stamp::from_bits(slot_stamp_)),
+                                           ": the ranks called different collectives, or with different algorithms, "
+                                           "layouts or element types"}),
                     where(slot_operation_, peer, slot_step_));
       poison_group(e);
       throw e;
