@@ -87,6 +87,70 @@ struct slot_scratch {
   PLAIT_DECL static slot_scratch& of_this_thread() noexcept;
 };
 
+/// An all-reduce (every block a result) in one round: every rank writes its
+/// contributions to all P blocks and folds every block from all P slots in
+/// rank order, x0 op x1 op ... (its own at its place), which is what
+/// direct's two steps compute for block d on rank d, so every rank gets
+/// those bits in half the rounds. False, before any round, when its round
+/// does not fit a slot (a decision every rank makes alike: an all-reduce's
+/// blocks are cut alike on every rank).
+template <class Comm, class Plan>
+bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag,
+                           slot_scratch& scratch) {
+  const int blocks = plan.ranks();
+  for (int b = 0; b < blocks; ++b) {
+    if (!plan.has_result(b)) return false;  // a reduce-scatter: its one step is one round already
+  }
+  std::size_t used = slot_data_offset(static_cast<std::size_t>(blocks));
+  std::size_t largest = 0;
+  for (int b = 0; b < blocks; ++b) {
+    used += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+    largest = std::max(largest, plan.block_bytes(b));
+  }
+  if (used > Comm::shared_slot_bytes) return false;
+  std::span<std::byte> slot = comm.begin_slot_round(tag, operation, 0);
+  auto* count = reinterpret_cast<std::uint64_t*>(slot.data());
+  auto* table = reinterpret_cast<slot_entry*>(slot.data() + sizeof(std::uint64_t));
+  *count = static_cast<std::uint64_t>(blocks);
+  std::size_t at = slot_data_offset(static_cast<std::size_t>(blocks));
+  for (int b = 0; b < blocks; ++b) {
+    const std::size_t bytes = plan.block_bytes(b);
+    table[b] = {static_cast<std::uint32_t>(b), 0, at, bytes};
+    if (bytes != 0) plan.read_contribution(b, slot.data() + at);
+    at += (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+  }
+  std::size_t payload = 0;  // what direct's sends carry, as bytes_sent() counts them on the channels
+  for (const step& st : steps.steps) {
+    for (const transfer& t : st.sends) {
+      for (int b : t.blocks) payload += plan.block_bytes(b);
+    }
+  }
+  if (!comm.post_slot_round(used, payload, true)) {
+    comm.end_slot_round();
+    throw error(errc::size_mismatch, "the ranks disagree on the all-reduce's size (a peer's call does not fit)",
+                error_context{comm.rank(), operation, 0, -1});
+  }
+  if (scratch.arena.size() < largest) scratch.arena.resize(largest);
+  std::byte* acc = scratch.arena.data();
+  const int me = comm.rank();
+  for (int b = 0; b < blocks; ++b) {
+    const std::size_t bytes = plan.block_bytes(b);
+    for (int r = 0; r < blocks; ++r) {
+      const std::byte* in =
+          r == me ? slot.data() + table[b].offset
+                  : find_in_slot(comm.peer_slot_round(r), b, bytes, r, error_context{me, operation, 0, r});
+      if (r == 0) {
+        if (bytes != 0) std::memcpy(acc, in, bytes);
+      } else {
+        plan.combine(b, acc, in, acc);
+      }
+    }
+    plan.write_result(b, acc);
+  }
+  comm.end_slot_round();
+  return true;
+}
+
 /// Runs `steps` (lockstep) through `comm`'s shared slots. False, before any
 /// byte of the call moved, when some rank's call does not fit its slot: then
 /// every rank returns false, and the caller runs the schedule as usual.
@@ -100,6 +164,9 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
   std::vector<std::size_t>& acc_offset = scratch.acc_offset;
   std::vector<unsigned char>& acc_held = scratch.acc_held;
   std::vector<std::byte>& own = scratch.own;
+  if constexpr (folds) {
+    if (fold_all_in_one_round(comm, steps, plan, operation, tag, scratch)) return true;
+  }
 
   // Does every round fit this rank's slot?
   bool fits = true;
