@@ -87,13 +87,20 @@ struct slot_scratch {
   PLAIT_DECL static slot_scratch& of_this_thread() noexcept;
 };
 
+/// The largest all-reduce that takes one round: above it every rank folding
+/// all P blocks costs more than the second round saves (P = 2: one round
+/// measured 0.6 us against two rounds' 0.7 at 64-256 B blocks, 2.4 us
+/// against 1.7 at 4 KiB; docs/pmpi.md).
+inline constexpr std::size_t one_round_fold_bytes = std::size_t{1} << 10;
+
 /// An all-reduce (every block a result) in one round: every rank writes its
 /// contributions to all P blocks and folds every block from all P slots in
 /// rank order, x0 op x1 op ... (its own at its place), which is what
 /// direct's two steps compute for block d on rank d, so every rank gets
-/// those bits in half the rounds. False, before any round, when its round
-/// does not fit a slot (a decision every rank makes alike: an all-reduce's
-/// blocks are cut alike on every rank).
+/// those bits in half the rounds. False, before any round, when its data is
+/// above one_round_fold_bytes or its round does not fit a slot (a decision
+/// every rank makes alike: an all-reduce's blocks are cut alike on every
+/// rank).
 template <class Comm, class Plan>
 bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag,
                            slot_scratch& scratch) {
@@ -103,11 +110,13 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
   }
   std::size_t used = slot_data_offset(static_cast<std::size_t>(blocks));
   std::size_t largest = 0;
+  std::size_t total = 0;
   for (int b = 0; b < blocks; ++b) {
     used += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
     largest = std::max(largest, plan.block_bytes(b));
+    total += plan.block_bytes(b);
   }
-  if (used > Comm::shared_slot_bytes) return false;
+  if (used > Comm::shared_slot_bytes || total > one_round_fold_bytes) return false;
   std::span<std::byte> slot = comm.begin_slot_round(tag, operation, 0);
   auto* count = reinterpret_cast<std::uint64_t*>(slot.data());
   auto* table = reinterpret_cast<slot_entry*>(slot.data() + sizeof(std::uint64_t));
