@@ -11,6 +11,7 @@
 // and a rank that never joins (timeout naming the call and the peer).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -135,10 +136,25 @@ std::string too_large(plait::shm::communicator& comm) {
       return "all_gather_v, rank 0 too large: wrong block";
     at += counts[r];
   }
-  // Each too-large call took one round to agree, and nothing more.
-  const std::uint64_t agreed = comm.size() == 1 ? 0 : 2;
-  if (comm.slot_rounds() - rounds_before != agreed) return "too large: unexpected shared-slot rounds";
+  // Every rank knows every block's size here: no round at all.
+  if (comm.slot_rounds() != rounds_before) return "too large: unexpected shared-slot rounds";
   if (comm.size() > 1 && comm.bytes_sent() == 0) return "too large: nothing went through the channels";
+  // all_to_all_v: a rank knows only its own blocks' sizes; rank 0's are too
+  // large, and every rank learns it from the first round's flags.
+  std::vector<std::size_t> send_counts(p, 4), recv_counts(p, 4);
+  if (comm.rank() == 0) std::fill(send_counts.begin(), send_counts.end(), big);
+  recv_counts[0] = big;
+  std::size_t send_total = 0, recv_total = 0;
+  for (std::size_t r = 0; r < p; ++r) send_total += send_counts[r], recv_total += recv_counts[r];
+  std::vector<std::byte> v_send(send_total, std::byte{static_cast<unsigned char>(comm.rank() + 1)}), v_recv(recv_total);
+  const std::uint64_t before_v = comm.slot_rounds();
+  plait::all_to_all_v<plait::direct>(comm, v_send, send_counts, v_recv, recv_counts);
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < p; ++r) {
+    if (v_recv[offset] != std::byte{static_cast<unsigned char>(r + 1)}) return "all_to_all_v too large: wrong block";
+    offset += recv_counts[r];
+  }
+  if (comm.size() > 1 && comm.slot_rounds() - before_v != 1) return "all_to_all_v too large: no round agreed on it";
   return {};
 }
 

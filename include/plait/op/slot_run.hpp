@@ -9,10 +9,9 @@
 // and says it has read the round. A small call then costs each rank one flag
 // per round instead of a message per peer, posted and matched.
 //
-// The first round also settles whether the call fits: a rank whose rounds
-// do not all fit its slot posts that instead of data, every rank sees it in
-// the same flags, and every rank runs the schedule through the executor
-// instead. Blocking calls only (execute); a call in flight keeps its
+// A call whose rounds do not fit runs the schedule through the executor
+// instead, on every rank: decided alike where every rank knows every block's
+// size, else in the first round's flags. Blocking calls only (execute); a call in flight keeps its
 // messages.
 #pragma once
 
@@ -177,13 +176,36 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     if (fold_all_in_one_round(comm, steps, plan, operation, tag, scratch)) return true;
   }
 
-  // Does every round fit this rank's slot?
+  // Does every round fit? Where every rank knows every block's size, each
+  // decides alike from the largest block any step moves (every rank of
+  // direct writes as many blocks a round), and a call that does not fit
+  // takes the channels at once. Where a rank knows only its own blocks
+  // (all_to_all_v's plan), it says in the first round's flag whether its
+  // own fit, and every rank reads every flag.
+  constexpr bool agrees_in_round = requires { plan.own_counts(); };
+  std::size_t largest = 0;
+  if constexpr (!agrees_in_round) {
+    for (const step& st : steps.steps) {
+      for (const auto* list : {&st.sends, &st.recvs}) {
+        for (const transfer& t : *list) {
+          for (int b : t.blocks) largest = std::max(largest, plan.block_bytes(b));
+        }
+      }
+    }
+  }
   bool fits = true;
   for (const step& st : steps.steps) {
     blocks_sent(st, sent);
     std::size_t bytes = slot_data_offset(sent.size());
-    for (int b : sent) bytes += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+    if constexpr (agrees_in_round) {
+      for (int b : sent) bytes += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+    } else {
+      bytes += sent.size() * ((largest + slot_alignment - 1) / slot_alignment * slot_alignment);
+    }
     fits = fits && bytes <= Comm::shared_slot_bytes;
+  }
+  if constexpr (!agrees_in_round) {
+    if (!fits) return false;  // every rank alike, before any round
   }
 
   int blocks = 0;
@@ -255,6 +277,10 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     }
     if (!comm.post_slot_round(used, payload, fits)) {
       comm.end_slot_round();
+      if constexpr (!agrees_in_round) {
+        throw error(errc::size_mismatch, "the ranks disagree on the call's sizes (a peer's call does not fit)",
+                    error_context{comm.rank(), operation, step_index, -1});
+      }
       return false;  // only the first round can say so: each rank checked all of its own above
     }
     if constexpr (!folds && requires { plan.send_location(0); }) {
