@@ -103,6 +103,7 @@ inline constexpr std::size_t one_round_fold_bytes = std::size_t{1} << 10;
 template <class Comm, class Plan>
 bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag,
                            slot_scratch& scratch) {
+  host_folds host;  // shared slots are host memory: the host kernel folds
   const int blocks = plan.ranks();
   for (int b = 0; b < blocks; ++b) {
     if (!plan.has_result(b)) return false;  // a reduce-scatter: its one step is one round already
@@ -124,7 +125,7 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
   for (int b = 0; b < blocks; ++b) {
     const std::size_t bytes = plan.block_bytes(b);
     table[b] = {static_cast<std::uint32_t>(b), 0, at, bytes};
-    if (bytes != 0) plan.read_contribution(b, slot.data() + at);
+    if (bytes != 0) plan.read_contribution(b, slot.data() + at, host);
     at += (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
   }
   std::size_t payload = 0;  // what direct's sends carry, as bytes_sent() counts them on the channels
@@ -150,10 +151,10 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
       if (r == 0) {
         if (bytes != 0) std::memcpy(acc, in, bytes);
       } else {
-        plan.combine(b, acc, in, acc);
+        plan.combine(b, acc, in, acc, host);
       }
     }
-    plan.write_result(b, acc);
+    plan.write_result(b, acc, host);
   }
   comm.end_slot_round();
   return true;
@@ -165,6 +166,7 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
 template <class Comm, class Plan>
 bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
   constexpr bool folds = fold_plan<Plan>;
+  [[maybe_unused]] host_folds host;  // shared slots are host memory: the host kernel folds
   // One thread-local lookup per call (in a shared library each is a call).
   slot_scratch& scratch = slot_scratch::of_this_thread();
   std::vector<int>& sent = scratch.sent;
@@ -225,7 +227,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     std::byte* acc = arena.data() + acc_offset[static_cast<std::size_t>(b)];
     if constexpr (folds) {
       if (acc_held[static_cast<std::size_t>(b)] == 0) {
-        plan.read_contribution(b, acc);
+        plan.read_contribution(b, acc, host);
         acc_held[static_cast<std::size_t>(b)] = 1;
       }
     }
@@ -258,7 +260,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
           if (acc_held[static_cast<std::size_t>(b)] != 0) {
             std::memcpy(to, arena.data() + acc_offset[static_cast<std::size_t>(b)], bytes);
           } else if (bytes != 0) {
-            plan.read_contribution(b, to);
+            plan.read_contribution(b, to, host);
           }
         } else if (bytes != 0) {
           // The own shard where the plan says a send reads it (the send
@@ -298,7 +300,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
             in = plan.contribution_as_is(b);
             if (in == nullptr) {
               if (own.size() < bytes) own.resize(bytes);
-              plan.read_contribution(b, own.data());
+              plan.read_contribution(b, own.data(), host);
               in = own.data();
             }
           } else {
@@ -310,9 +312,9 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
           } else {
             acc = accumulator(b);
             if (r.arrival == fold::from_right) {
-              plan.combine(b, acc, in, acc);
+              plan.combine(b, acc, in, acc, host);
             } else {
-              plan.combine(b, in, acc, acc);
+              plan.combine(b, in, acc, acc, host);
             }
           }
         } else {
@@ -326,7 +328,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
   }
   if constexpr (folds) {
     for (int b = 0; b < blocks; ++b) {
-      if (plan.has_result(b)) plan.write_result(b, accumulator(b));
+      if (plan.has_result(b)) plan.write_result(b, accumulator(b), host);
     }
   }
   return true;
