@@ -7,15 +7,8 @@
 # the pool (without the pool: 301 built, none reused).
 # usage: run_pmpi_pool_test.sh MPIEXEC NP TEST_EXECUTABLE [mpiexec flags...]
 set -u
-mpiexec=$1 np=$2 exe=$3
-shift 3
-out=$(PLAIT_PMPI=on PLAIT_PMPI_REPORT=1 "$mpiexec" -n "$np" "$@" "$exe" 2>&1)
-status=$?
-printf '%s\n' "$out"
-if [ "$status" -ne 0 ]; then
-  echo "run_pmpi_pool_test: the test failed (exit $status)"
-  exit 1
-fi
+. "$(dirname "$0")/run_with_report.sh"
+run_with_report run_pmpi_pool_test "$@"
 # The older communicator is the one 37 slots ahead: of the first 100, the first 63 find none yet.
 want_served=$((np * (1 + 300 + 300 - 63)))
 served=$(printf '%s\n' "$out" | awk '$1 == "MPI_Allreduce" { print $2 }')

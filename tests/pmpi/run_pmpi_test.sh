@@ -5,15 +5,8 @@
 # silently passed everything to MPI (equal results, nothing tested) fails.
 # usage: run_pmpi_test.sh MPIEXEC NP TEST_EXECUTABLE [mpiexec flags...]
 set -u
-mpiexec=$1 np=$2 exe=$3
-shift 3
-out=$(PLAIT_PMPI=on PLAIT_PMPI_REPORT=1 "$mpiexec" -n "$np" "$@" "$exe" 2>&1)
-status=$?
-printf '%s\n' "$out"
-if [ "$status" -ne 0 ]; then
-  echo "run_pmpi_test: the test failed (exit $status)"
-  exit 1
-fi
+. "$(dirname "$0")/run_with_report.sh"
+run_with_report run_pmpi_test "$@"
 for f in MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv MPI_Reduce_scatter_block MPI_Reduce_scatter \
          MPI_Allreduce; do
   served=$(printf '%s\n' "$out" | awk -v f="$f" '$1 == f { print $2 }')

@@ -6,15 +6,8 @@
 # MPI_THREAD_MULTIPLE, every call passed). A run where MPI provides less says so and passes.
 # usage: run_pmpi_threads_test.sh MPIEXEC NP TEST_EXECUTABLE [mpiexec flags...]
 set -u
-mpiexec=$1 np=$2 exe=$3
-shift 3
-out=$(PLAIT_PMPI=on PLAIT_PMPI_REPORT=1 "$mpiexec" -n "$np" "$@" "$exe" 2>&1)
-status=$?
-printf '%s\n' "$out"
-if [ "$status" -ne 0 ]; then
-  echo "run_pmpi_threads_test: the test failed (exit $status)"
-  exit 1
-fi
+. "$(dirname "$0")/run_with_report.sh"
+run_with_report run_pmpi_threads_test "$@"
 if printf '%s\n' "$out" | grep -q '^test_pmpi_threads: skipped'; then
   echo "run_pmpi_threads_test: skipped (MPI does not provide MPI_THREAD_MULTIPLE)"
   exit 0
