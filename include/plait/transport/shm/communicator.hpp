@@ -18,7 +18,13 @@
 //     a message from one is read in place with a memcpy, no kernel call, and
 //     takes this path from window_single_copy_bytes on; so is one from this
 //     rank's pool (memory_resource(), allocator.hpp), which a peer maps the
-//     first time a message refers to it.
+//     first time a message refers to it;
+//   - a combining receive (irecv_combine, a reduction's) takes either way
+//     but folds each arriving piece into its destination with the reduction
+//     instead of copying it (core/receive_combine.hpp).
+// Besides the channels, each rank has two shared-slot buffers in the segment
+// that a lockstep schedule's blocking call uses a round at a time (every rank
+// writes once, posts one flag and reads its peers in place: op/slot_run.hpp).
 // Every slot header carries the message's tag and the stamp of its call
 // (core/call_stamp.hpp): a receiver whose own call under that tag is another
 // collective fails with size_mismatch instead of taking the bytes.
@@ -28,7 +34,8 @@
 // The definitions, one job per file (impl/): communicator.ipp (attaching,
 // posting, waiting, barrier), group.ipp (join, split, allocate's windows),
 // chunk_channel.ipp (moving chunks and checking slot headers),
-// single_copy.ipp (the reference protocol), liveness.ipp (lost peers,
+// single_copy.ipp (the reference protocol and combining receives' reads),
+// shared_slots.ipp (the shared-slot rounds), liveness.ipp (lost peers,
 // timeouts and the group's failure record). Tuning constants: tuning.hpp.
 #pragma once
 
