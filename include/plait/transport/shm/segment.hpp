@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -96,6 +97,14 @@ struct alignas(cache_line) rank_record {
   std::uint64_t
       label[label_words];  // the call's name (label_words) ("all_gather<ring>"), 48 bytes, stored word by word
 };
+
+/// The steady clock in milliseconds, modulo 2^32: a wait record's time stamp
+/// (rank_record::polled_ms; steady_clock is one clock for every process of
+/// the machine).
+inline std::uint32_t steady_ms() noexcept {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+}
 
 /// One rank's shared slots: two buffers it writes a round of a small
 /// collective into (op/slot_run.hpp), used in turn so that round k+1 can be

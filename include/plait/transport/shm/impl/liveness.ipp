@@ -26,15 +26,6 @@ namespace plait {
 inline namespace v0 {
 namespace shm {
 
-namespace detail {
-/// The steady clock in milliseconds, modulo 2^32: a wait record's time stamp
-/// (steady_clock is one clock for every process of the machine).
-inline std::uint32_t steady_ms() noexcept {
-  const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
-}
-}  // namespace detail
-
 [[gnu::noinline]] PLAIT_DECL void communicator::group_failed(int peer, int failed) const {
   std::string reason;
   if (failed < size()) {

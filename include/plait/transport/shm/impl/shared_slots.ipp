@@ -18,6 +18,8 @@
 #include "plait/core/call_stamp.hpp"
 #include "plait/core/progress_engine.hpp"
 #include "plait/core/wait_loop.hpp"
+#include "plait/transport/shm/communicator.hpp"
+#include "plait/transport/shm/segment.hpp"
 
 namespace plait {
 inline namespace v0 {
