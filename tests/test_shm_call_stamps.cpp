@@ -198,11 +198,12 @@ TEST_CASE("matching calls still work, and automatic matches the algorithm it run
     comm.set_timeout(5s);
     for (int round = 0; round < 40; ++round) {  // more calls than the core remembers stamps for
       std::vector<int> mine(3, comm.rank() * 100 + round), all(6, -1);
-      // Rank 1 asks for ring by name, rank 0 for automatic, which picks ring for this size.
+      // Rank 1 asks for direct by name, rank 0 for automatic, which picks
+      // direct for this size on shm (through its shared slots).
       if (comm.rank() == 0) {
         plait::all_gather<plait::automatic>(comm, mine, all);
       } else {
-        plait::all_gather<plait::ring>(comm, mine, all);
+        plait::all_gather<plait::direct>(comm, mine, all);
       }
       for (int r = 0; r < 2; ++r) {
         for (int i = 0; i < 3; ++i) {

@@ -48,6 +48,7 @@
 #include "plait/op/impl/fold_collective.ipp"
 #include "plait/op/impl/hierarchical.ipp"
 #include "plait/op/impl/request.ipp"
+#include "plait/op/impl/slot_run.ipp"
 #include "plait/op/impl/split_all_gather.ipp"
 
 // ---- transport ---------------------------------------------------------
@@ -63,6 +64,7 @@
 #include "plait/transport/shm/impl/run.ipp"
 #include "plait/transport/shm/impl/segment.ipp"
 #include "plait/transport/shm/impl/shared_buffer.ipp"
+#include "plait/transport/shm/impl/shared_slots.ipp"
 #include "plait/transport/shm/impl/single_copy.ipp"
 #include "plait/transport/shm/impl/tuning.ipp"
 

@@ -20,6 +20,11 @@
 //
 // all-reduce: that reduce-scatter, then every rank sends its combined block
 // to every other: 2 steps, 2(P-1)·n bytes sent per rank.
+//
+// Every rank runs as many steps (lockstep), so on a transport with shared
+// slots (shm) a call whose steps fit them runs each step as one round: every
+// rank writes what it sends into its own slot and reads its peers' in place
+// (op/slot_run.hpp).
 #pragma once
 
 #include <algorithm>
@@ -48,7 +53,7 @@ struct direct {
 
   /// Rank `rank`'s all-gather schedule on `size` ranks: one step.
   static constexpr schedule plan(op::all_gather, int rank, int size) {
-    schedule s;
+    schedule s{.steps = {}, .lockstep = true};
     if (size == 1) return s;
     step& only = s.next_step();
     for (int k = 1; k < size; ++k) {
@@ -61,7 +66,7 @@ struct direct {
   /// Rank `rank`'s reduce-scatter schedule on `size` ranks (every fold order).
   template <op::fold_order Order>
   static constexpr schedule plan(op::reduce_scatter<Order>, int rank, int size) {
-    schedule s;
+    schedule s{.steps = {}, .lockstep = true};
     if (size > 1) fold_step(s.next_step(), rank, size);
     return s;
   }
@@ -69,7 +74,7 @@ struct direct {
   /// Rank `rank`'s all-reduce schedule on `size` ranks (every fold order).
   template <op::fold_order Order>
   static constexpr schedule plan(op::all_reduce<Order>, int rank, int size) {
-    schedule s;
+    schedule s{.steps = {}, .lockstep = true};
     if (size == 1) return s;
     fold_step(s.next_step(), rank, size);
     step& spread = s.next_step();
@@ -82,7 +87,7 @@ struct direct {
 
   /// Rank `rank`'s all-to-all schedule on `size` ranks.
   static constexpr schedule plan(op::all_to_all, int rank, int size) {
-    schedule s;
+    schedule s{.steps = {}, .lockstep = true};
     for (int first = 1; first < size; first += max_in_flight) {
       step& current = s.next_step();
       for (int k = first; k < std::min(first + max_in_flight, size); ++k) {

@@ -78,11 +78,16 @@ struct step {
 struct schedule {
   /// The steps, run in order.
   std::vector<step> steps;
+  /// Every rank's schedule of this call has as many steps, and a step sends
+  /// only blocks the rank started with or combined in the steps before: a
+  /// transport with shared slots may then run each step as one round every
+  /// rank joins (op/slot_run.hpp). Set by direct.
+  bool lockstep = false;
 
   /// Appends an empty step and returns it for filling.
   [[gnu::noinline]] constexpr step& next_step() { return steps.emplace_back(); }
-  /// Equal when the steps are.
-  constexpr bool operator==(const schedule&) const = default;
+  /// Equal when the steps are (lockstep is a property of the algorithm, not of the moves).
+  constexpr bool operator==(const schedule& other) const { return steps == other.steps; }
 };
 
 /// Opt-in tag: a type is an algorithm when it says `using algorithm_concept = plait::algorithm_tag;`.

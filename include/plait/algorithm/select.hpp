@@ -10,6 +10,7 @@
 // size across ranks (the byte counts must match exactly, see DESIGN.md).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -135,6 +136,49 @@ choice automatic_choice(int rank, int size, std::size_t block_bytes) {
   }
 }
 
+/// Blocks of at most this many bytes run through a transport's shared
+/// slots under automatic (direct's schedule, one round per step) where the
+/// rounds fit: measured faster there than any schedule through the channels
+/// (docs/pmpi.md, *Measured*).
+inline constexpr std::size_t shared_slot_block_bytes = std::size_t{4} << 10;
+
+/// Whether automatic runs Op through Transport's shared slots (a transport
+/// that has them says `static constexpr std::size_t shared_slot_bytes`):
+/// small blocks whose every round of direct's schedule fits a slot, where A
+/// and restrict_automatic let direct run. Every rank decides alike: the
+/// rounds of every rank of direct are as large as rank 0's, and block_bytes
+/// is the largest block for the reductions and uneven forms.
+template <class A, class Op, class Transport>
+bool through_shared_slots(int size, std::size_t block_bytes) {
+  if constexpr (requires { Transport::shared_slot_bytes; } && schedules<direct, Op>) {
+    if (size < 2 || block_bytes > shared_slot_block_bytes) return false;
+    constexpr auto direct_bit = algorithm_set{1} << static_cast<unsigned>(algorithm_id::direct);
+    const algorithm_set restriction = automatic_restriction();
+    if (restriction != 0 ? (restriction & direct_bit) == 0 : !allowed<A>(algorithm_id::direct)) return false;
+    // direct's largest round: its distinct blocks, each rounded up to 16
+    // bytes, after a table of 24 bytes a block (op/slot_run.hpp).
+    const schedule s = direct::plan(Op{}, 0, size);
+    for (const step& st : s.steps) {
+      std::array<int, 64> seen{};  // distinct blocks: direct sends at most max_in_flight * 2 in a round
+      std::size_t blocks = 0;
+      for (const transfer& t : st.sends) {
+        for (int b : t.blocks) {
+          if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(blocks), b) !=
+              seen.begin() + static_cast<std::ptrdiff_t>(blocks)) {
+            continue;
+          }
+          if (blocks == seen.size()) return false;
+          seen[blocks++] = b;
+        }
+      }
+      if (8 + 24 * blocks + 16 + blocks * ((block_bytes + 15) / 16 * 16) > Transport::shared_slot_bytes) return false;
+    }
+    return true;
+  } else {
+    return false;
+  }
+}
+
 /// This rank's schedule for one call of Op under policy A. Throws
 /// errc::unsupported, before any byte moves, when A cannot run Op on `size`
 /// ranks. The public entries static_assert check_algorithm<A, Op>, so a
@@ -145,6 +189,8 @@ template <class A, class Op, class Transport>
 planned_schedule plan_schedule(int rank, int size, std::size_t block_bytes) {
   static_assert(algorithm<A> && !is_hierarchical<A>);
   if constexpr (is_automatic<A>) {
+    if (through_shared_slots<A, Op, Transport>(size, block_bytes))
+      return {direct::plan(Op{}, rank, size), direct::name};
     const choice picked = automatic_choice<A, Op, Transport>(rank, size, block_bytes);
     if constexpr (built_in_operation<Op>) {
       return {run_time_plan(picked.id, Op{}, rank, size), to_string(picked.id)};

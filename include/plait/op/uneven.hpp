@@ -67,8 +67,11 @@ bool skips_count_exchange(int rank, int size) {
     return true;
   } else if constexpr (is_automatic<Algorithm>) {
     if (size > 2) return false;
-    const std::string_view empty = remembered_schedule<Algorithm, Op, Transport>(rank, size, 0).algorithm;
-    return empty == remembered_schedule<Algorithm, Op, Transport>(rank, size, std::size_t{1} << 40).algorithm;
+    // The model's choices (a transport's shared slots aside: they take
+    // direct by block size, which both ranks of two know alike, see
+    // exchange_v_one).
+    return automatic_choice<Algorithm, Op, Transport>(rank, size, 0).id ==
+           automatic_choice<Algorithm, Op, Transport>(rank, size, std::size_t{1} << 40).id;
   } else {
     return false;
   }
@@ -166,9 +169,13 @@ void exchange_v_one(Comm& comm, Send&& send, const SendCounts& send_counts, Recv
   auto plan =
       make_v_plan(Layout{}, Op{}, at, std::forward<Send>(send), send_counts, std::forward<Recv>(recv), recv_counts);
   // This rank's largest block; the engine replaces it by every rank's when
-  // automatic needs one number for all ranks.
+  // automatic needs one number for all ranks. On two ranks without that
+  // exchange, the blocks between them decide (both ranks know both; the own
+  // block stays local): automatic's choice of the shared slots by size then
+  // agrees.
   std::size_t largest = 0;
   for (int j = 0; j < comm.size(); ++j) {
+    if (j == comm.rank() && comm.size() == 2) continue;
     largest = std::max({largest, plan.block_bytes(Op::block(comm.rank(), j, comm.size())),
                         plan.block_bytes(Op::block(j, comm.rank(), comm.size()))});
   }

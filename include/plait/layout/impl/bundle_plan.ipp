@@ -30,6 +30,7 @@ PLAIT_DECL schedule expand_for_members(const schedule& steps, int members) {
     return out;
   };
   schedule out;
+  out.lockstep = steps.lockstep;  // the same steps on every rank, only wider
   out.steps.reserve(steps.steps.size());
   for (const step& s : steps.steps) out.steps.push_back(step{expand(s.sends), expand(s.recvs)});
   return out;

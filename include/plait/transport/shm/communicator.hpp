@@ -22,6 +22,9 @@
 //   - a combining receive (irecv_combine, a reduction's) takes either way
 //     but folds each arriving piece into its destination with the reduction
 //     instead of copying it (core/receive_combine.hpp).
+// Besides the channels, each rank has two shared-slot buffers in the segment
+// that a lockstep schedule's blocking call uses a round at a time (every rank
+// writes once, posts one flag and reads its peers in place: op/slot_run.hpp).
 // Every slot header carries the message's tag and the stamp of its call
 // (core/call_stamp.hpp): a receiver whose own call under that tag is another
 // collective fails with size_mismatch instead of taking the bytes.
@@ -32,7 +35,7 @@
 // posting, waiting, barrier), group.ipp (join, split, allocate's windows),
 // chunk_channel.ipp (moving chunks and checking slot headers),
 // single_copy.ipp (the reference protocol and combining receives' reads),
-// liveness.ipp (lost peers,
+// shared_slots.ipp (the shared-slot rounds), liveness.ipp (lost peers,
 // timeouts and the group's failure record). Tuning constants: tuning.hpp.
 #pragma once
 
@@ -281,6 +284,35 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// Blocks until every rank has called barrier (bounded by the timeout).
   void barrier();
 
+  // ---- shared slots (impl/shared_slots.ipp) -----------------------------
+  // A round of a small collective in which every rank writes what it sends
+  // into its own shared buffer, posts it with one flag, and reads its peers'
+  // buffers in place once their flags say the round is there: one flag per
+  // rank and round instead of a message per peer (op/slot_run.hpp runs a
+  // schedule's steps as rounds). Each rank has two buffers, used in turn, and
+  // a counter of the rounds it has read, so buffers are reused without a
+  // barrier. Every rank of the group takes part in every round, in the same
+  // order: the caller guarantees it (a schedule whose steps every rank runs).
+
+  /// Bytes of one round's buffer (its table of blocks included).
+  static constexpr std::size_t shared_slot_bytes = detail::shared_slot_bytes;
+  /// Starts this rank's next round of call `tag`, for errors `operation`
+  /// (which must outlive the round) at `step`: waits until every peer has
+  /// read the round that last used the buffer it returns.
+  std::span<std::byte> begin_slot_round(int tag, std::string_view operation, int step);
+  /// Posts the round: `bytes` of the buffer hold it, or `fits` false: this
+  /// rank's call does not fit the buffers. Waits for every peer's post of
+  /// the same round and returns whether every rank's fits (else no rank
+  /// reads, and every rank runs the call through the channels). `payload`:
+  /// the bytes the round's sends carry, counted in bytes_sent() when it runs.
+  bool post_slot_round(std::size_t bytes, std::size_t payload, bool fits);
+  /// What `peer` posted for the round (its size checked against the buffer).
+  [[nodiscard]] std::span<const std::byte> peer_slot_round(int peer) const;
+  /// Ends the round: this rank has read every peer's buffer.
+  void end_slot_round() noexcept;
+  /// Rounds this rank has run through the shared slots.
+  [[nodiscard]] std::uint64_t slot_rounds() const noexcept { return slot_round_; }
+
   /// Splits the group: ranks passing the same color form a new group, ordered
   /// by (key, rank). Color plait::no_group gives a null communicator. Collective.
   communicator split(int color, int key);
@@ -439,6 +471,13 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// peer reads a buffer after the call that owned it has thrown.
   void withdraw_references() noexcept;
 
+  // ---- shared slots (impl/shared_slots.ipp) -----------------------------
+
+  /// Waits until every peer's `posted` (posts) or `read` (!posts) reaches `round`.
+  void await_slot_peers(std::uint64_t round, bool posts);
+  void publish_slot_wait(int peer, bool label) noexcept;
+  [[noreturn, gnu::cold]] void slot_round_timed_out(int peer, bool posts);
+
   // ---- liveness (impl/liveness.ipp) ------------------------------------
 
   /// Throws peer_lost when any rank of the group has failed.
@@ -488,6 +527,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
       detail::single_copy_bytes_from_environment().value_or(detail::process_single_copy_bytes);
   std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
   std::uint64_t window_count_ = 0;
+  std::uint64_t slot_round_ = 0;                // shared-slot rounds begun (every rank counts alike)
+  int slot_tag_ = 0;                            // the round's call
+  int slot_step_ = -1;                          // the round's step of that call
+  std::uint32_t slot_stamp_ = 0;                // the call's stamp (bits)
+  std::string_view slot_operation_;             // the round's call, for errors
   std::shared_ptr<shm::memory_resource> pool_;  // this rank's pool, once asked for; shared with its allocators
   detail::pool_mappings peer_pools_;            // peers' pool segments mapped here, each on first sight
 };
@@ -501,5 +545,6 @@ class communicator : public communicator_core, public blocking_calls<communicato
 #include "plait/transport/shm/impl/communicator.ipp"
 #include "plait/transport/shm/impl/group.ipp"
 #include "plait/transport/shm/impl/liveness.ipp"
+#include "plait/transport/shm/impl/shared_slots.ipp"
 #include "plait/transport/shm/impl/single_copy.ipp"
 #endif

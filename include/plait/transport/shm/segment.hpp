@@ -4,7 +4,8 @@
 // before they are used.
 //
 // Layout (offsets derive from the geometry alone, never from the segment):
-//   segment_header | rank_record[P] | channel[P*P]
+//   segment_header | rank_record[P] | shared_slots[P] | channel[P*P]
+//   shared_slots (one rank's) = shared_slot_header | buffer[2][shared_slot_bytes]
 //   channel (src -> dst) = channel_header | slot[slots] ; slot = slot_header | payload[slot_bytes]
 //
 // A slot's header names the message's tag (its call sequence), the stamp of
@@ -36,7 +37,8 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version = 9;  // 9: wait records; 8: vectored and pool references
+inline constexpr std::uint32_t segment_version =
+    10;  // 10: shared slots; 9: wait records; 8: vectored and pool references
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -103,6 +105,28 @@ inline std::uint32_t steady_ms() noexcept {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   return static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
 }
+
+/// One rank's shared slots: two buffers it writes a round of a small
+/// collective into (op/slot_run.hpp), used in turn so that round k+1 can be
+/// written while peers still read round k, and the counters that say what is
+/// there. Only the rank writes its header's first line and its buffers; peers
+/// read them, and each rank writes only its own `read`.
+struct alignas(cache_line) shared_slot_header {
+  std::uint64_t posted;  // rounds posted so far (release, stored after the round's buffer and its record)
+  struct round_record {
+    std::uint32_t tag;    // the call (its tag) the round belongs to
+    std::uint32_t fits;   // 1: the call's rounds fit this rank's buffers; 0: every rank takes the channels
+    std::uint32_t stamp;  // call_stamp::bits() of the call, 0 when unknown
+    std::uint32_t reserved;
+    std::uint64_t bytes;                   // bytes of the buffer the round uses (its table and blocks)
+  } rounds[2];                             // one per buffer: a peer may post round k+1 while this round is read
+  alignas(cache_line) std::uint64_t read;  // rounds of every peer this rank has finished reading (release)
+};
+
+/// Bytes of each of a rank's two shared-slot buffers: the largest round a
+/// small collective runs through them (its table of blocks included); a
+/// larger one takes the chunk channels.
+inline constexpr std::size_t shared_slot_bytes = std::size_t{16} << 10;
 
 struct alignas(cache_line) channel_header {
   std::uint64_t head;                      // slots written so far (by the sender)
@@ -192,8 +216,14 @@ struct geometry {
     return round_up(sizeof(channel_header), cache_line) + slots * slot_stride();
   }
   [[nodiscard]] constexpr std::size_t records_offset() const { return round_up(sizeof(segment_header), cache_line); }
+  [[nodiscard]] constexpr std::size_t shared_slots_offset() const {
+    return round_up(records_offset() + ranks * sizeof(rank_record), cache_line);
+  }
+  [[nodiscard]] static constexpr std::size_t shared_slots_stride() {
+    return round_up(sizeof(shared_slot_header), cache_line) + 2 * shared_slot_bytes;
+  }
   [[nodiscard]] constexpr std::size_t channels_offset() const {
-    return round_up(records_offset() + ranks * sizeof(rank_record), 4096);
+    return round_up(shared_slots_offset() + ranks * shared_slots_stride(), 4096);
   }
   [[nodiscard]] constexpr std::size_t total_bytes() const {
     return channels_offset() + static_cast<std::size_t>(ranks) * ranks * channel_bytes();
@@ -356,6 +386,14 @@ class segment {
   [[nodiscard]] rank_record& record(int rank) const noexcept {
     return reinterpret_cast<rank_record*>(base_ + shape_.records_offset())[rank];
   }
+  [[nodiscard]] shared_slot_header& shared_slots(int rank) const noexcept {
+    return *reinterpret_cast<shared_slot_header*>(shared_slots_base(rank));
+  }
+  /// `rank`'s buffer for round `round` (the two alternate).
+  [[nodiscard]] std::byte* shared_slot_buffer(int rank, std::uint64_t round) const noexcept {
+    return shared_slots_base(rank) + round_up(sizeof(shared_slot_header), cache_line) +
+           static_cast<std::size_t>(round % 2) * shared_slot_bytes;
+  }
   [[nodiscard]] channel_header& channel(int source, int destination) const noexcept {
     return *reinterpret_cast<channel_header*>(channel_base(source, destination));
   }
@@ -423,6 +461,9 @@ class segment {
   void set_shape(const geometry& shape);
 
   void map(int fd, const error_context& at) { base_ = map_and_close(fd, bytes_, "shared-memory segment", name_, at); }
+  [[nodiscard]] std::byte* shared_slots_base(int rank) const noexcept {
+    return base_ + shape_.shared_slots_offset() + static_cast<std::size_t>(rank) * geometry::shared_slots_stride();
+  }
   [[nodiscard]] std::byte* channel_base(int source, int destination) const noexcept {
     const auto index = static_cast<std::size_t>(source) * shape_.ranks + static_cast<std::size_t>(destination);
     return base_ + shape_.channels_offset() + index * shape_.channel_bytes();

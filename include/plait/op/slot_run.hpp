@@ -1,0 +1,343 @@
+// The slot run: a lockstep schedule (direct's) run through a transport's
+// shared slots (the shm transport's), one round per step. In each round
+// every rank writes the blocks its step sends into its own slot, once each
+// however many peers they go to, with a table naming them, and posts the
+// round with one flag; once every peer's flag is there it reads the blocks
+// its step receives from the peers' slots in place, applying them as the
+// executor would (placed, or combined in the order the schedule lists them,
+// so a reduction keeps its fold order and every rank computes the same bits),
+// and says it has read the round. A small call then costs each rank one flag
+// per round instead of a message per peer, posted and matched.
+//
+// A call whose rounds do not fit runs the schedule through the executor
+// instead, on every rank: decided alike where every rank knows every block's
+// size, else in the first round's flags. Blocking calls only (execute); a call in flight keeps its
+// messages.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "plait/algorithm/schedule.hpp"
+#include "plait/core/config.hpp"
+#include "plait/core/error.hpp"
+#include "plait/core/region.hpp"
+#include "plait/core/transport.hpp"
+#include "plait/layout/block_plan.hpp"
+#include "plait/layout/fold_plans.hpp"
+
+namespace plait {
+inline namespace v0 {
+namespace detail {
+
+/// A transport whose ranks share slots they post rounds in (shm::communicator).
+template <class Comm>
+concept has_shared_slots = requires(Comm& comm, std::string_view name, std::size_t bytes) {
+  { Comm::shared_slot_bytes } -> std::convertible_to<std::size_t>;
+  { comm.begin_slot_round(0, name, 0) } -> std::same_as<std::span<std::byte>>;
+  { comm.post_slot_round(bytes, bytes, true) } -> std::same_as<bool>;
+  { comm.peer_slot_round(0) } -> std::same_as<std::span<const std::byte>>;
+  comm.end_slot_round();
+};
+
+/// One block in a round's table: where in the slot its bytes are.
+struct slot_entry {
+  std::uint32_t block;
+  std::uint32_t reserved;
+  std::uint64_t offset;
+  std::uint64_t bytes;
+};
+
+inline constexpr std::size_t slot_alignment = 16;
+
+/// The distinct blocks a step sends, in order of first appearance.
+inline void blocks_sent(const step& st, std::vector<int>& out) {
+  out.clear();
+  for (const transfer& t : st.sends) {
+    for (int b : t.blocks) {
+      if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+    }
+  }
+}
+
+/// Where the table ends and the first block starts.
+constexpr std::size_t slot_data_offset(std::size_t blocks) {
+  return (sizeof(std::uint64_t) + blocks * sizeof(slot_entry) + slot_alignment - 1) / slot_alignment * slot_alignment;
+}
+
+/// Block `block`'s bytes in a peer's posted round. The slot is the peer's:
+/// its table is checked against the slot's size and the block's expected size.
+PLAIT_DECL const std::byte* find_in_slot(std::span<const std::byte> slot, int block, std::size_t expected, int peer,
+                                         const error_context& at);
+
+/// A thread's reusable buffers for its slot runs (a run never nests on a thread).
+struct slot_scratch {
+  std::vector<int> sent;                // the blocks a step sends
+  std::vector<std::byte> arena;         // a reduction's accumulators, block by block
+  std::vector<std::size_t> acc_offset;  // of each block in arena
+  std::vector<unsigned char> acc_held;  // 1: arena holds the block's accumulator
+  std::vector<std::byte> own;           // a prepared own contribution folded in
+  PLAIT_DECL static slot_scratch& of_this_thread() noexcept;
+};
+
+/// The largest all-reduce that takes one round: above it every rank folding
+/// all P blocks costs more than the second round saves (P = 2: one round
+/// measured 0.6 us against two rounds' 0.7 at 64-256 B blocks, 2.4 us
+/// against 1.7 at 4 KiB; docs/pmpi.md).
+inline constexpr std::size_t one_round_fold_bytes = std::size_t{1} << 10;
+
+/// An all-reduce (every block a result) in one round: every rank writes its
+/// contributions to all P blocks and folds every block from all P slots in
+/// rank order, x0 op x1 op ... (its own at its place), which is what
+/// direct's two steps compute for block d on rank d, so every rank gets
+/// those bits in half the rounds. False, before any round, when its data is
+/// above one_round_fold_bytes or its round does not fit a slot (a decision
+/// every rank makes alike: an all-reduce's blocks are cut alike on every
+/// rank).
+template <class Comm, class Plan>
+bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag,
+                           slot_scratch& scratch) {
+  host_folds host;  // shared slots are host memory: the host kernel folds
+  const int blocks = plan.ranks();
+  for (int b = 0; b < blocks; ++b) {
+    if (!plan.has_result(b)) return false;  // a reduce-scatter: its one step is one round already
+  }
+  std::size_t used = slot_data_offset(static_cast<std::size_t>(blocks));
+  std::size_t largest = 0;
+  std::size_t total = 0;
+  for (int b = 0; b < blocks; ++b) {
+    used += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+    largest = std::max(largest, plan.block_bytes(b));
+    total += plan.block_bytes(b);
+  }
+  if (used > Comm::shared_slot_bytes || total > one_round_fold_bytes) return false;
+  std::span<std::byte> slot = comm.begin_slot_round(tag, operation, 0);
+  auto* count = reinterpret_cast<std::uint64_t*>(slot.data());
+  auto* table = reinterpret_cast<slot_entry*>(slot.data() + sizeof(std::uint64_t));
+  *count = static_cast<std::uint64_t>(blocks);
+  std::size_t at = slot_data_offset(static_cast<std::size_t>(blocks));
+  for (int b = 0; b < blocks; ++b) {
+    const std::size_t bytes = plan.block_bytes(b);
+    table[b] = {static_cast<std::uint32_t>(b), 0, at, bytes};
+    if (bytes != 0) plan.read_contribution(b, slot.data() + at, host);
+    at += (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+  }
+  std::size_t payload = 0;  // what direct's sends carry, as bytes_sent() counts them on the channels
+  for (const step& st : steps.steps) {
+    for (const transfer& t : st.sends) {
+      for (int b : t.blocks) payload += plan.block_bytes(b);
+    }
+  }
+  if (!comm.post_slot_round(used, payload, true)) {
+    comm.end_slot_round();
+    throw error(errc::size_mismatch, "the ranks disagree on the all-reduce's size (a peer's call does not fit)",
+                error_context{comm.rank(), operation, 0, -1});
+  }
+  if (scratch.arena.size() < largest) scratch.arena.resize(largest);
+  std::byte* acc = scratch.arena.data();
+  const int me = comm.rank();
+  for (int b = 0; b < blocks; ++b) {
+    const std::size_t bytes = plan.block_bytes(b);
+    for (int r = 0; r < blocks; ++r) {
+      const std::byte* in =
+          r == me ? slot.data() + table[b].offset
+                  : find_in_slot(comm.peer_slot_round(r), b, bytes, r, error_context{me, operation, 0, r});
+      if (r == 0) {
+        if (bytes != 0) std::memcpy(acc, in, bytes);
+      } else {
+        plan.combine(b, acc, in, acc, host);
+      }
+    }
+    plan.write_result(b, acc, host);
+  }
+  comm.end_slot_round();
+  return true;
+}
+
+/// Runs `steps` (lockstep) through `comm`'s shared slots. False, before any
+/// byte of the call moved, when some rank's call does not fit its slot: then
+/// every rank returns false, and the caller runs the schedule as usual.
+template <class Comm, class Plan>
+bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
+  constexpr bool folds = fold_plan<Plan>;
+  [[maybe_unused]] host_folds host;  // shared slots are host memory: the host kernel folds
+  // One thread-local lookup per call (in a shared library each is a call).
+  slot_scratch& scratch = slot_scratch::of_this_thread();
+  std::vector<int>& sent = scratch.sent;
+  std::vector<std::byte>& arena = scratch.arena;
+  std::vector<std::size_t>& acc_offset = scratch.acc_offset;
+  std::vector<unsigned char>& acc_held = scratch.acc_held;
+  std::vector<std::byte>& own = scratch.own;
+  if constexpr (folds) {
+    if (fold_all_in_one_round(comm, steps, plan, operation, tag, scratch)) return true;
+  }
+
+  // Does every round fit? Where every rank knows every block's size, each
+  // decides alike from the largest block any step moves (every rank of
+  // direct writes as many blocks a round), and a call that does not fit
+  // takes the channels at once. Where a rank knows only its own blocks
+  // (all_to_all_v's plan), it says in the first round's flag whether its
+  // own fit, and every rank reads every flag.
+  constexpr bool agrees_in_round = requires { plan.own_counts(); };
+  std::size_t largest = 0;
+  if constexpr (!agrees_in_round) {
+    for (const step& st : steps.steps) {
+      for (const auto* list : {&st.sends, &st.recvs}) {
+        for (const transfer& t : *list) {
+          for (int b : t.blocks) largest = std::max(largest, plan.block_bytes(b));
+        }
+      }
+    }
+  }
+  bool fits = true;
+  for (const step& st : steps.steps) {
+    blocks_sent(st, sent);
+    std::size_t bytes = slot_data_offset(sent.size());
+    if constexpr (agrees_in_round) {
+      for (int b : sent) bytes += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+    } else {
+      bytes += sent.size() * ((largest + slot_alignment - 1) / slot_alignment * slot_alignment);
+    }
+    fits = fits && bytes <= Comm::shared_slot_bytes;
+  }
+  if constexpr (!agrees_in_round) {
+    if (!fits) return false;  // every rank alike, before any round
+  }
+
+  int blocks = 0;
+  if constexpr (folds) {
+    blocks = plan.ranks();
+    std::size_t total = 0;
+    acc_offset.resize(static_cast<std::size_t>(blocks));
+    acc_held.assign(static_cast<std::size_t>(blocks), 0);
+    for (int b = 0; b < blocks; ++b) {
+      acc_offset[static_cast<std::size_t>(b)] = total;
+      total += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+    }
+    if (arena.size() < total + 1) arena.resize(total + 1);
+  }
+  // A reduction's accumulator of block b: the own contribution until something arrives.
+  [[maybe_unused]] auto accumulator = [&](int b) {
+    std::byte* acc = arena.data() + acc_offset[static_cast<std::size_t>(b)];
+    if constexpr (folds) {
+      if (acc_held[static_cast<std::size_t>(b)] == 0) {
+        plan.read_contribution(b, acc, host);
+        acc_held[static_cast<std::size_t>(b)] = 1;
+      }
+    }
+    return acc;
+  };
+
+  for (std::size_t s = 0; s < steps.steps.size(); ++s) {
+    const step& st = steps.steps[s];
+    const int step_index = static_cast<int>(s);
+    std::span<std::byte> slot = comm.begin_slot_round(tag, operation, step_index);
+    if constexpr (!folds && !requires { plan.send_location(0); }) {
+      // Without send_location a plan's own shard is where prepare() puts it:
+      // the local copies first (again, harmlessly, if the call takes the channels).
+      if (s == 0 && fits) plan.prepare();
+    }
+    std::size_t used = 0;
+    std::size_t payload = 0;
+    if (fits) {
+      blocks_sent(st, sent);
+      auto* count = reinterpret_cast<std::uint64_t*>(slot.data());
+      auto* table = reinterpret_cast<slot_entry*>(slot.data() + sizeof(std::uint64_t));
+      *count = sent.size();
+      used = slot_data_offset(sent.size());
+      for (std::size_t i = 0; i < sent.size(); ++i) {
+        const int b = sent[i];
+        const std::size_t bytes = plan.block_bytes(b);
+        table[i] = {static_cast<std::uint32_t>(b), 0, used, bytes};
+        std::byte* to = slot.data() + used;
+        if constexpr (folds) {
+          if (acc_held[static_cast<std::size_t>(b)] != 0) {
+            std::memcpy(to, arena.data() + acc_offset[static_cast<std::size_t>(b)], bytes);
+          } else if (bytes != 0) {
+            plan.read_contribution(b, to, host);
+          }
+        } else if (bytes != 0) {
+          // The own shard where the plan says a send reads it (the send
+          // buffer: prepare() has not copied it into place yet).
+          if constexpr (requires { plan.send_location(b); }) {
+            pack(plan.send_location(b), to);
+          } else {
+            pack(plan.location(b), to);
+          }
+        }
+        used += (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+      }
+      for (const transfer& t : st.sends) {
+        for (int b : t.blocks) payload += plan.block_bytes(b);
+      }
+    }
+    if (!comm.post_slot_round(used, payload, fits)) {
+      comm.end_slot_round();
+      if constexpr (!agrees_in_round) {
+        throw error(errc::size_mismatch, "the ranks disagree on the call's sizes (a peer's call does not fit)",
+                    error_context{comm.rank(), operation, step_index, -1});
+      }
+      return false;  // only the first round can say so: each rank checked all of its own above
+    }
+    if constexpr (!folds && requires { plan.send_location(0); }) {
+      if (s == 0) plan.prepare();  // the local copies, once the call runs here
+    }
+    for (const transfer& r : st.recvs) {
+      std::span<const std::byte> theirs;
+      if (r.peer != own_contribution) theirs = comm.peer_slot_round(r.peer);
+      for (int b : r.blocks) {
+        const std::size_t bytes = plan.block_bytes(b);
+        if constexpr (folds) {
+          std::byte* acc = arena.data() + acc_offset[static_cast<std::size_t>(b)];
+          const std::byte* in = nullptr;
+          if (r.peer == own_contribution) {
+            in = plan.contribution_as_is(b);
+            if (in == nullptr) {
+              if (own.size() < bytes) own.resize(bytes);
+              plan.read_contribution(b, own.data(), host);
+              in = own.data();
+            }
+          } else {
+            in = find_in_slot(theirs, b, bytes, r.peer, error_context{comm.rank(), operation, step_index, r.peer});
+          }
+          if (r.arrival == fold::none) {
+            if (bytes != 0) std::memcpy(acc, in, bytes);
+            acc_held[static_cast<std::size_t>(b)] = 1;
+          } else {
+            acc = accumulator(b);
+            if (r.arrival == fold::from_right) {
+              plan.combine(b, acc, in, acc, host);
+            } else {
+              plan.combine(b, in, acc, acc, host);
+            }
+          }
+        } else {
+          const std::byte* in =
+              find_in_slot(theirs, b, bytes, r.peer, error_context{comm.rank(), operation, step_index, r.peer});
+          if (bytes != 0) unpack(in, plan.location(b));
+        }
+      }
+    }
+    comm.end_slot_round();
+  }
+  if constexpr (folds) {
+    for (int b = 0; b < blocks; ++b) {
+      if (plan.has_result(b)) plan.write_result(b, accumulator(b), host);
+    }
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/op/impl/slot_run.ipp"
+#endif

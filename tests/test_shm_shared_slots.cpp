@@ -1,0 +1,236 @@
+// plait-test-labels: quick shm
+// plait-test-timeout: 120
+// The shm transport's shared slots (op/slot_run.hpp): direct's lockstep
+// schedules run one round per step through them when the call fits, and
+// automatic takes that route for small blocks. One body on threads and
+// processes, P = 1..8, zero-size and non-power-of-two data, against serial
+// references: every operation (placing and folding), the even and v forms,
+// in place, a reduction in rank order bit for bit, a call too large for the
+// slots (every rank takes the channels together, even when only one rank's
+// part is too large), a blocking call while a nonblocking one is in flight,
+// and a rank that never joins (timeout naming the call and the peer).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/harness.hpp"
+
+using plait_test::mode;
+
+namespace {
+
+// A float sum whose result depends on the order of the terms: the left fold in rank order is the reference.
+float term(int rank, std::size_t i) {
+  return (rank % 2 == 0 ? 1.0F : 1e-8F) * static_cast<float>(i + 1) + static_cast<float>(rank) * 1e7F;
+}
+
+std::string body(plait::shm::communicator& comm, std::size_t n) {
+  const int P = comm.size();
+  const auto p = static_cast<std::size_t>(P);
+  const int me = comm.rank();
+  const std::uint64_t rounds_before = comm.slot_rounds();
+  const std::string at = " n=" + std::to_string(n) + ": ";
+
+  // all_gather, and in place.
+  std::vector<std::int32_t> mine(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<std::int32_t>(me, i);
+  std::vector<std::int32_t> want(n * p);
+  for (int r = 0; r < P; ++r) {
+    for (std::size_t i = 0; i < n; ++i)
+      want[static_cast<std::size_t>(r) * n + i] = plait_test::make_value<std::int32_t>(r, i);
+  }
+  std::vector<std::int32_t> all(n * p, -1);
+  plait::all_gather<plait::direct>(comm, mine, all);
+  if (auto v = plait_test::compare(all, want, "all_gather" + at); !v.empty()) return v;
+  std::vector<std::int32_t> in_place(n * p, -1);
+  for (std::size_t i = 0; i < n; ++i) in_place[static_cast<std::size_t>(me) * n + i] = mine[i];
+  plait::all_gather<plait::direct>(comm, plait::in_place, in_place);
+  if (auto v = plait_test::compare(in_place, want, "all_gather in place" + at); !v.empty()) return v;
+
+  // all_to_all: block (from, to) distinct per pair.
+  std::vector<std::int32_t> send(n * p), recv(n * p, -1), expect(n * p);
+  for (std::size_t j = 0; j < p; ++j) {
+    for (std::size_t i = 0; i < n; ++i) {
+      send[j * n + i] = plait_test::make_value<std::int32_t>(me, i, static_cast<int>(j) + 1);
+      expect[j * n + i] = plait_test::make_value<std::int32_t>(static_cast<int>(j), i, me + 1);
+    }
+  }
+  plait::all_to_all<plait::direct>(comm, send, recv);
+  if (auto v = plait_test::compare(recv, expect, "all_to_all" + at); !v.empty()) return v;
+
+  // all_gather_v: rank r has n + r elements.
+  std::vector<std::size_t> counts(p);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < p; ++r) total += counts[r] = n + r;
+  std::vector<std::int32_t> part(n + static_cast<std::size_t>(me)), gathered(total, -1), gathered_want;
+  for (std::size_t i = 0; i < part.size(); ++i) part[i] = plait_test::make_value<std::int32_t>(me, i, 7);
+  for (int r = 0; r < P; ++r) {
+    for (std::size_t i = 0; i < counts[static_cast<std::size_t>(r)]; ++i) {
+      gathered_want.push_back(plait_test::make_value<std::int32_t>(r, i, 7));
+    }
+  }
+  plait::all_gather_v<plait::direct>(comm, part, gathered, counts);
+  if (auto v = plait_test::compare(gathered, gathered_want, "all_gather_v" + at); !v.empty()) return v;
+
+  // Reductions in rank order: the serial left fold, bit for bit, on every rank.
+  std::vector<float> contribution(n * p);
+  for (std::size_t i = 0; i < n * p; ++i) contribution[i] = term(me, i);
+  std::vector<float> folded(n * p);
+  for (std::size_t i = 0; i < n * p; ++i) {
+    float acc = term(0, i);
+    for (int r = 1; r < P; ++r) acc += term(r, i);
+    folded[i] = acc;
+  }
+  std::vector<float> reduced(n * p, -1);
+  plait::all_reduce<plait::direct>(comm, contribution, reduced, plait::ordered<plait::sum>{});
+  if (auto v = plait_test::compare(reduced, folded, "all_reduce ordered" + at); !v.empty()) return v;
+  std::vector<float> automatic_reduced(n * p, -1);
+  plait::all_reduce(comm, contribution, automatic_reduced, plait::ordered<plait::sum>{});
+  if (auto v = plait_test::compare(automatic_reduced, folded, "all_reduce automatic" + at); !v.empty()) return v;
+  std::vector<float> block(n, -1);
+  plait::reduce_scatter<plait::direct>(comm, contribution, block, plait::ordered<plait::sum>{});
+  const std::vector<float> own_block(
+      folded.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(me) * n),
+      folded.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(me + 1) * n));
+  if (auto v = plait_test::compare(block, own_block, "reduce_scatter ordered" + at); !v.empty()) return v;
+  std::vector<float> in_place_sum = contribution;
+  plait::all_reduce<plait::direct>(comm, plait::in_place, in_place_sum, plait::ordered<plait::sum>{});
+  if (auto v = plait_test::compare(in_place_sum, folded, "all_reduce in place" + at); !v.empty()) return v;
+
+  // Every call above ran through the slots: one round per step of direct's
+  // schedules, and one for an all-reduce of at most 1 KiB in all.
+  const std::uint64_t all_reduce_rounds = n * p * sizeof(float) <= plait::detail::one_round_fold_bytes ? 1 : 2;
+  const std::uint64_t direct_rounds = P == 1 ? 0 : 2 + (P - 1 + 7) / 8 + 1 + 3 * all_reduce_rounds + 1;
+  if (comm.slot_rounds() - rounds_before != direct_rounds) {
+    return "ran " + std::to_string(comm.slot_rounds() - rounds_before) + " shared-slot rounds, expected " +
+           std::to_string(direct_rounds) + at;
+  }
+  return {};
+}
+
+// A call too large for the slots: every rank takes the channels, also when only rank 0's part is.
+std::string too_large(plait::shm::communicator& comm) {
+  const std::uint64_t rounds_before = comm.slot_rounds();
+  const auto p = static_cast<std::size_t>(comm.size());
+  const std::size_t big = plait::shm::communicator::shared_slot_bytes;  // a block alone fills a slot with its table
+  std::vector<std::byte> mine(big, std::byte{static_cast<unsigned char>(comm.rank() + 1)}), all(big * p);
+  plait::all_gather<plait::direct>(comm, mine, all);
+  for (std::size_t r = 0; r < p; ++r) {
+    if (all[r * big] != std::byte{static_cast<unsigned char>(r + 1)}) return "all_gather too large: wrong block";
+  }
+  std::vector<std::size_t> counts(p, 8);
+  counts[0] = big;
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  std::vector<std::byte> part(counts[static_cast<std::size_t>(comm.rank())],
+                              std::byte{static_cast<unsigned char>(comm.rank() + 1)});
+  std::vector<std::byte> gathered(total);
+  plait::all_gather_v<plait::direct>(comm, part, gathered, counts);
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < p; ++r) {
+    if (gathered[at] != std::byte{static_cast<unsigned char>(r + 1)})
+      return "all_gather_v, rank 0 too large: wrong block";
+    at += counts[r];
+  }
+  // Every rank knows every block's size here: no round at all.
+  if (comm.slot_rounds() != rounds_before) return "too large: unexpected shared-slot rounds";
+  if (comm.size() > 1 && comm.bytes_sent() == 0) return "too large: nothing went through the channels";
+  // all_to_all_v: a rank knows only its own blocks' sizes; rank 0's are too
+  // large, and every rank learns it from the first round's flags.
+  std::vector<std::size_t> send_counts(p, 4), recv_counts(p, 4);
+  if (comm.rank() == 0) std::fill(send_counts.begin(), send_counts.end(), big);
+  recv_counts[0] = big;
+  std::size_t send_total = 0, recv_total = 0;
+  for (std::size_t r = 0; r < p; ++r) send_total += send_counts[r], recv_total += recv_counts[r];
+  std::vector<std::byte> v_send(send_total, std::byte{static_cast<unsigned char>(comm.rank() + 1)}), v_recv(recv_total);
+  const std::uint64_t before_v = comm.slot_rounds();
+  plait::all_to_all_v<plait::direct>(comm, v_send, send_counts, v_recv, recv_counts);
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < p; ++r) {
+    if (v_recv[offset] != std::byte{static_cast<unsigned char>(r + 1)}) return "all_to_all_v too large: wrong block";
+    offset += recv_counts[r];
+  }
+  if (comm.size() > 1 && comm.slot_rounds() - before_v != 1) return "all_to_all_v too large: no round agreed on it";
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("Direct's small collectives run through the shm transport's shared slots on threads and processes",
+          "[shm][slots]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 4, 5, 8);
+  if (m == mode::processes && (ranks == 4 || ranks == 5)) return;  // processes: 1, 2, 3, 8 (fork is the cost)
+  INFO(plait_test::to_string(m) << ", P = " << ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{13}, std::size_t{64}}) {
+      if (auto v = body(comm, n); !v.empty()) return v;
+    }
+    return too_large(comm);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("Automatic takes the shared slots for small blocks and the channels for large ones", "[shm][slots]") {
+  // On two ranks the cost model's choice is ring at every size: only the shared-slot rule picks direct.
+  const auto verdicts = plait_test::run_ranks(mode::threads, 2, [](plait::shm::communicator& comm) -> std::string {
+    std::vector<std::int32_t> small(16, comm.rank()), small_all(32);
+    std::uint64_t before = comm.slot_rounds();
+    plait::all_gather(comm, small, small_all);
+    if (comm.slot_rounds() != before + 1) return "a 64-byte all_gather did not take the shared slots";
+    std::vector<std::int32_t> large(2048, comm.rank()), large_all(2 * 2048);
+    before = comm.slot_rounds();
+    plait::all_gather(comm, large, large_all);
+    if (comm.slot_rounds() != before) return "an 8 KiB all_gather took the shared slots";
+    for (int r = 0; r < 2; ++r) {
+      if (small_all[static_cast<std::size_t>(r) * 16] != r || large_all[static_cast<std::size_t>(r) * 2048] != r) {
+        return "wrong result";
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("A blocking shared-slot call runs while a nonblocking collective is in flight", "[shm][slots]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 3, [](plait::shm::communicator& comm) -> std::string {
+    std::vector<std::int32_t> big(64 << 10, comm.rank()), big_all(3 * (64 << 10));
+    auto request = plait::iall_gather<plait::ring>(comm, big, big_all);
+    std::vector<std::int32_t> small(4, comm.rank() + 10), small_all(12);
+    plait::all_gather<plait::direct>(comm, small, small_all);
+    request.wait();
+    for (int r = 0; r < 3; ++r) {
+      if (small_all[static_cast<std::size_t>(r) * 4] != r + 10 || big_all[static_cast<std::size_t>(r) << 16] != r) {
+        return "wrong result";
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("A rank that never joins a shared-slot round times out naming the call and the peer", "[shm][slots]") {
+  std::vector<std::string> errors(2);
+  try {
+    plait::shm::run_threads(2, [&](plait::shm::communicator& comm) {
+      comm.set_timeout(std::chrono::milliseconds(300));
+      if (comm.rank() == 1) return;  // never joins
+      std::vector<std::int32_t> mine(4, 1), all(8);
+      try {
+        plait::all_gather<plait::direct>(comm, mine, all);
+      } catch (const plait::error& e) {
+        errors[0] = e.what();
+        throw;
+      }
+    });
+  } catch (const plait::error&) {
+  }
+  INFO(errors[0]);
+  CHECK(errors[0].find("all_gather<direct>") != std::string::npos);
+  CHECK(errors[0].find("rank 1") != std::string::npos);
+  CHECK(errors[0].find("shared slot") != std::string::npos);
+}
