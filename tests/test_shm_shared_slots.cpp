@@ -234,3 +234,35 @@ TEST_CASE("A rank that never joins a shared-slot round times out naming the call
   CHECK(errors[0].find("rank 1") != std::string::npos);
   CHECK(errors[0].find("shared slot") != std::string::npos);
 }
+
+TEST_CASE("A rank that learns of a failed shared-slot round from the group names the call then and later",
+          "[shm][slots]") {
+  // Rank 0 skips the call; whichever of ranks 1 and 2 times out first marks
+  // the group failed, and the other reads that failure in its round's wait.
+  // Both errors, and both ranks' next ones, name the call (the soak found
+  // the second rank's dropping it).
+  std::vector<std::string> first(3), later(3), operation(3);
+  plait::shm::run_threads(3, [&](plait::shm::communicator& comm) {
+    comm.set_timeout(std::chrono::milliseconds(300));
+    const auto me = static_cast<std::size_t>(comm.rank());
+    if (me == 0) return;  // never joins
+    std::vector<std::int32_t> mine(4, 1), all(12);
+    try {
+      plait::all_gather<plait::direct>(comm, mine, all);
+    } catch (const plait::error& e) {
+      first[me] = e.what();
+      operation[me] = e.operation();
+    }
+    try {
+      plait::all_gather<plait::direct>(comm, mine, all);
+    } catch (const plait::error& e) {
+      later[me] = e.what();
+    }
+  });
+  for (std::size_t r = 1; r < 3; ++r) {
+    INFO("rank " << r << ": " << first[r] << "\nthen: " << later[r]);
+    CHECK(operation[r] == "all_gather<direct>");
+    CHECK(first[r].find("rank 0") != std::string::npos);
+    CHECK(later[r].find("poisoned by all_gather<direct>") != std::string::npos);
+  }
+}

@@ -144,8 +144,12 @@ PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round, bool posts) 
     }
   } catch (const error& e) {
     if (published) end_wait();
-    if (e.value() == errc::timeout || e.value() == errc::peer_lost) poison_group(e);
-    throw;
+    // A group failure read here names no call (check_group cannot know it):
+    // this round's call goes in, as the executor puts its own into its
+    // transfers' errors, so that the poison and every later error name it.
+    const error located = e.within(where(slot_operation_, -1, slot_step_));
+    if (e.value() == errc::timeout || e.value() == errc::peer_lost) poison_group(located);
+    throw located;
   }
   if (published) end_wait();
 }
