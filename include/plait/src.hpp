@@ -27,6 +27,7 @@
 #include "plait/core/impl/overlap.ipp"
 #include "plait/core/impl/progress_engine.ipp"
 #include "plait/core/impl/region.ipp"
+#include "plait/core/impl/scratch.ipp"
 #include "plait/core/impl/stream_copy.ipp"
 #include "plait/core/impl/timeout.ipp"
 

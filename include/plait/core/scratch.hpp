@@ -4,11 +4,18 @@
 // functions at -O2 (allocator, growth, destruction), and a header-only
 // library pays that in every file that runs a collective (compile cost,
 // docs/performance.md). These two small classes cost a few functions each.
+//
+// byte_buffer, the staging of every run, draws its large blocks from a
+// per-thread cache of freed ones (scratch_cache below): new and delete of a
+// block's size map and unmap, or grow and trim the heap, on every call, and
+// the fresh pages fault on first touch.
 #pragma once
 
 #include <cstddef>
 #include <new>
 #include <utility>
+
+#include "plait/core/config.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -80,25 +87,55 @@ class small_array {
   std::size_t size_ = 0;
 };
 
+/// The freed scratch blocks a thread keeps for its next collectives. Every
+/// call stages in blocks as large as its own (an all-reduce of 1 MiB on two
+/// ranks: two of 512 KiB), and allocating them afresh each call costs more
+/// than the call's own work: glibc maps and unmaps such blocks, or grows and
+/// trims the heap, and every fresh page faults on first touch (measured at
+/// P = 2: 340 faults and about 3x the time of an all_reduce of 1 MiB;
+/// docs/performance.md, "Reductions"). Blocks under `smallest` bytes stay
+/// with malloc, whose bins serve them without the kernel.
+struct scratch_cache {
+  static constexpr std::size_t smallest = std::size_t{32} << 10;
+  /// At most this many blocks and bytes kept per thread; the smallest go first.
+  static constexpr std::size_t most_blocks = 8;
+  static constexpr std::size_t most_bytes = std::size_t{128} << 20;
+
+  /// A block of at least `bytes` (> 0): the smallest kept one that is large
+  /// enough, else a new one; its size in `capacity`.
+  PLAIT_DECL static std::byte* take(std::size_t bytes, std::size_t& capacity);
+  /// Hands back a block of `capacity` bytes from take (null: nothing). Kept
+  /// for this thread's later calls, or freed; freed once the thread ends.
+  PLAIT_DECL static void give(std::byte* data, std::size_t capacity) noexcept;
+  /// Bytes this thread keeps now (tests).
+  [[nodiscard]] PLAIT_DECL static std::size_t kept_bytes() noexcept;
+};
+
 /// Owning uninitialised bytes with data() and size(): the host executor's
-/// staging and transit buffers, and plait::copy's bounce buffer.
+/// staging and transit buffers, and plait::copy's bounce buffer. Large ones
+/// come from and go back to the thread's scratch_cache.
 class byte_buffer {
  public:
   byte_buffer() noexcept = default;
-  explicit byte_buffer(std::size_t size) : data_(size != 0 ? new std::byte[size] : nullptr), size_(size) {}
+  explicit byte_buffer(std::size_t size) : size_(size) {
+    if (size != 0) data_ = scratch_cache::take(size, capacity_);
+  }
   byte_buffer(byte_buffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
   byte_buffer& operator=(byte_buffer&& other) noexcept {
     if (this != &other) {
-      delete[] data_;
+      scratch_cache::give(data_, capacity_);
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
     }
     return *this;
   }
   byte_buffer(const byte_buffer&) = delete;
   byte_buffer& operator=(const byte_buffer&) = delete;
-  ~byte_buffer() { delete[] data_; }
+  ~byte_buffer() { scratch_cache::give(data_, capacity_); }
 
   [[nodiscard]] std::byte* data() const noexcept { return data_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
@@ -106,8 +143,13 @@ class byte_buffer {
  private:
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t capacity_ = 0;  // of the block behind data_, >= size_
 };
 
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait
+
+#if !defined(PLAIT_SEPARATE_COMPILATION)
+#include "plait/core/impl/scratch.ipp"
+#endif
