@@ -377,6 +377,20 @@ TEST_CASE("automatic prefers few steps for small blocks and few bytes for large 
   CHECK(one_step.predicted_seconds == Approx(1.0));
 }
 
+TEST_CASE("a step with a message at or above the rendezvous size costs alpha_rendezvous once", "[automatic]") {
+  plait::cost_model m{0, 0, 0, 0, 0};
+  m.rendezvous_bytes = 16 << 10;
+  m.alpha_rendezvous = 1.0;
+  // Ring on 2 ranks: two steps of one block; recursive doubling: one step of both blocks.
+  const plait::schedule ring = plait::ring::plan(op::all_reduce<>{}, 0, 2);
+  const plait::schedule doubling = plait::recursive_doubling::plan(op::all_reduce<>{}, 0, 2);
+  CHECK(plait::predicted_seconds(ring, (16 << 10) - 1, m) == 0);
+  CHECK(plait::predicted_seconds(ring, 16 << 10, m) == 2.0);
+  CHECK(plait::predicted_seconds(doubling, 8 << 10, m) == 1.0);
+  CHECK(plait::predicted_seconds(doubling, (8 << 10) - 1, m) == 0);
+  CHECK(plait::default_cost_model.alpha_rendezvous == 0);  // the default model has none
+}
+
 TEST_CASE("plan_schedule runs automatic's choice and names the algorithm it ran", "[automatic][select]") {
   const auto planned = plait::detail::plan_schedule<plait::automatic, op::all_to_all, void>(2, 64, 8);
   CHECK(planned.algorithm == "bruck");

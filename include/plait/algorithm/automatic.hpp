@@ -161,9 +161,11 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
     std::size_t sent = 0;
     std::size_t received = 0;
     std::size_t packed = 0;
+    std::size_t largest = 0;  // blocks in the step's largest message
     std::size_t messages = st.sends.size();
     for (const transfer& x : st.sends) {
       sent += x.blocks.size();
+      largest = std::max(largest, x.blocks.size());
       if (!detail::is_run(x.blocks)) packed += x.blocks.size();
     }
     for (const transfer& x : st.recvs) {
@@ -171,7 +173,11 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
       if (x.peer == own_contribution) continue;
       ++messages;
       received += x.blocks.size();
+      largest = std::max(largest, x.blocks.size());
       if (!detail::is_run(x.blocks)) packed += x.blocks.size();
+    }
+    if (largest != 0 && bytes * static_cast<double>(largest) >= static_cast<double>(m.rendezvous_bytes)) {
+      total += m.alpha_rendezvous;
     }
     const std::size_t concurrent = std::max(st.sends.size(), messages - st.sends.size());
     const double spread = 1 + m.contention * static_cast<double>(concurrent > 0 ? concurrent - 1 : 0);

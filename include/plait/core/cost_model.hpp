@@ -4,6 +4,7 @@
 // depending on the algorithms that read them.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 
 #include "plait/core/config.hpp"
@@ -21,13 +22,20 @@ inline namespace v0 {
 /// the link or memory port, and each one beyond the first costs `contention`
 /// of the bandwidth term extra (incast, buffer pressure); a message whose block
 /// ids are not one increasing run is packed and unpacked through staging by
-/// the executor, which beta_pack charges.
+/// the executor, which beta_pack charges. A step with a message of at least
+/// `rendezvous_bytes` costs `alpha_rendezvous` more, once: the transport
+/// hands such messages over by rendezvous (shm's single copy: the receiver
+/// reads the sender's buffer, and the sender waits for it), a round trip
+/// more than a message that fits its buffers.
 struct cost_model {
   double alpha = 2e-6;            ///< seconds per step: post, synchronise, wait for completion
   double alpha_message = 0.5e-6;  ///< seconds per message posted (send or receive)
   double beta = 1e-10;            ///< seconds per byte moved (1 / bandwidth; 10 GB/s)
   double contention = 0.05;       ///< extra fraction of the bandwidth term per concurrent message beyond one
   double beta_pack = 1e-10;       ///< seconds per byte packed into or unpacked from staging
+  /// Bytes from which a message goes by rendezvous (default: none does).
+  std::size_t rendezvous_bytes = static_cast<std::size_t>(-1);
+  double alpha_rendezvous = 0;  ///< seconds per step with a rendezvous message
 
   /// Equal when every parameter is.
   constexpr bool operator==(const cost_model&) const = default;

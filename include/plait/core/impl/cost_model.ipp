@@ -11,7 +11,11 @@ inline namespace v0 {
 
 PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m) {
   return out << "{alpha " << m.alpha << " s, alpha_message " << m.alpha_message << " s, beta " << m.beta
-             << " s/B, contention " << m.contention << ", beta_pack " << m.beta_pack << " s/B}";
+             << " s/B, contention " << m.contention << ", beta_pack " << m.beta_pack << " s/B";
+  if (m.alpha_rendezvous != 0) {
+    out << ", alpha_rendezvous " << m.alpha_rendezvous << " s from " << m.rendezvous_bytes << " B";
+  }
+  return out << "}";
 }
 
 }  // namespace v0
