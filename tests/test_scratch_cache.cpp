@@ -85,3 +85,24 @@ TEST_CASE("a repeated all_reduce of 1 MiB does not fault its staging in again on
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("an out-of-place all_reduce folds into its results and stages nothing on threads", "[scratch]") {
+  // Threads read each other's buffers with plain loads, so arrivals fold
+  // straight into the accumulators; with the accumulators in the results no
+  // staging block is taken at all (before: one of 512 KiB per block, kept).
+  const auto verdicts = plait_test::run_ranks(plait_test::mode::threads, 2, [](plait::shm::communicator& comm) {
+    const std::size_t n = (std::size_t{1} << 20) / sizeof(float);
+    std::vector<float> in(n, static_cast<float>(comm.rank() + 1)), out(n);
+    const std::size_t kept_before = scratch_cache::kept_bytes();
+    plait::all_reduce<plait::ring>(comm, in, out, plait::sum{});
+    if (out[0] != 3.0F || out[n - 1] != 3.0F) return std::string("wrong sum");
+    if (scratch_cache::kept_bytes() != kept_before) {
+      return std::to_string(scratch_cache::kept_bytes() - kept_before) + " bytes of staging";
+    }
+    std::vector<float> in_place = in;  // in place still stages: later steps read the contributions
+    plait::all_reduce<plait::ring>(comm, plait::in_place, in_place, plait::sum{});
+    if (in_place[0] != 3.0F || in_place[n - 1] != 3.0F) return std::string("wrong sum in place");
+    return std::string{};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

@@ -184,6 +184,21 @@ class fold_plan_of {
     (void)block;
     return nullptr;
   }
+  /// Where `block`'s result lies, when the run may fold the block there
+  /// (one member, out of place, a result of the block's wire type in
+  /// contiguous memory: write_result then only finishes it); else null. In
+  /// place it would overwrite contributions that later steps still read.
+  [[nodiscard]] std::byte* result_as_is(int block) const {
+    if constexpr (Members == 1) {
+      const fold_member& m = members_[0];
+      if (!m.in_place && !m.widened() && has_result(block)) {
+        const region at = m.result(block);
+        if (at.is_contiguous()) return at.data;
+      }
+    }
+    (void)block;
+    return nullptr;
+  }
   /// The own contribution to `block`, prepared, into `out` (block_bytes(block) bytes).
   template <class Folds>
   void read_contribution(int block, std::byte* out, Folds& on) const {
@@ -249,7 +264,7 @@ class fold_plan_of {
       const reduction_kernel& k = m.kernel();
       const std::size_t n = m.elements_in(block);
       if (!m.widened() && to.is_contiguous()) {
-        on.copy_bytes(to.data, from, bytes);
+        if (to.data != from) on.copy_bytes(to.data, from, bytes);  // equal: folded there (result_as_is)
         if (k.finish != nullptr) on.finish(k, to.data, n, m.size);
       } else {
         auto finished = on.allocate(bytes);

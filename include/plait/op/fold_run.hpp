@@ -18,7 +18,10 @@
 // transport combines on receive (shm), is folded into the accumulator piece
 // by piece as it arrives. After the last step every block the rank ends with
 // is finished (avg divides) and written to its result: a result is written
-// only then, so an in-place call reads its contributions until the end.
+// only then, so an in-place call reads its contributions until the end. Out
+// of place, where a block's result is contiguous host memory of the block's
+// own wire type, the accumulator is the result itself (no staging, and
+// nothing left to copy at the end).
 //
 // Where the memory is the host's (shm, MPI, the NVLink host emulation) the
 // host runs the plan's element work (layout/fold_plans.hpp's host_folds);
@@ -155,11 +158,21 @@ class schedule_run<Comm, Plan> {
   enum class arrival_path : unsigned char { staged, placed, combined };
 
   struct block_state {
-    buffer partial;       // the accumulator once anything is folded in or prepared
-    bool folded = false;  // partial holds the block (else the own contribution stands for it)
+    buffer partial;       // the accumulator, where it cannot be the block's result itself
+    bool folded = false;  // the accumulator holds the block (else the own contribution stands for it)
   };
 
+  /// Whether an accumulator may be the block's result in the user's buffer
+  /// (host memory the run writes with plain stores).
+  static constexpr bool folds_in_results = !has_copy_engine<Comm> && requires(const Plan& p) { p.result_as_is(0); };
+
+  /// The accumulator of `block`: its result where the plan allows (the last
+  /// write of the result is then nothing but its finish, and an all-reduce
+  /// saves a copy of its whole vector), else staging.
   std::byte* partial_of(int block) {
+    if constexpr (folds_in_results) {
+      if (std::byte* at = plan_.result_as_is(block)) return at;
+    }
     block_state& b = blocks_[static_cast<std::size_t>(block)];
     const std::size_t bytes = plan_.block_bytes(block);
     if (b.partial.size() < bytes) b.partial = engine_.allocate(bytes);
@@ -179,7 +192,7 @@ class schedule_run<Comm, Plan> {
   /// What a send of `block` carries now.
   const std::byte* current(int block) {
     block_state& b = blocks_[static_cast<std::size_t>(block)];
-    if (b.folded) return b.partial.data();
+    if (b.folded) return partial_of(block);
     if (const std::byte* as_is = plan_.contribution_as_is(block)) return as_is;
     // Read (and prepared) once into the accumulator, which then stands for it.
     std::byte* into = partial_of(block);
@@ -347,7 +360,7 @@ class schedule_run<Comm, Plan> {
     for (int block = 0; block < plan_.ranks(); ++block) {
       if (!plan_.has_result(block) || plan_.block_bytes(block) == 0) continue;
       block_state& b = blocks_[static_cast<std::size_t>(block)];
-      plan_.write_result(block, b.folded ? b.partial.data() : own(block, held_scratch_), folds_);
+      plan_.write_result(block, b.folded ? partial_of(block) : own(block, held_scratch_), folds_);
     }
   }
 
