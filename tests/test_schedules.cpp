@@ -391,6 +391,18 @@ TEST_CASE("a step with a message at or above the rendezvous size costs alpha_ren
   CHECK(plait::default_cost_model.alpha_rendezvous == 0);  // the default model has none
 }
 
+TEST_CASE("a received message of several blocks that fold costs beta_staged per byte", "[automatic]") {
+  plait::cost_model m{0, 0, 0, 0, 0};
+  m.beta_staged = 1.0;
+  // Recursive doubling on 2 ranks receives both blocks in one message and
+  // folds them; ring's messages carry one block each.
+  CHECK(plait::predicted_seconds(plait::recursive_doubling::plan(op::all_reduce<>{}, 0, 2), 3, m) == 6.0);
+  CHECK(plait::predicted_seconds(plait::ring::plan(op::all_reduce<>{}, 0, 2), 3, m) == 0);
+  // An all-gather's messages place, they do not fold.
+  CHECK(plait::predicted_seconds(plait::recursive_doubling::plan(op::all_gather{}, 0, 4), 3, m) == 0);
+  CHECK(plait::default_cost_model.beta_staged == 0);
+}
+
 TEST_CASE("plan_schedule runs automatic's choice and names the algorithm it ran", "[automatic][select]") {
   const auto planned = plait::detail::plan_schedule<plait::automatic, op::all_to_all, void>(2, 64, 8);
   CHECK(planned.algorithm == "bruck");

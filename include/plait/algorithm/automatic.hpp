@@ -162,6 +162,7 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
     std::size_t received = 0;
     std::size_t packed = 0;
     std::size_t largest = 0;  // blocks in the step's largest message
+    std::size_t staged = 0;   // blocks of received messages of several blocks that fold
     std::size_t messages = st.sends.size();
     for (const transfer& x : st.sends) {
       sent += x.blocks.size();
@@ -174,6 +175,7 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
       ++messages;
       received += x.blocks.size();
       largest = std::max(largest, x.blocks.size());
+      if (x.arrival != fold::none && x.blocks.size() > 1) staged += x.blocks.size();
       if (!detail::is_run(x.blocks)) packed += x.blocks.size();
     }
     if (largest != 0 && bytes * static_cast<double>(largest) >= static_cast<double>(m.rendezvous_bytes)) {
@@ -183,7 +185,7 @@ constexpr double predicted_seconds(const schedule& s, std::size_t bytes_per_bloc
     const double spread = 1 + m.contention * static_cast<double>(concurrent > 0 ? concurrent - 1 : 0);
     total += m.alpha + m.alpha_message * static_cast<double>(messages) +
              m.beta * bytes * static_cast<double>(std::max(sent, received)) * spread +
-             m.beta_pack * bytes * static_cast<double>(packed);
+             m.beta_pack * bytes * static_cast<double>(packed) + m.beta_staged * bytes * static_cast<double>(staged);
   }
   return total;
 }

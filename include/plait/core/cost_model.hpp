@@ -26,7 +26,10 @@ inline namespace v0 {
 /// `rendezvous_bytes` costs `alpha_rendezvous` more, once: the transport
 /// hands such messages over by rendezvous (shm's single copy: the receiver
 /// reads the sender's buffer, and the sender waits for it), a round trip
-/// more than a message that fits its buffers.
+/// more than a message that fits its buffers. A received message of several
+/// blocks that fold costs `beta_staged` per byte more: the fold run lands it
+/// in staging and combines it after the step (op/fold_run.hpp), where a
+/// one-block message folds as it arrives.
 struct cost_model {
   double alpha = 2e-6;            ///< seconds per step: post, synchronise, wait for completion
   double alpha_message = 0.5e-6;  ///< seconds per message posted (send or receive)
@@ -36,6 +39,7 @@ struct cost_model {
   /// Bytes from which a message goes by rendezvous (default: none does).
   std::size_t rendezvous_bytes = static_cast<std::size_t>(-1);
   double alpha_rendezvous = 0;  ///< seconds per step with a rendezvous message
+  double beta_staged = 0;       ///< seconds per byte of a several-block message that folds
 
   /// Equal when every parameter is.
   constexpr bool operator==(const cost_model&) const = default;

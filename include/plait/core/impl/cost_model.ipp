@@ -15,6 +15,7 @@ PLAIT_DECL std::ostream& operator<<(std::ostream& out, const cost_model& m) {
   if (m.alpha_rendezvous != 0) {
     out << ", alpha_rendezvous " << m.alpha_rendezvous << " s from " << m.rendezvous_bytes << " B";
   }
+  if (m.beta_staged != 0) out << ", beta_staged " << m.beta_staged << " s/B";
   return out << "}";
 }
 

@@ -123,17 +123,20 @@ class communicator : public communicator_core, public blocking_calls<communicato
   using transport_concept = transport_tag;
   /// Buffers are host memory.
   using memory_space = host_memory;
-  /// What plait::automatic assumes about shm: the default parameters, and a
+  /// What plait::automatic assumes about shm: the default parameters, a
   /// round trip more for a step whose message goes by single copy between
-  /// processes (tuning.hpp). Measured at P = 2: an all-gather of 16 KiB
-  /// blocks took 3.9 us against 1.6 us for 8 KiB ones; an all-reduce of 16
-  /// KiB by recursive doubling (one 16 KiB message) 7.3 us against 3.5 us by
-  /// ring (two steps of 8 KiB), which the model without the term ranked the
-  /// other way.
+  /// processes (tuning.hpp), and 0.5 ns a byte more for a several-block
+  /// message that folds, which is staged where a one-block message folds as
+  /// it arrives. Measured at P = 2: an all-gather of 16 KiB blocks took 3.9
+  /// us against 1.6 us for 8 KiB ones; an all-reduce by recursive doubling
+  /// (one two-block exchange) 15, 23 and 47 us at 16, 32 and 64 KiB against
+  /// ring's (two one-block steps) 4.4, 9.7 and 14-17, which the default
+  /// model ranks the other way.
   static constexpr plait::cost_model cost_model() noexcept {
     plait::cost_model m;
     m.rendezvous_bytes = detail::process_single_copy_bytes;
     m.alpha_rendezvous = 3e-6;
+    m.beta_staged = 5e-10;
     return m;
   }
 
