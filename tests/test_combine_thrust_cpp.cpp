@@ -24,23 +24,15 @@
 #include <type_traits>
 #include <vector>
 
-#include <thrust/execution_policy.h>
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
-
 #include <plait/reduction/combine_functors.hpp>
+
+#include "support/thrust_runner.hpp"
 
 static_assert(THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CPP);
 
 namespace {
 
-struct thrust_runner {
-  template <class Functor>
-  void operator()(std::size_t n, Functor f) const {
-    thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
-                     thrust::counting_iterator<std::size_t>(n), f);
-  }
-};
+using plait_test::thrust_runner;
 
 /// A float-like value: nearly half special (random bits: every class, NaN
 /// payloads and subnormals among them; zeros of both signs; NaNs), the rest

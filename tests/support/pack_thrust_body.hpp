@@ -8,25 +8,12 @@
 
 #include <cstddef>
 
-#include <thrust/execution_policy.h>
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
-
 #include <plait/layout/pack_functors.hpp>
 
 #include "support/pack_cases.hpp"
+#include "support/thrust_runner.hpp"
 
-namespace {
-
-struct thrust_runner {
-  template <class Functor>
-  void operator()(std::size_t n, Functor f) const {
-    thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
-                     thrust::counting_iterator<std::size_t>(n), f);
-  }
-};
-
-}  // namespace
+using plait_test::thrust_runner;
 
 TEST_CASE("pack functors on the Thrust " PACK_BACKEND_NAME " back end match the host packer", "[pack][thrust]") {
   pack_cases::host_buffers memory;
