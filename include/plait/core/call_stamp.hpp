@@ -4,6 +4,7 @@
 // each other's bytes).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -59,11 +60,7 @@ struct call_stamp {
 
   /// The stamp of a call of `kind` running `detail_text` ("ring along<1>"):
   /// constexpr, so a collective computes its requested stamp at compile time.
-  static constexpr call_stamp of(call_kind kind, std::string_view detail_text) noexcept {
-    std::uint32_t h = 2166136261u;  // FNV-1a, folded to 16 bits
-    for (char c : detail_text) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
-    return {kind, 0, static_cast<std::uint16_t>((h >> 16) ^ (h & 0xffffu))};
-  }
+  static constexpr call_stamp of(call_kind kind, std::string_view detail_text) noexcept;
   /// This stamp with the element byte `code` (plait::element_code).
   [[nodiscard]] constexpr call_stamp with_element(std::uint8_t code) const noexcept { return {kind, code, digest}; }
   /// The stamp as 32 bits, as a message header carries it.
@@ -80,6 +77,39 @@ struct call_stamp {
   /// Same kind and digest.
   friend constexpr bool operator==(call_stamp, call_stamp) = default;
 };
+
+/// A stamp's digest fed a part at a time: of(kind, text) for the text the
+/// parts spell, without writing the text out (a reduction's stamp is taken
+/// every call, from its kernel's name).
+class stamp_digest {
+ public:
+  constexpr stamp_digest& add(std::string_view part) noexcept {
+    for (char c : part) hash_ = (hash_ ^ static_cast<unsigned char>(c)) * 16777619u;  // FNV-1a
+    return *this;
+  }
+  /// `n` in decimal.
+  constexpr stamp_digest& add_number(std::size_t n) noexcept {
+    char digits[20]{};
+    std::size_t count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    while (count > 0) add(std::string_view(&digits[--count], 1));
+    return *this;
+  }
+  /// The stamp of `kind` with this digest, folded to 16 bits.
+  [[nodiscard]] constexpr call_stamp stamp(call_kind kind) const noexcept {
+    return {kind, 0, static_cast<std::uint16_t>((hash_ >> 16) ^ (hash_ & 0xffffu))};
+  }
+
+ private:
+  std::uint32_t hash_ = 2166136261u;
+};
+
+constexpr call_stamp call_stamp::of(call_kind kind, std::string_view detail_text) noexcept {
+  return stamp_digest{}.add(detail_text).stamp(kind);
+}
 
 /// True for the uneven forms, whose message sizes come from each rank's own
 /// counts: ranks whose counts disagree send messages of sizes their peers do

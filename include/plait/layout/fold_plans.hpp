@@ -130,13 +130,22 @@ struct fold_member {
   bool in_place = false;
   std::vector<region> blocks;  // tensor layouts: block b's contribution, else empty
   region own_result;           // tensor layouts: where this rank's block goes
+  // elements / size and elements % size, set by cut_evenly() (fold_plan_of
+  // calls it): a small call asks for blocks' bounds a dozen times, and each
+  // division costs more than the rest of the lookup.
+  std::size_t block_elements = 0;
+  std::size_t extra_elements = 0;
 
+  void cut_evenly() noexcept {
+    const auto p = static_cast<std::size_t>(size);
+    block_elements = elements / p;
+    extra_elements = elements % p;
+  }
   [[nodiscard]] const reduction_kernel& kernel() const noexcept { return reduction.kernel(); }
   [[nodiscard]] std::size_t first_element(int block) const {
     const auto b = static_cast<std::size_t>(block);
     if (!offsets.empty()) return offsets[b];
-    const auto p = static_cast<std::size_t>(size);
-    return b * (elements / p) + std::min(b, elements % p);
+    return b * block_elements + std::min(b, extra_elements);
   }
   [[nodiscard]] std::size_t elements_in(int block) const {
     if (!blocks.empty()) return blocks[static_cast<std::size_t>(block)].bytes() / kernel().element_bytes;
@@ -164,7 +173,9 @@ struct fold_member {
 template <std::size_t Members>
 class fold_plan_of {
  public:
-  explicit fold_plan_of(std::array<fold_member, Members> members) : members_(std::move(members)) {}
+  explicit fold_plan_of(std::array<fold_member, Members> members) : members_(std::move(members)) {
+    for (fold_member& m : members_) m.cut_evenly();
+  }
 
   [[nodiscard]] std::size_t block_bytes(int block) const {
     std::size_t bytes = 0;

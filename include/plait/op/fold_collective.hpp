@@ -9,7 +9,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -53,31 +52,11 @@ constexpr op::fold_order fold_order_of() {
 /// reduction (ordered<...> named as such) and the element type, under Op's kind.
 template <class Layout>
 call_stamp fold_stamp(call_kind kind, std::string_view algorithm, const reduction_kernel& kernel) {
-  std::array<char, 160> text{};
-  std::size_t size = 0;
-  auto put = [&](std::string_view part) {
-    for (char c : part) {
-      if (size < text.size()) text[size++] = c;
-    }
-  };
-  auto put_number = [&](std::size_t n) {
-    char digits[20]{};
-    std::size_t count = 0;
-    do {
-      digits[count++] = static_cast<char>('0' + n % 10);
-      n /= 10;
-    } while (n != 0 && count < sizeof digits);
-    while (count > 0) put(std::string_view(&digits[--count], 1));
-  };
-  put(algorithm);
-  put(" ");
-  put(Layout::name);
-  if constexpr (requires { Layout::dimension; }) put_number(Layout::dimension);
-  put(" ");
-  put(kernel.name);
-  put("/");
-  put_number(kernel.element_bytes);
-  return call_stamp::of(kind, std::string_view(text.data(), size)).with_element(kernel.element);
+  stamp_digest digest;
+  digest.add(algorithm).add(" ").add(Layout::name);
+  if constexpr (requires { Layout::dimension; }) digest.add_number(Layout::dimension);
+  digest.add(" ").add(kernel.name).add("/").add_number(kernel.element_bytes);
+  return digest.stamp(kind).with_element(kernel.element);
 }
 
 /// Whether the floating-point environment flushes subnormals (FTZ or DAZ
