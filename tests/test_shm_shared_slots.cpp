@@ -8,6 +8,7 @@
 // in place, a reduction in rank order bit for bit, a call too large for the
 // slots (every rank takes the channels together, even when only one rank's
 // part is too large), a blocking call while a nonblocking one is in flight,
+// back-to-back calls on skewed, preempted ranks (no buffer reused while read),
 // and a rank that never joins (timeout naming the call and the peer).
 #include <catch2/catch.hpp>
 
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/harness.hpp"
@@ -171,6 +173,51 @@ TEST_CASE("Direct's small collectives run through the shm transport's shared slo
       if (auto v = body(comm, n); !v.empty()) return v;
     }
     return too_large(comm);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("Back-to-back shared-slot calls on skewed ranks never overwrite a round that a peer still reads",
+          "[shm][slots]") {
+  // A buffer is written again two rounds later, as soon as every peer has
+  // posted the round between (a peer posts only after reading). Eight ranks
+  // on fewer cores are preempted in the middle of their reads, and one rank
+  // a call sleeps besides: every call's data differ from the last's, so a
+  // round overwritten while read shows as a wrong value.
+  const mode m = GENERATE(mode::threads, mode::processes);
+  INFO(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 8, [](plait::shm::communicator& comm) -> std::string {
+    const int P = comm.size();
+    const auto p = static_cast<std::size_t>(P);
+    const int me = comm.rank();
+    constexpr std::size_t n = 24;  // ints a rank gathers
+    constexpr int calls = 400;
+    const std::uint64_t rounds_before = comm.slot_rounds();
+    for (int call = 0; call < calls; ++call) {
+      if (me == call % P && call % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      const std::string at = " in call " + std::to_string(call);
+      std::vector<std::int32_t> mine(n), all(n * p, -1);
+      for (std::size_t i = 0; i < n; ++i) mine[i] = plait_test::make_value<std::int32_t>(me, i, call);
+      plait::all_gather<plait::direct>(comm, mine, all);
+      for (int r = 0; r < P; ++r) {
+        for (std::size_t i = 0; i < n; ++i) {
+          if (all[static_cast<std::size_t>(r) * n + i] != plait_test::make_value<std::int32_t>(r, i, call)) {
+            return "all_gather: rank " + std::to_string(r) + "'s block is wrong" + at;
+          }
+        }
+      }
+      // Integers whose sum is exact in any order: 512 of them, 2 KiB, two rounds.
+      std::vector<std::int32_t> values(512), sums(512, -1);
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = (me + 1) * 1000 + static_cast<int>(i) + call;
+      plait::all_reduce<plait::direct>(comm, values, sums, plait::sum{});
+      for (std::size_t i = 0; i < sums.size(); ++i) {
+        const std::int32_t want = 1000 * P * (P + 1) / 2 + P * (static_cast<int>(i) + call);
+        if (sums[i] != want) return "all_reduce: element " + std::to_string(i) + " is wrong" + at;
+      }
+    }
+    const std::uint64_t rounds = comm.slot_rounds() - rounds_before;
+    if (rounds != calls * 3) return "ran " + std::to_string(rounds) + " shared-slot rounds, expected 3 a call";
+    return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

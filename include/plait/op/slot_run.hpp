@@ -5,9 +5,10 @@
 // round with one flag; once every peer's flag is there it reads the blocks
 // its step receives from the peers' slots in place, applying them as the
 // executor would (placed, or combined in the order the schedule lists them,
-// so a reduction keeps its fold order and every rank computes the same bits),
-// and says it has read the round. A small call then costs each rank one flag
-// per round instead of a message per peer, posted and matched.
+// so a reduction keeps its fold order and every rank computes the same bits)
+// before it posts its next round (which tells the peers that it has read this
+// one). A small call then costs each rank one flag per round instead of a
+// message per peer, posted and matched.
 //
 // A call whose rounds do not fit runs the schedule through the executor
 // instead, on every rank: decided alike where every rank knows every block's
@@ -43,7 +44,6 @@ concept has_shared_slots = requires(Comm& comm, std::string_view name, std::size
   { comm.begin_slot_round(0, name, 0) } -> std::same_as<std::span<std::byte>>;
   { comm.post_slot_round(bytes, bytes, true) } -> std::same_as<bool>;
   { comm.peer_slot_round(0) } -> std::same_as<std::span<const std::byte>>;
-  comm.end_slot_round();
 };
 
 /// One block in a round's table: where in the slot its bytes are.
@@ -92,6 +92,16 @@ struct slot_scratch {
 /// against 1.7 at 4 KiB; docs/pmpi.md).
 inline constexpr std::size_t one_round_fold_bytes = std::size_t{1} << 10;
 
+/// Where a slot run folds `block`: in its result where the plan allows
+/// (Plan::result_as_is), else at `elsewhere` (the run's own scratch).
+template <class Plan>
+std::byte* slot_accumulator(const Plan& plan, int block, std::byte* elsewhere) {
+  if constexpr (requires { plan.result_as_is(block); }) {
+    if (std::byte* at = plan.result_as_is(block)) return at;
+  }
+  return elsewhere;
+}
+
 /// An all-reduce (every block a result) in one round: every rank writes its
 /// contributions to all P blocks and folds every block from all P slots in
 /// rank order, x0 op x1 op ... (its own at its place), which is what
@@ -135,28 +145,28 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
     }
   }
   if (!comm.post_slot_round(used, payload, true)) {
-    comm.end_slot_round();
     throw error(errc::size_mismatch, "the ranks disagree on the all-reduce's size (a peer's call does not fit)",
                 error_context{comm.rank(), operation, 0, -1});
   }
   if (scratch.arena.size() < largest) scratch.arena.resize(largest);
-  std::byte* acc = scratch.arena.data();
   const int me = comm.rank();
   for (int b = 0; b < blocks; ++b) {
-    const std::size_t bytes = plan.block_bytes(b);
-    for (int r = 0; r < blocks; ++r) {
-      const std::byte* in =
-          r == me ? slot.data() + table[b].offset
-                  : find_in_slot(comm.peer_slot_round(r), b, bytes, r, error_context{me, operation, 0, r});
-      if (r == 0) {
-        if (bytes != 0) std::memcpy(acc, in, bytes);
-      } else {
-        plan.combine(b, acc, in, acc, host);
-      }
+    const std::size_t bytes = table[b].bytes;
+    const auto contribution = [&](int r) -> const std::byte* {
+      return r == me ? slot.data() + table[b].offset
+                     : find_in_slot(comm.peer_slot_round(r), b, bytes, r, error_context{me, operation, 0, r});
+    };
+    // Folded where the result goes when the plan allows, so that writing
+    // the result only finishes it.
+    std::byte* acc = slot_accumulator(plan, b, scratch.arena.data());
+    if (blocks == 1) {
+      if (bytes != 0) std::memcpy(acc, contribution(0), bytes);
+    } else {
+      plan.combine(b, contribution(0), contribution(1), acc, host);
+      for (int r = 2; r < blocks; ++r) plan.combine(b, acc, contribution(r), acc, host);
     }
     plan.write_result(b, acc, host);
   }
-  comm.end_slot_round();
   return true;
 }
 
@@ -222,16 +232,21 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     }
     if (arena.size() < total + 1) arena.resize(total + 1);
   }
-  // A reduction's accumulator of block b: the own contribution until something arrives.
+  // A reduction's accumulator of block b (it holds the block once
+  // acc_held[b] says so; until then the own contribution stands for it).
   [[maybe_unused]] auto accumulator = [&](int b) {
-    std::byte* acc = arena.data() + acc_offset[static_cast<std::size_t>(b)];
+    return slot_accumulator(plan, b, arena.data() + acc_offset[static_cast<std::size_t>(b)]);
+  };
+  // The own contribution to block b: where it lies when the plan allows,
+  // else read (and prepared) into `own`.
+  [[maybe_unused]] auto own_contribution_of = [&](int b) -> const std::byte* {
     if constexpr (folds) {
-      if (acc_held[static_cast<std::size_t>(b)] == 0) {
-        plan.read_contribution(b, acc, host);
-        acc_held[static_cast<std::size_t>(b)] = 1;
-      }
+      if (const std::byte* as_is = plan.contribution_as_is(b)) return as_is;
+      const std::size_t bytes = plan.block_bytes(b);
+      if (own.size() < bytes) own.resize(bytes);
+      plan.read_contribution(b, own.data(), host);
     }
-    return acc;
+    return own.data();
   };
 
   for (std::size_t s = 0; s < steps.steps.size(); ++s) {
@@ -258,7 +273,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
         std::byte* to = slot.data() + used;
         if constexpr (folds) {
           if (acc_held[static_cast<std::size_t>(b)] != 0) {
-            std::memcpy(to, arena.data() + acc_offset[static_cast<std::size_t>(b)], bytes);
+            if (bytes != 0) std::memcpy(to, accumulator(b), bytes);
           } else if (bytes != 0) {
             plan.read_contribution(b, to, host);
           }
@@ -278,7 +293,6 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
       }
     }
     if (!comm.post_slot_round(used, payload, fits)) {
-      comm.end_slot_round();
       if constexpr (!agrees_in_round) {
         throw error(errc::size_mismatch, "the ranks disagree on the call's sizes (a peer's call does not fit)",
                     error_context{comm.rank(), operation, step_index, -1});
@@ -294,29 +308,25 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
       for (int b : r.blocks) {
         const std::size_t bytes = plan.block_bytes(b);
         if constexpr (folds) {
-          std::byte* acc = arena.data() + acc_offset[static_cast<std::size_t>(b)];
-          const std::byte* in = nullptr;
-          if (r.peer == own_contribution) {
-            in = plan.contribution_as_is(b);
-            if (in == nullptr) {
-              if (own.size() < bytes) own.resize(bytes);
-              plan.read_contribution(b, own.data(), host);
-              in = own.data();
-            }
-          } else {
-            in = find_in_slot(theirs, b, bytes, r.peer, error_context{comm.rank(), operation, step_index, r.peer});
-          }
+          std::byte* acc = accumulator(b);
+          unsigned char& held = acc_held[static_cast<std::size_t>(b)];
+          const std::byte* in =
+              r.peer == own_contribution
+                  ? own_contribution_of(b)
+                  : find_in_slot(theirs, b, bytes, r.peer, error_context{comm.rank(), operation, step_index, r.peer});
           if (r.arrival == fold::none) {
             if (bytes != 0) std::memcpy(acc, in, bytes);
-            acc_held[static_cast<std::size_t>(b)] = 1;
           } else {
-            acc = accumulator(b);
+            // The first arrival folds with the own contribution where it
+            // lies, straight into the accumulator.
+            const std::byte* partial = held != 0 ? acc : own_contribution_of(b);
             if (r.arrival == fold::from_right) {
-              plan.combine(b, acc, in, acc, host);
+              plan.combine(b, partial, in, acc, host);
             } else {
-              plan.combine(b, in, acc, acc, host);
+              plan.combine(b, in, partial, acc, host);
             }
           }
+          held = 1;
         } else {
           const std::byte* in =
               find_in_slot(theirs, b, bytes, r.peer, error_context{comm.rank(), operation, step_index, r.peer});
@@ -324,11 +334,13 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
         }
       }
     }
-    comm.end_slot_round();
   }
   if constexpr (folds) {
     for (int b = 0; b < blocks; ++b) {
-      if (plan.has_result(b)) plan.write_result(b, accumulator(b), host);
+      if (!plan.has_result(b)) continue;
+      std::byte* acc = accumulator(b);
+      if (acc_held[static_cast<std::size_t>(b)] == 0) plan.read_contribution(b, acc, host);  // nothing arrived
+      plan.write_result(b, acc, host);
     }
   }
   return true;

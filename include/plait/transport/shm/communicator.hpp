@@ -306,16 +306,18 @@ class communicator : public communicator_core, public blocking_calls<communicato
   // into its own shared buffer, posts it with one flag, and reads its peers'
   // buffers in place once their flags say the round is there: one flag per
   // rank and round instead of a message per peer (op/slot_run.hpp runs a
-  // schedule's steps as rounds). Each rank has two buffers, used in turn, and
-  // a counter of the rounds it has read, so buffers are reused without a
-  // barrier. Every rank of the group takes part in every round, in the same
-  // order: the caller guarantees it (a schedule whose steps every rank runs).
+  // schedule's steps as rounds). Each rank has two buffers, used in turn:
+  // a peer that posts round k has read round k - 1, so a buffer is free again
+  // once its rank has seen every peer's next post, without a barrier or a
+  // counter of its own. Every rank of the group takes part in every round,
+  // in the same order: the caller guarantees it (a schedule whose steps
+  // every rank runs, each round read before the next is posted).
 
   /// Bytes of one round's buffer (its table of blocks included).
   static constexpr std::size_t shared_slot_bytes = detail::shared_slot_bytes;
   /// Starts this rank's next round of call `tag`, for errors `operation`
-  /// (which must outlive the round) at `step`: waits until every peer has
-  /// read the round that last used the buffer it returns.
+  /// (which must outlive the round) at `step`, in the buffer that every
+  /// peer has read by now (the one of two rounds before).
   std::span<std::byte> begin_slot_round(int tag, std::string_view operation, int step);
   /// Posts the round: `bytes` of the buffer hold it, or `fits` false: this
   /// rank's call does not fit the buffers. Waits for every peer's post of
@@ -325,8 +327,6 @@ class communicator : public communicator_core, public blocking_calls<communicato
   bool post_slot_round(std::size_t bytes, std::size_t payload, bool fits);
   /// What `peer` posted for the round (its size checked against the buffer).
   [[nodiscard]] std::span<const std::byte> peer_slot_round(int peer) const;
-  /// Ends the round: this rank has read every peer's buffer.
-  void end_slot_round() noexcept;
   /// Rounds this rank has run through the shared slots.
   [[nodiscard]] std::uint64_t slot_rounds() const noexcept { return slot_round_; }
 
@@ -490,10 +490,10 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   // ---- shared slots (impl/shared_slots.ipp) -----------------------------
 
-  /// Waits until every peer's `posted` (posts) or `read` (!posts) reaches `round`.
-  void await_slot_peers(std::uint64_t round, bool posts);
+  /// Waits until every peer has posted `round`.
+  void await_slot_peers(std::uint64_t round);
   void publish_slot_wait(int peer, bool label) noexcept;
-  [[noreturn, gnu::cold]] void slot_round_timed_out(int peer, bool posts);
+  [[noreturn, gnu::cold]] void slot_round_timed_out(int peer);
 
   // ---- liveness (impl/liveness.ipp) ------------------------------------
 

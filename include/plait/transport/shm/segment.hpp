@@ -108,9 +108,9 @@ inline std::uint32_t steady_ms() noexcept {
 
 /// One rank's shared slots: two buffers it writes a round of a small
 /// collective into (op/slot_run.hpp), used in turn so that round k+1 can be
-/// written while peers still read round k, and the counters that say what is
-/// there. Only the rank writes its header's first line and its buffers; peers
-/// read them, and each rank writes only its own `read`.
+/// written while peers still read round k, and the counter and records that
+/// say what is there. Only the rank writes its header and its buffers; peers
+/// read them.
 struct alignas(cache_line) shared_slot_header {
   std::uint64_t posted;  // rounds posted so far (release, stored after the round's buffer and its record)
   struct round_record {
@@ -118,9 +118,8 @@ struct alignas(cache_line) shared_slot_header {
     std::uint32_t fits;   // 1: the call's rounds fit this rank's buffers; 0: every rank takes the channels
     std::uint32_t stamp;  // call_stamp::bits() of the call, 0 when unknown
     std::uint32_t reserved;
-    std::uint64_t bytes;                   // bytes of the buffer the round uses (its table and blocks)
-  } rounds[2];                             // one per buffer: a peer may post round k+1 while this round is read
-  alignas(cache_line) std::uint64_t read;  // rounds of every peer this rank has finished reading (release)
+    std::uint64_t bytes;  // bytes of the buffer the round uses (its table and blocks)
+  } rounds[2];            // one per buffer: a peer may post round k+1 while this round is read
 };
 
 /// Bytes of each of a rank's two shared-slot buffers: the largest round a

@@ -1,6 +1,5 @@
 // Defines the shared-slot rounds of plait/transport/shm/communicator.hpp: a
-// rank's two buffers, the flag that posts a round and the counter that frees
-// a buffer again. Waits follow wait_all's rules: the wait record for blame,
+// rank's two buffers and the flag that posts a round. Waits follow wait_all's rules: the wait record for blame,
 // the group's failure record, lost peer processes and the timeout, and they
 // move the collectives in flight on this communicator meanwhile (a peer may
 // wait in one of those for this rank before it joins the round).
@@ -27,6 +26,11 @@ namespace shm {
 namespace detail {
 /// Polls of a shared-slot wait before it becomes a full wait (about 2-4 us).
 inline constexpr unsigned slot_spin_polls = 256;
+/// Bytes of each peer's round prefetched once its post is seen: its table
+/// and the first blocks, which the run would otherwise fetch one miss after
+/// another (the table, then the blocks it locates). More measured slower at
+/// 4 KiB all-reduces (docs/algorithms.md).
+inline constexpr std::size_t slot_prefetch_bytes = 1024;
 }  // namespace detail
 
 PLAIT_DECL std::span<std::byte> communicator::begin_slot_round(int tag, std::string_view operation, int step) {
@@ -36,8 +40,9 @@ PLAIT_DECL std::span<std::byte> communicator::begin_slot_round(int tag, std::str
   slot_step_ = step;
   slot_operation_ = operation;
   slot_stamp_ = stamp_of(tag).bits();
-  // The buffer last held round slot_round_ - 2: every peer must have read it.
-  if (slot_round_ > 2) await_slot_peers(slot_round_ - 2, false);
+  // The buffer last held round slot_round_ - 2, and every peer has read it:
+  // this rank saw every peer post round slot_round_ - 1 in its last round,
+  // and a rank posts a round only after it has read the one before.
   return {segment_->shared_slot_buffer(rank(), slot_round_), detail::shared_slot_bytes};
 }
 
@@ -49,7 +54,7 @@ PLAIT_DECL bool communicator::post_slot_round(std::size_t bytes, std::size_t pay
   detail::atomic(record.stamp).store(slot_stamp_, std::memory_order_relaxed);
   detail::atomic(record.bytes).store(fits ? bytes : 0, std::memory_order_relaxed);
   detail::atomic(mine.posted).store(slot_round_, std::memory_order_release);
-  await_slot_peers(slot_round_, true);
+  await_slot_peers(slot_round_);
   bool all_fit = true;
   for (int peer = 0; peer < size(); ++peer) {
     const auto& theirs = segment_->shared_slots(peer).rounds[slot_round_ % 2];
@@ -76,6 +81,12 @@ PLAIT_DECL bool communicator::post_slot_round(std::size_t bytes, std::size_t pay
       throw e;
     }
     all_fit = all_fit && detail::atomic(theirs.fits).load(std::memory_order_relaxed) == 1;
+    if (peer != rank()) {
+      const std::uint64_t bytes = std::min<std::uint64_t>(detail::atomic(theirs.bytes).load(std::memory_order_relaxed),
+                                                          detail::slot_prefetch_bytes);
+      const std::byte* buffer = segment_->shared_slot_buffer(peer, slot_round_);
+      for (std::uint64_t at = 0; at < bytes; at += detail::cache_line) __builtin_prefetch(buffer + at);
+    }
   }
   if (all_fit) count_sent(payload);
   return all_fit;
@@ -93,14 +104,9 @@ PLAIT_DECL std::span<const std::byte> communicator::peer_slot_round(int peer) co
   return {segment_->shared_slot_buffer(peer, slot_round_), static_cast<std::size_t>(bytes)};
 }
 
-PLAIT_DECL void communicator::end_slot_round() noexcept {
-  detail::atomic(segment_->shared_slots(rank()).read).store(slot_round_, std::memory_order_release);
-}
-
-PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round, bool posts) {
+PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round) {
   const auto reached = [&](int peer) {
-    const detail::shared_slot_header& h = segment_->shared_slots(peer);
-    return detail::atomic(posts ? h.posted : h.read).load(std::memory_order_acquire) >= round;
+    return detail::atomic(segment_->shared_slots(peer).posted).load(std::memory_order_acquire) >= round;
   };
   int peer = 0;
   // A round's peers arrive within a microsecond or two when they run: spin
@@ -133,7 +139,7 @@ PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round, bool posts) 
         published = true;
       }
       check_group(peer);
-      if (loop.expired()) slot_round_timed_out(peer, posts);
+      if (loop.expired()) slot_round_timed_out(peer);
       if (slow && detail::process_ended(detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed)) &&
           !reached(peer)) {
         const std::int32_t pid = detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed);
@@ -172,7 +178,7 @@ PLAIT_DECL void communicator::publish_slot_wait(int peer, bool label) noexcept {
   detail::atomic(record.waiting).store(1, std::memory_order_release);
 }
 
-[[gnu::noinline]] PLAIT_DECL void communicator::slot_round_timed_out(int peer, bool posts) {
+[[gnu::noinline]] PLAIT_DECL void communicator::slot_round_timed_out(int peer) {
   // The rank to blame is at the end of the chain of waits (core/blame.hpp),
   // as for a timed-out transfer.
   blame_ = {};
@@ -186,9 +192,8 @@ PLAIT_DECL void communicator::publish_slot_wait(int peer, bool label) noexcept {
     blame_ = {};
   }
   check_group(peer);
-  const std::string waited =
-      plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", peer,
-                             posts ? " to post its shared slot" : " to read this rank's shared slot"});
+  const std::string waited = plait::detail::concat(
+      {"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", peer, " to post its shared slot"});
   if (blame_.rank < 0) throw error(errc::timeout, waited, where(slot_operation_, peer, slot_step_));
   throw error(errc::timeout, plait::detail::concat({waited, blame_.chain, ": ", blame_.sentence}),
               where(slot_operation_, blame_.rank, slot_step_));
