@@ -83,11 +83,12 @@ struct call_stamp {
 /// every call, from its kernel's name).
 class stamp_digest {
  public:
+  /// Feeds the characters of `part`.
   constexpr stamp_digest& add(std::string_view part) noexcept {
     for (char c : part) hash_ = (hash_ ^ static_cast<unsigned char>(c)) * 16777619u;  // FNV-1a
     return *this;
   }
-  /// `n` in decimal.
+  /// Feeds `n` written in decimal.
   constexpr stamp_digest& add_number(std::size_t n) noexcept {
     char digits[20]{};
     std::size_t count = 0;
