@@ -87,10 +87,11 @@ struct slot_scratch {
 };
 
 /// The largest all-reduce that takes one round: above it every rank folding
-/// all P blocks costs more than the second round saves (P = 2: one round
-/// measured 0.6 us against two rounds' 0.7 at 64-256 B blocks, 2.4 us
-/// against 1.7 at 4 KiB; docs/pmpi.md).
-inline constexpr std::size_t one_round_fold_bytes = std::size_t{1} << 10;
+/// all P blocks, out of the peers' whole rounds, costs more than the second
+/// round saves (P = 2, bench/slot-floor: at 1 KiB two rounds took 0.55-0.58
+/// us against one round's 0.60, and 0.21 against 0.26 with nothing around
+/// the protocol; at 4 KiB 1.7 against 2.4 us; docs/algorithms.md).
+inline constexpr std::size_t one_round_fold_bytes = 512;
 
 /// Where a slot run folds `block`: in its result where the plan allows
 /// (Plan::result_as_is), else at `elsewhere` (the run's own scratch).
