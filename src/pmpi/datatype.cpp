@@ -1,8 +1,11 @@
 #include "datatype.hpp"
 
+#include <atomic>
 #include <climits>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "pmpi_mpi.hpp"
 
@@ -18,19 +21,28 @@ struct named {
   element_class kind;
 };
 
-element_type named_element(MPI_Datatype type) {
-  // The handles are not constants in every MPI (Open MPI: addresses), so the
-  // table is built at run time, once.
-  static const named table[] = {
+// The predefined datatypes whose layout and element type are kept once
+// read: a handle of one names the same type for the whole run (MPI never
+// frees them), while a derived type's handle may be freed and reused, so
+// only these are kept. The commonest come first: lookups scan in order.
+// MPI_CHAR and MPI_PACKED only move bytes (no reduction takes them).
+// The handles are not constants in every MPI (Open MPI: addresses), so the
+// table is built at run time, once.
+const std::vector<named>& named_types() {
+  static const std::vector<named> table = {
+      {MPI_BYTE, element_class::byte},
+      {MPI_FLOAT, element_class::floating},
+      {MPI_DOUBLE, element_class::floating},
+      {MPI_INT, element_class::signed_integer},
+      {MPI_CHAR, element_class::none},
+      {MPI_LONG, element_class::signed_integer},
+      {MPI_LONG_LONG, element_class::signed_integer},
+      {MPI_UNSIGNED, element_class::unsigned_integer},
       {MPI_SIGNED_CHAR, element_class::signed_integer},
       {MPI_UNSIGNED_CHAR, element_class::unsigned_integer},
       {MPI_SHORT, element_class::signed_integer},
       {MPI_UNSIGNED_SHORT, element_class::unsigned_integer},
-      {MPI_INT, element_class::signed_integer},
-      {MPI_UNSIGNED, element_class::unsigned_integer},
-      {MPI_LONG, element_class::signed_integer},
       {MPI_UNSIGNED_LONG, element_class::unsigned_integer},
-      {MPI_LONG_LONG, element_class::signed_integer},
       {MPI_UNSIGNED_LONG_LONG, element_class::unsigned_integer},
       {MPI_INT8_T, element_class::signed_integer},
       {MPI_UINT8_T, element_class::unsigned_integer},
@@ -43,15 +55,13 @@ element_type named_element(MPI_Datatype type) {
       {MPI_AINT, element_class::signed_integer},
       {MPI_OFFSET, element_class::signed_integer},
       {MPI_COUNT, element_class::signed_integer},
-      {MPI_FLOAT, element_class::floating},
-      {MPI_DOUBLE, element_class::floating},
       {MPI_LONG_DOUBLE, element_class::floating},
       {MPI_C_FLOAT_COMPLEX, element_class::complex_floating},
       {MPI_C_DOUBLE_COMPLEX, element_class::complex_floating},
       {MPI_CXX_FLOAT_COMPLEX, element_class::complex_floating},
       {MPI_CXX_DOUBLE_COMPLEX, element_class::complex_floating},
       {MPI_C_BOOL, element_class::logical},
-      {MPI_BYTE, element_class::byte},
+      {MPI_PACKED, element_class::none},
       {MPI_2INT, element_class::integer_pair},
       {MPI_SHORT_INT, element_class::integer_pair},
       {MPI_LONG_INT, element_class::integer_pair},
@@ -74,21 +84,19 @@ element_type named_element(MPI_Datatype type) {
       {MPI_COMPLEX16, element_class::complex_floating},
       {MPI_2INTEGER, element_class::integer_pair},
   };
-  for (const named& n : table) {
-    if (n.type == type) {
-      int size = 0;
-      require(PMPI_Type_size(type, &size), "MPI_Type_size");
-      // A pair's size is its value's and an int's.
-      const bool pair = n.kind == element_class::integer_pair || n.kind == element_class::floating_pair;
-      return {n.kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0};
-    }
-  }
-  return {};
+  return table;
 }
 
-}  // namespace
+/// `type`'s place in named_types(), or -1 (a derived type, or one not listed).
+int named_index(MPI_Datatype type) noexcept {
+  const std::vector<named>& table = named_types();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (table[i].type == type && type != MPI_DATATYPE_NULL) return static_cast<int>(i);
+  }
+  return -1;
+}
 
-type_layout layout_of(MPI_Datatype type) {
+type_layout read_layout(MPI_Datatype type) {
   type_layout l;
   int size = 0;
   require(PMPI_Type_size(type, &size), "MPI_Type_size");
@@ -101,6 +109,44 @@ type_layout layout_of(MPI_Datatype type) {
   // of size makes consecutive elements abut.
   l.contiguous = true_extent == size && l.extent == size;
   return l;
+}
+
+/// A named type's layout, read the first time any thread asks (the type
+/// is valid then: a caller passed it) and kept: a small call would
+/// otherwise spend more on the queries than on its data.
+struct kept_layout {
+  std::atomic<bool> ready{false};
+  type_layout layout;
+};
+
+type_layout named_layout(int index, MPI_Datatype type) {
+  static std::vector<kept_layout> kept(named_types().size());
+  static std::mutex filling;
+  kept_layout& k = kept[static_cast<std::size_t>(index)];
+  if (k.ready.load(std::memory_order_acquire)) return k.layout;
+  const std::lock_guard<std::mutex> held(filling);
+  if (!k.ready.load(std::memory_order_relaxed)) {
+    k.layout = read_layout(type);
+    k.ready.store(true, std::memory_order_release);
+  }
+  return k.layout;
+}
+
+element_type named_element(MPI_Datatype type) {
+  const int index = named_index(type);
+  if (index < 0 || named_types()[static_cast<std::size_t>(index)].kind == element_class::none) return {};
+  const element_class kind = named_types()[static_cast<std::size_t>(index)].kind;
+  const int size = static_cast<int>(named_layout(index, type).size);
+  // A pair's size is its value's and an int's.
+  const bool pair = kind == element_class::integer_pair || kind == element_class::floating_pair;
+  return {kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0};
+}
+
+}  // namespace
+
+type_layout layout_of(MPI_Datatype type) {
+  if (const int index = named_index(type); index >= 0) return named_layout(index, type);
+  return read_layout(type);
 }
 
 std::span<const std::byte> gather_bytes(const void* buffer, int count, MPI_Datatype type,
@@ -138,8 +184,17 @@ void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MP
 }
 
 std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept {
+  if (count <= 0) return 0;
   int size = 0;
-  if (count <= 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  if (const int index = named_index(type); index >= 0) {
+    try {
+      size = static_cast<int>(named_layout(index, type).size);
+    } catch (...) {
+      return 0;
+    }
+  } else if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) {
+    return 0;
+  }
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
 }
 
@@ -152,6 +207,7 @@ long long count_sum(const int* counts, int P) noexcept {
 namespace {
 
 element_type base_element_of(MPI_Datatype type) {
+  if (named_index(type) >= 0) return named_element(type);  // no envelope to read
   int integers = 0;
   int addresses = 0;
   int types = 0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -23,6 +24,20 @@ namespace {
 std::mutex registry;
 std::atomic<int> keyval{MPI_KEYVAL_INVALID};
 std::atomic<bool> torn_down{false};
+// Bumped whenever a communicator's state goes away (its delete callback):
+// a thread's remembered state is trusted only while this is unchanged, since
+// a freed communicator's handle may name a new communicator next.
+std::atomic<std::uint64_t> states_dropped{0};
+
+// The state this thread used last: a served call's lookup without the
+// attribute lookup and its lock, which cost a small call about as much as
+// the rest of the library's decision.
+struct remembered_state {
+  MPI_Comm comm = MPI_COMM_NULL;
+  comm_state* state = nullptr;
+  std::uint64_t dropped = 0;
+};
+thread_local remembered_state last_state;
 // Every live state, so teardown can reach the communicators the application
 // never freed (MPI_COMM_WORLD's above all). Under `registry`.
 std::set<comm_state*>& live() {
@@ -67,6 +82,7 @@ bool reusable(const comm_state& state) {
 // state goes to the pool, or (after teardown began, failed, or the pool
 // full) the plait communicators free their duplicates here, with PMPI.
 int delete_state(MPI_Comm, int, void* value, void*) {
+  states_dropped.fetch_add(1, std::memory_order_acq_rel);
   auto* state = static_cast<comm_state*>(value);
   comm_state* evicted = nullptr;
   bool pooled = false;
@@ -237,17 +253,32 @@ comm_state* made_for(MPI_Comm comm) {
 
 }  // namespace
 
-comm_state* state_of(MPI_Comm comm) noexcept {
+comm_state* known_state(MPI_Comm comm) noexcept {
   if (torn_down.load(std::memory_order_acquire)) return nullptr;
+  const remembered_state& last = last_state;
+  if (last.state == nullptr || last.comm != comm || last.dropped != states_dropped.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
+  return last.state->failed ? nullptr : last.state;
+}
+
+comm_state* state_of(MPI_Comm comm) noexcept {
+  if (comm_state* known = known_state(comm)) return known;
+  if (torn_down.load(std::memory_order_acquire)) return nullptr;
+  // Read before the lookup: a state dropped meanwhile leaves this stale, and
+  // the next call looks again.
+  const std::uint64_t dropped = states_dropped.load(std::memory_order_acquire);
+  const auto remember = [&](comm_state* state) -> comm_state* {
+    if (state->failed) return nullptr;
+    last_state = {comm, state, dropped};
+    return state;
+  };
   const int keyval = the_keyval();
   if (keyval == MPI_KEYVAL_INVALID) return nullptr;
   void* value = nullptr;
   int found = 0;
   if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return nullptr;
-  if (found != 0) {
-    auto* state = static_cast<comm_state*>(value);
-    return state->failed ? nullptr : state;
-  }
+  if (found != 0) return remember(static_cast<comm_state*>(value));
   comm_state* state = nullptr;
   try {
     state = made_for(comm);
@@ -263,7 +294,7 @@ comm_state* state_of(MPI_Comm comm) noexcept {
     delete_state(comm, keyval, state, nullptr);
     return nullptr;
   }
-  return state->failed ? nullptr : state;
+  return remember(state);
 }
 
 void teardown() noexcept {

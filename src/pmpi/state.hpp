@@ -48,6 +48,12 @@ void on_levels(comm_state& state, Call&& call) {
 /// finalizing.
 comm_state* state_of(MPI_Comm comm) noexcept;
 
+/// The state this thread last served `comm` on, if no state has been
+/// dropped since (a freed communicator's handle may name another one
+/// next), else null: local, a few loads. A communicator with one is an
+/// intracommunicator that every rank serves on.
+comm_state* known_state(MPI_Comm comm) noexcept;
+
 /// Frees every communicator's state (MPI_Finalize, before PMPI_Finalize:
 /// MPI never deletes MPI_COMM_WORLD's attributes) and the keyval; later calls
 /// pass to PMPI.

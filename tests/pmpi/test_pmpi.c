@@ -666,6 +666,39 @@ static void test_empty(MPI_Comm comm) {
   free(zeros);
 }
 
+/* A freed communicator's handle may name the next one made, of other ranks:
+ * the library remembers the last communicator it served on (src/pmpi/state.cpp,
+ * known_state), and must not serve the new one on the old one's state.
+ * Alternates duplicates of MPI_COMM_WORLD and splits of it into odd and even
+ * ranks, each freed before the next is made, and checks each sum against the
+ * ranks that communicator holds. */
+static void test_reused_handles(void) {
+  for (int i = 0; i < 8; ++i) {
+    MPI_Comm c;
+    if (i % 2 == 0) {
+      MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    } else {
+      MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &c);
+    }
+    int size = 0, mine[2] = {1, rank}, sums[2] = {0, 0}, want[2] = {0, 0};
+    MPI_Comm_size(c, &size);
+    MPI_Allreduce(mine, sums, 2, MPI_INT, MPI_SUM, c);
+    for (int r = 0; r < P; ++r) {
+      if (i % 2 == 0 || r % 2 == rank % 2) want[0] += 1, want[1] += r;
+    }
+    int bad = sums[0] != size || sums[0] != want[0] || sums[1] != want[1], any = 0;
+    if (bad) {
+      fprintf(
+          stderr,
+          "rank %d: MPI_Allreduce on a communicator made after another was freed summed %d ranks (%d), not %d (%d)\n",
+          rank, sums[0], sums[1], want[0], want[1]);
+    }
+    PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) ++failures;
+    MPI_Comm_free(&c);
+  }
+}
+
 static void test_all(MPI_Comm comm) {
   test_empty(comm);
   test_allgather(comm);
@@ -691,6 +724,7 @@ int main(int argc, char** argv) {
   test_allgather(dup);
   MPI_Comm_free(&dup);
   MPI_Comm_free(&half);
+  test_reused_handles();
 
   int any = 0;
   PMPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
