@@ -1,8 +1,9 @@
 // Defines the shared-slot rounds of plait/transport/shm/communicator.hpp: a
-// rank's two buffers and the flag that posts a round. Waits follow wait_all's rules: the wait record for blame,
-// the group's failure record, lost peer processes and the timeout, and they
-// move the collectives in flight on this communicator meanwhile (a peer may
-// wait in one of those for this rank before it joins the round).
+// rank's two buffers and the flag that posts a round. Waits follow wait_all's
+// rules: the wait record for blame, the group's failure record, lost peer
+// processes and the timeout, and they move the collectives in flight on this
+// communicator meanwhile (a peer may wait in one of those for this rank
+// before it joins the round).
 #pragma once
 
 #include <algorithm>
