@@ -132,10 +132,10 @@ type_layout named_layout(int index, MPI_Datatype type) {
   return k.layout;
 }
 
-element_type named_element(MPI_Datatype type) {
-  const int index = named_index(type);
-  if (index < 0 || named_types()[static_cast<std::size_t>(index)].kind == element_class::none) return {};
+/// The element type of named_types()[index], `type`.
+element_type named_element(int index, MPI_Datatype type) {
   const element_class kind = named_types()[static_cast<std::size_t>(index)].kind;
+  if (kind == element_class::none) return {};
   const int size = static_cast<int>(named_layout(index, type).size);
   // A pair's size is its value's and an int's.
   const bool pair = kind == element_class::integer_pair || kind == element_class::floating_pair;
@@ -207,13 +207,13 @@ long long count_sum(const int* counts, int P) noexcept {
 namespace {
 
 element_type base_element_of(MPI_Datatype type) {
-  if (named_index(type) >= 0) return named_element(type);  // no envelope to read
+  if (const int index = named_index(type); index >= 0) return named_element(index, type);  // no envelope to read
   int integers = 0;
   int addresses = 0;
   int types = 0;
   int combiner = 0;
   require(PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner), "MPI_Type_get_envelope");
-  if (combiner == MPI_COMBINER_NAMED) return named_element(type);
+  if (combiner == MPI_COMBINER_NAMED) return {};  // a named type not in named_types(): not served
   if ((combiner != MPI_COMBINER_CONTIGUOUS && combiner != MPI_COMBINER_DUP) || types != 1 || integers > 1) return {};
   int count = 1;
   MPI_Datatype base = MPI_DATATYPE_NULL;
