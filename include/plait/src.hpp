@@ -43,6 +43,7 @@
 #include "plait/algorithm/impl/verify.ipp"
 
 // ---- op ----------------------------------------------------------------
+#include "plait/op/impl/abandon.ipp"
 #include "plait/op/impl/check.ipp"
 #include "plait/op/impl/collective.ipp"
 #include "plait/op/impl/executor.ipp"

@@ -3,13 +3,16 @@
 // answer are the suspects), follows the chain of waits, and tells every rank,
 // so each one's error names the rank that never entered. A rank still
 // waiting is never the one blamed. The absent rank itself learns it at its
-// next wait on that communicator.
+// next wait on that communicator. A rank whose own reduction throws mid-call
+// tells the others itself (op/abandon.hpp).
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,4 +157,75 @@ TEST_CASE("mpi: a rank that stays out of MPI does not hold a timed-out rank past
   MPI_Barrier(MPI_COMM_WORLD);
   CAPTURE(verdict);
   CHECK(plait_test::on_all_ranks(verdict.empty()));
+}
+
+namespace {
+/// On a fresh communicator, a reduction that throws on rank 1 (`form`: 0
+/// all_reduce, 1 reduce_scatter, 2 iall_reduce; `block` elements a rank):
+/// that rank gets its own exception and an unusable communicator; the others
+/// fail naming it, in that call or (where nothing they needed came after its
+/// throw) in their next, long before their timeout.
+std::string abandoned_by_a_throwing_reduction(std::size_t block, int form) {
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::seconds(60));
+  constexpr int thrower = 1;
+  const auto refusing_sum = plait::reduction(
+      [me = comm.rank()](int a, int b) {
+        if (me == thrower) throw std::runtime_error("the reduction refuses");
+        return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
+      },
+      plait::associative, plait::commutative);
+  const std::size_t n = block * static_cast<std::size_t>(comm.size());
+  std::vector<int> send(n, comm.rank() + 1), recv(n), part(block);
+  const auto call = [&] {
+    if (form == 0) {
+      plait::all_reduce(comm, send, recv, refusing_sum);
+    } else if (form == 1) {
+      plait::reduce_scatter(comm, send, part, refusing_sum);
+    } else {
+      plait::iall_reduce(comm, send, recv, refusing_sum).wait();
+    }
+  };
+  const auto next_call = [&] { plait::all_reduce(comm, send, recv, plait::sum{}); };
+  const auto start = std::chrono::steady_clock::now();
+  std::string verdict;
+  if (comm.rank() == thrower) {
+    try {
+      call();
+      verdict = "the call went through";
+    } catch (const plait::error& e) {
+      verdict = std::string("a plait::error instead of the reduction's own exception: ") + e.what();
+    } catch (const std::runtime_error& e) {
+      if (std::string(e.what()) != "the reduction refuses") verdict = std::string("another exception: ") + e.what();
+    }
+    if (verdict.empty()) {
+      verdict = plait_test::expect_error(next_call, {plait::errc::invalid_argument}, -1,
+                                         {"unusable", "own code threw mid-call", "the reduction refuses"});
+    }
+  } else {
+    verdict = plait_test::expect_error(call, {plait::errc::peer_lost}, thrower,
+                                       {"rank 1", "own code threw mid-call", "the reduction refuses"});
+    if (verdict == "the call went through") {
+      verdict =
+          plait_test::expect_error(next_call, {plait::errc::peer_lost}, thrower, {"rank 1", "the reduction refuses"});
+    }
+  }
+  if (verdict.empty() && std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) {
+    verdict = "took more than 10 s: the timeout ended the wait, not the thrower's verdict";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return verdict;
+}
+}  // namespace
+
+TEST_CASE("mpi: a reduction that throws on one rank fails every rank at once, naming it, and poisons its communicator",
+          "[mpi][blame][reduce]") {
+  if (plait_test::world_size() < 2) return;
+  for (const std::size_t block : {std::size_t{4}, std::size_t{20000}}) {
+    for (int form = 0; form < 3; ++form) {
+      const std::string verdict = abandoned_by_a_throwing_reduction(block, form);
+      CAPTURE(block, form, verdict);
+      PLAIT_REQUIRE_ALL(verdict.empty());
+    }
+  }
 }

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "plait/core/call_stamp.hpp"
+#include "plait/core/error.hpp"
 #include "plait/core/receive_combine.hpp"
 
 namespace plait {
@@ -101,6 +102,12 @@ inline constexpr int user_tag = 0;
 ///        (core/progress_engine.hpp)
 ///   collective_progress(bool), active_progress()                 has_progress_engine [core]
 ///        the engine that holds this communicator's collectives in flight
+///   abandon_call(const error&) noexcept                          abandons_calls
+///        the rank's own code (a user reduction, a plan's) threw while a
+///        collective call had transfers pending (op/abandon.hpp): drop them,
+///        so that nothing writes into the call's buffers afterwards, make the
+///        communicator unusable with `error`, and tell the peers, so that
+///        their waits end naming this rank rather than at their timeout
 // clang-format 14 lays out requires-expressions badly (it unindents their
 // bodies and splits every static_assert below): keep it off them.
 // clang-format off
@@ -230,6 +237,10 @@ template <class Comm>
 concept has_progress_engine = requires(Comm& comm, const Comm& const_comm) {
   comm.collective_progress(true);
   { const_comm.active_progress() } -> std::convertible_to<const void*>;
+};
+template <class Comm>
+concept abandons_calls = requires(Comm& comm, const error& why) {
+  { comm.abandon_call(why) } noexcept;
 };
 
 /// Messages of at least this many bytes go vectored on Comm (SIZE_MAX: never).

@@ -10,8 +10,10 @@
 #include <string_view>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/core/error.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/block_plan.hpp"
+#include "plait/op/abandon.hpp"
 #include "plait/op/executor.hpp"
 #include "plait/op/in_flight.hpp"
 #include "plait/op/slot_run.hpp"
@@ -30,7 +32,18 @@ inline namespace v0 {
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
   if constexpr (detail::has_shared_slots<Comm> && !detail::has_copy_engine<Comm>) {
-    if (steps.lockstep && !steps.steps.empty() && detail::run_in_slots(comm, steps, plan, operation, tag)) return;
+    if (steps.lockstep && !steps.steps.empty()) {
+      bool done = false;
+      try {
+        done = detail::run_in_slots(comm, steps, plan, operation, tag);
+      } catch (const error&) {
+        throw;
+      } catch (...) {  // the rank's own code threw mid-call (op/abandon.hpp), as schedule_run handles it
+        detail::abandon_call(comm, operation, -1);
+        throw;
+      }
+      if (done) return;
+    }
   }
   if constexpr (detail::has_progress_engine<Comm> && detail::tests_requests<Comm>) {
     if (auto* engine = comm.active_progress()) [[unlikely]] {

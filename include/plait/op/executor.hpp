@@ -49,6 +49,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/block_plan.hpp"
+#include "plait/op/abandon.hpp"
 #include "plait/op/copy_engine.hpp"
 
 namespace plait {
@@ -209,8 +210,45 @@ class schedule_run {
   /// step locate, post, wait and unpack. `blocking`: each step's wait is the
   /// transport's wait_all; otherwise one test_all look, and the run returns
   /// false while the step is pending (its deadline counts from its post, as
-  /// a blocking wait's does). True once every step is done.
+  /// a blocking wait's does). True once every step is done. An exception of
+  /// the rank's own code abandons the call first (op/abandon.hpp).
   bool advance(bool blocking) {
+    try {
+      return advance_steps(blocking);
+    } catch (const error&) {
+      throw;
+    } catch (...) {
+      posted_ = false;
+      abandon_call(comm_, operation_, next_step_ < steps_.steps.size() ? static_cast<int>(next_step_) : -1);
+      throw;
+    }
+  }
+
+  /// Ready to run again from the first step under `tag`, on the same plan
+  /// and buffers (a persistent collective's next start; staging and transit
+  /// stay). From the first restart on, the run keeps every step's located
+  /// messages, and once one run has completed, later ones post them as they
+  /// are: nothing a location depends on (plan, buffers, transit blocks,
+  /// staging offsets) changes between starts.
+  void restart(int tag) {
+    tag_ = tag;
+    next_step_ = 0;
+    prepared_ = false;
+    posted_ = false;
+    own_copy_ = own_copy_at_start_;
+    if (!replays_locations_ && !keeps_locations_) {
+      keeps_locations_ = true;
+    } else if (!replays_locations_) {  // the run that kept them did not complete
+      kept_steps_.clear();
+      kept_regions_.clear();
+      kept_messages_.clear();
+      kept_places_.clear();
+    }
+  }
+
+ private:
+  /// advance's work, without its handler for foreign exceptions.
+  bool advance_steps(bool blocking) {
     if (!prepared_) {
       prepare();
       prepared_ = true;
@@ -251,29 +289,6 @@ class schedule_run {
     return true;
   }
 
-  /// Ready to run again from the first step under `tag`, on the same plan
-  /// and buffers (a persistent collective's next start; staging and transit
-  /// stay). From the first restart on, the run keeps every step's located
-  /// messages, and once one run has completed, later ones post them as they
-  /// are: nothing a location depends on (plan, buffers, transit blocks,
-  /// staging offsets) changes between starts.
-  void restart(int tag) {
-    tag_ = tag;
-    next_step_ = 0;
-    prepared_ = false;
-    posted_ = false;
-    own_copy_ = own_copy_at_start_;
-    if (!replays_locations_ && !keeps_locations_) {
-      keeps_locations_ = true;
-    } else if (!replays_locations_) {  // the run that kept them did not complete
-      kept_steps_.clear();
-      kept_regions_.clear();
-      kept_messages_.clear();
-      kept_places_.clear();
-    }
-  }
-
- private:
   using engine_type =
       std::remove_reference_t<decltype(engine_for(std::declval<Comm&>(), std::declval<host_engine&>()))>;
   // Host memory only: a transport with a copy engine packs on its device.

@@ -47,6 +47,7 @@
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/fold_plans.hpp"
+#include "plait/op/abandon.hpp"
 #include "plait/op/copy_engine.hpp"
 
 namespace plait {
@@ -104,8 +105,34 @@ class schedule_run<Comm, Plan> {
   /// Runs every step, blocking in the transport's waits.
   void run() { advance(true); }
 
-  /// Moves the run on, as schedule_run::advance does; true once done.
+  /// Moves the run on, as schedule_run::advance does; true once done. An
+  /// exception of the rank's own code (a user reduction's) abandons the call
+  /// first (op/abandon.hpp).
   bool advance(bool blocking) {
+    try {
+      return advance_steps(blocking);
+    } catch (const error&) {
+      throw;
+    } catch (...) {
+      posted_ = false;
+      abandon_call(comm_, operation_, next_step_ < steps_.steps.size() ? static_cast<int>(next_step_) : -1);
+      throw;
+    }
+  }
+
+  /// Ready to run again from the first step under `tag` (a persistent
+  /// collective's next start): the contributions are read again.
+  void restart(int tag) {
+    tag_ = tag;
+    next_step_ = 0;
+    started_ = false;
+    posted_ = false;
+    written_ = false;
+  }
+
+ private:
+  /// advance's work, without its handler for foreign exceptions.
+  bool advance_steps(bool blocking) {
     if (!started_) {
       for (block_state& b : blocks_) b.folded = false;
       started_ = true;
@@ -143,17 +170,6 @@ class schedule_run<Comm, Plan> {
     return true;
   }
 
-  /// Ready to run again from the first step under `tag` (a persistent
-  /// collective's next start): the contributions are read again.
-  void restart(int tag) {
-    tag_ = tag;
-    next_step_ = 0;
-    started_ = false;
-    posted_ = false;
-    written_ = false;
-  }
-
- private:
   /// How one of a step's receives reaches its block (see the top of this header).
   enum class arrival_path : unsigned char { staged, placed, combined };
 

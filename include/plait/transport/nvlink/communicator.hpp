@@ -174,6 +174,11 @@ class basic_communicator : public communicator_core, public blocking_calls<basic
   /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
   // wait(request), send and recv: blocking_calls (core/blocking_calls.hpp).
+  /// The rank's own code threw in a collective call (op/abandon.hpp): poisons
+  /// the communicator with `why` and drops what the call recorded. The peers
+  /// learn of it only from their timeouts: the transport has no failure
+  /// record they read.
+  void abandon_call(const error& why) noexcept { poison_and_discard(why); }
 
   /// Waits for everything enqueued on the stream and raises any error the
   /// device found (or a CUDA error) as plait::error.

@@ -54,14 +54,15 @@ PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
     }
     // The peer the error names goes into the reason and the record's blamed
     // rank: a mismatch seen on a peer's message ("peer's message of call 4
-    // is from ...") means nothing to the other ranks without it.
+    // is from ...") means nothing to the other ranks without it. An error
+    // that names this rank (its own code threw: op/abandon.hpp) blames it.
     const std::string reason =
         e.value() == errc::timeout && e.peer() >= 0
             ? plait::detail::concat({"rank ", rank(), " timed out waiting for rank ", e.peer()})
         : e.peer() >= 0 && e.peer() != rank()
             ? plait::detail::concat({"rank ", rank(), " failed on a transfer with rank ", e.peer(), ": ", e.detail()})
             : plait::detail::concat({"rank ", rank(), " failed: ", e.detail()});
-    segment_->mark_failed(rank(), reason, e.peer() != rank() ? e.peer() : -1);
+    segment_->mark_failed(rank(), reason, e.peer());
   } catch (...) {  // out of memory: the mark alone still ends the peers' waits
     segment_->mark_failed(rank());
   }

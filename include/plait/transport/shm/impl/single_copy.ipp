@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 
 #include <sys/uio.h>
 #include <unistd.h>
@@ -111,6 +112,23 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
     }
     plait::detail::fail(errc::transport, {"corrupt single-copy slot (state ", expected, ")"}, where("irecv", peer));
   }
+  // A combine runs the user's reduction, which may throw: the sender's
+  // buffer is not read after that, so say so, or a sender that withdraws
+  // its references on the failure waits for a copy that has ended.
+  struct release_on_throw {
+    std::atomic_ref<std::uint32_t> state;
+    int exceptions = std::uncaught_exceptions();
+    explicit release_on_throw(std::atomic_ref<std::uint32_t> s) noexcept : state(s) {}
+    release_on_throw(const release_on_throw&) = delete;
+    release_on_throw& operator=(const release_on_throw&) = delete;
+    ~release_on_throw() {
+      auto copying = static_cast<std::uint32_t>(detail::reference_state::copying);
+      if (std::uncaught_exceptions() > exceptions) {
+        state.compare_exchange_strong(copying, static_cast<std::uint32_t>(detail::reference_state::done),
+                                      std::memory_order_release, std::memory_order_relaxed);
+      }
+    }
+  } const released_on_throw{state};
   // The sender's bytes in a mapping of this process's own: its allocate
   // window, or a segment of its pool, mapped here the first time one is named.
   std::shared_ptr<detail::window> w;  // held while reading
