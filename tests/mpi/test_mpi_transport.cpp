@@ -10,8 +10,10 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -370,6 +372,55 @@ TEST_CASE("mpi message length that differs from its receive is a size mismatch w
     CAPTURE(what);
     PLAIT_REQUIRE_ALL(ok);
   }
+}
+
+TEST_CASE("mpi an even collective whose sizes differ at a rendezvous size fails and writes nothing past its buffers",
+          "[mpi][transport][bad_input]") {
+  // Rank 1 all-gathers 2100 ints a rank, the others 2000: each rank's own
+  // sizes agree, the messages do not, and at 8 KiB they go by rendezvous,
+  // where Open MPI 4.1 gets a longer message whole into a shorter plain
+  // receive, past its end. Collectives probe their receives.
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  if (comm.size() < 2) return;
+  comm.set_timeout(std::chrono::seconds(20));
+  const std::size_t n = comm.rank() == 1 ? 2100 : 2000;
+  const std::size_t guard = 4096;
+  constexpr int sentinel = 0x5a5a5a5a;
+  const std::vector<int> mine(n, comm.rank());
+  std::vector<int> all(n * static_cast<std::size_t>(comm.size()) + guard, sentinel);
+  std::string what;
+  int code = 0;
+  try {
+    plait::all_gather<plait::ring>(comm, mine, std::span(all).first(n * static_cast<std::size_t>(comm.size())));
+  } catch (const plait::error& e) {
+    what = e.what();
+    code = static_cast<int>(e.value());
+  }
+  const bool guarded =
+      std::all_of(all.end() - static_cast<std::ptrdiff_t>(guard), all.end(), [](int v) { return v == sentinel; });
+  CAPTURE(what);
+  PLAIT_REQUIRE_ALL(guarded);
+  PLAIT_REQUIRE_ALL(code == static_cast<int>(plait::errc::size_mismatch) ||
+                    code == static_cast<int>(plait::errc::peer_lost));
+  // The rank that receives rank 1's longer message refuses it untaken.
+  if (comm.rank() == 2 % comm.size()) CHECK(what.find("was not taken") != std::string::npos);
+
+  // The soak's case: a tree's partials land in staging, which the longer
+  // message overran (glibc then aborted: "malloc(): corrupted top size").
+  plait::mpi::communicator fresh{MPI_COMM_WORLD};
+  fresh.set_timeout(std::chrono::seconds(20));
+  const std::size_t block = comm.rank() == 1 ? 388 : 386;
+  const std::vector<std::uint32_t> send(block * static_cast<std::size_t>(comm.size()), 1);
+  std::vector<std::uint32_t> part(block);
+  code = 0;
+  try {
+    plait::ireduce_scatter<plait::tree>(fresh, send, part, plait::sum{}).wait();
+  } catch (const plait::error& e) {
+    code = static_cast<int>(e.value());
+  }
+  std::vector<std::string> after_it(64, "the heap still works");  // allocations that a corrupt heap fails
+  PLAIT_REQUIRE_ALL(code == static_cast<int>(plait::errc::size_mismatch) ||
+                    code == static_cast<int>(plait::errc::peer_lost));
 }
 
 TEST_CASE("mpi null, moved-from and moved-to communicators", "[mpi][transport]") {

@@ -188,8 +188,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// errc::transport for MPI errors.
   void wait_all(std::span<request> requests, deadline until) {
     require_usable("wait_all");
-    if (any_unmatched(requests)) [[unlikely]]
-      match_all(requests, until);
+    if (any_unmatched(requests)) match_all(requests, until);
     if (!collect_handles(requests)) return;
 
     // The clock is read only once a poll finds transfers pending, and while
@@ -234,10 +233,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// wait_all does, and with errc::timeout once `until` has passed.
   bool test_all(std::span<request> requests, deadline until) {
     require_usable("test_all");
-    if (any_unmatched(requests)) [[unlikely]] {
+    if (any_unmatched(requests)) {
       match_probed(requests);
       if (any_unmatched(requests)) {
         if (watch_notices_) check_notices("test_all", requests);
+        if (++test_looks_ % 1024 == 0 && serve_blame_queries(requests)) verdict_received(requests);
         if (clock::now() >= until) {
           collect_handles(requests);
           timed_out(requests, timeout());
@@ -376,7 +376,6 @@ class communicator : public communicator_core, public blocking_calls<communicato
     }
   }
 
-
  private:
   /// The busy phase never yields, as MPI's own blocking calls spin without
   /// yielding: a rank that yields while another process is runnable on its
@@ -474,14 +473,12 @@ class communicator : public communicator_core, public blocking_calls<communicato
     r.tag_ = tag;
     const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk_bytes_ - 1) / chunk_bytes_;
     r.reserve_handles(chunks);
-    if (probed_tag(tag)) [[unlikely]] {
-      if (!receive) {
-        watch_notices_ = true;
-      } else {
-        r.probed_ = true;  // posted chunk by chunk as each arrives (match_probed)
-        r.data_ = data;
-        return r;
-      }
+    if (!receive) {
+      if (noticed_tag(tag)) watch_notices_ = true;
+    } else if (probed_tag(tag)) {
+      r.probed_ = true;  // posted chunk by chunk as each arrives (match_probed)
+      r.data_ = data;
+      return r;
     }
     const std::span<MPI_Request> handles = r.handles();
     for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
@@ -518,14 +515,14 @@ class communicator : public communicator_core, public blocking_calls<communicato
     r.tag_ = tag;
     const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk_bytes_ - 1) / chunk_bytes_;
     r.reserve_handles(chunks);
-    if (probed_tag(tag)) [[unlikely]] {
-      if constexpr (receive) {
+    if constexpr (receive) {
+      if (probed_tag(tag)) {
         r.probed_ = true;  // posted chunk by chunk as each arrives (match_probed)
         r.pieces_ = pieces;
         return r;
-      } else {
-        watch_notices_ = true;
       }
+    } else if (noticed_tag(tag)) {
+      watch_notices_ = true;
     }
     const std::span<MPI_Request> handles = r.handles();
     for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
@@ -594,16 +591,23 @@ class communicator : public communicator_core, public blocking_calls<communicato
     return part;
   }
 
-  // ---- probed receives (the uneven forms) and size notices ---------------
+  // ---- probed receives (every collective's) and size notices -------------
 
-  /// Whether receives under `tag` are probed before they are taken: the
-  /// uneven forms', whose sizes come from each rank's own counts. A plain
-  /// receive of a longer message would be truncated (MPI_ERR_TRUNCATE on the
-  /// receiver while the sender returns normally); a probe sees the size first.
-  /// The even forms keep plain receives: each rank's sizes follow from its
-  /// own buffers, and a rank whose sizes differ receives mismatched messages
-  /// itself, so every rank of the call fails.
-  [[nodiscard]] bool probed_tag(int tag) const noexcept { return sizes_may_disagree(stamp_of(tag).kind); }
+  /// Whether receives under `tag` are probed before they are taken: every
+  /// collective's (its tag has a stamp). A plain receive of a longer message
+  /// is not safe: Open MPI 4.1's shared-memory transport gets a rendezvous
+  /// message whole into a shorter receive buffer, past its end, instead of
+  /// truncating it (the soak found it: a reduce_scatter<tree> of 388
+  /// elements a block on one rank against 386 on the others overwrote the
+  /// heap). A probe sees the size first. User point-to-point keeps plain
+  /// receives, with MPI's own semantics.
+  [[nodiscard]] bool probed_tag(int tag) const noexcept { return stamp_of(tag).known(); }
+  /// Whether a sender under `tag` looks for size notices: the uneven forms',
+  /// whose sizes come from each rank's own counts, so that only a receiver
+  /// may see the disagreement. In the even forms each rank's sizes follow
+  /// from its own buffers, and a rank whose sizes differ receives mismatched
+  /// messages itself.
+  [[nodiscard]] bool noticed_tag(int tag) const noexcept { return sizes_may_disagree(stamp_of(tag).kind); }
 
   static bool any_unmatched(std::span<const request> requests) noexcept {
     return std::any_of(requests.begin(), requests.end(), [](const request& r) { return r.unmatched(); });
@@ -659,6 +663,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// is matched (their transfers then complete in wait_all's loop).
   void match_all(std::span<request> requests, deadline until) {
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
+    unsigned idle_polls = 0;
     for (;;) {
       match_probed(requests);
       if (!any_unmatched(requests)) return;
@@ -667,6 +672,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
         collect_handles(requests);
         timed_out(requests, loop.waited());
       }
+      // As in wait_all's loop: queries answered, and a verdict (a peer's
+      // call failed: it will not send what this wait is waiting for) ends it.
+      if ((loop.sleeping() || ++idle_polls % 1024 == 0) && serve_blame_queries(requests)) verdict_received(requests);
       loop.pause();
     }
   }

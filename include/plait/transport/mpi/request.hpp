@@ -78,7 +78,7 @@ class request {
   [[nodiscard]] std::span<const MPI_Request> handles() const noexcept {
     return chunks_ <= 1 ? std::span<const MPI_Request>(&first_, chunks_) : std::span<const MPI_Request>(more_);
   }
-  /// A probed receive (an uneven form's) with chunks not yet matched: its
+  /// A probed receive (a collective's) with chunks not yet matched: its
   /// chunks are taken one by one once MPI_Improbe has seen each arrive with
   /// the size expected (communicator::match_probed), never truncated.
   [[nodiscard]] bool unmatched() const noexcept { return probed_ && matched_ < chunks_; }
