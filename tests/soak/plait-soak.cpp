@@ -1,7 +1,9 @@
 // plait-soak: the fault-injection soak (issue 29). Random collectives (every
 // operation, form, built-in algorithm; contiguous and along<1>; P in a range;
 // sizes with zeros), each trial a fresh group: a few fault-free calls checked
-// against a serial reference, then one fault at a random rank, then checks:
+// against a serial reference, then one fault at a random rank (killed,
+// delayed, absent, calling another operation, size or element type, a count
+// off, or a reduction that throws), then checks:
 // no hang, no crash outside a killed rank, no leaked /dev/shm segment, no
 // wrong result returned without an error, no error on a fault-free call, the
 // faulty rank named by every other rank's error, later calls poisoned.
@@ -32,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,9 +75,15 @@ constexpr std::array<const char*, 8> op_names{"all_gather",     "all_to_all",   
 enum class formk : int { blocking, nonblocking, persistent };
 constexpr std::array<const char*, 3> form_names{"blocking", "nonblocking", "persistent"};
 
-enum class faultk : int { kill, delay, skip, other_op, other_size, other_type, count, count_ };
-constexpr std::array<const char*, 7> fault_names{
-    "kill", "delay", "skip", "other operation", "other size", "other element type", "corrupted count"};
+enum class faultk : int { kill, delay, skip, other_op, other_size, other_type, count, throws, count_ };
+constexpr std::array<const char*, 8> fault_names{"kill",
+                                                 "delay",
+                                                 "skip",
+                                                 "other operation",
+                                                 "other size",
+                                                 "other element type",
+                                                 "corrupted count",
+                                                 "throwing reduction"};
 
 /// One collective call, as every rank describes it.
 struct call_spec {
@@ -88,6 +97,8 @@ struct call_spec {
   bool small_type = false;  // the faulty rank's other element type
   int corrupt_rank = -1;    // the v count this rank corrupts (-1: none)
   bool short_recv = false;  // an even op's recv one element short
+  bool user_sum = false;    // reductions: a user reduction that sums (every rank, so the stamps agree)
+  bool throws = false;      // user_sum: this rank's throws instead
 };
 
 std::string describe(const call_spec& c) {
@@ -231,6 +242,18 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
       t.faulty_call.small_type = true;
       t.check_mode = on_mpi;
       break;
+    case faultk::throws:
+      // A user reduction on every rank that throws on the faulty one.
+      if (fc.op != opk::reduce_scatter && fc.op != opk::all_reduce) {
+        fc.op = rng.below(2) == 0 ? opk::reduce_scatter : opk::all_reduce;
+        fc.along = false;
+        const auto algos = algorithms_for(fc.op, t.ranks);
+        fc.algorithm = algos[rng.below(algos.size())];
+      }
+      fc.user_sum = true;
+      t.faulty_call = fc;
+      t.faulty_call.throws = true;
+      break;
     case faultk::count:
       if (fc.op == opk::all_gather_v || fc.op == opk::all_to_all_v) {
         t.partner = static_cast<int>(rng.below(static_cast<std::size_t>(t.ranks)));
@@ -261,6 +284,7 @@ std::string describe(const trial_spec& t) {
       s += " with the count of rank " + std::to_string(t.faulty_call.corrupt_rank) + " off";
     if (t.faulty_call.short_recv) s += " with a recv one element short";
   }
+  if (t.fault == faultk::throws) s += " (a user sum, which throws on rank " + std::to_string(t.faulty) + ")";
   if (t.check_mode) s += " (check mode)";
   return s;
 }
@@ -340,16 +364,29 @@ bool run_call(Comm& comm, const call_spec& c) {
       }
     }
   };
-  auto reduce = [&]<class Op>(auto& send, auto& recv) {
+  auto reduce_with = [&]<class Op>(auto& send, auto& recv, const auto& reduction) {
     if (form == formk::blocking) {
-      plait::run_reduction<Op, A, plait::contiguous>(comm, send, recv, plait::sum{});
+      plait::run_reduction<Op, A, plait::contiguous>(comm, send, recv, reduction);
     } else if (form == formk::nonblocking) {
-      auto r = plait::start_reduction<Op, A, plait::contiguous>(comm, send, recv, plait::sum{});
+      auto r = plait::start_reduction<Op, A, plait::contiguous>(comm, send, recv, reduction);
       r.wait();
     } else {
-      auto pc = plait::init_reduction<Op, A, plait::contiguous>(comm, send, recv, plait::sum{});
+      auto pc = plait::init_reduction<Op, A, plait::contiguous>(comm, send, recv, reduction);
       pc.start();
       pc.wait();
+    }
+  };
+  auto reduce = [&]<class Op>(auto& send, auto& recv) {
+    if (c.user_sum) {
+      const auto user_sum = plait::reduction(
+          [throws = c.throws](auto a, auto b) {
+            if (throws) throw std::runtime_error("the reduction refuses");
+            return static_cast<decltype(a)>(a + b);
+          },
+          plait::associative, plait::commutative);
+      reduce_with.template operator()<Op>(send, recv, user_sum);
+    } else {
+      reduce_with.template operator()<Op>(send, recv, plait::sum{});
     }
   };
   const std::size_t short_by = c.short_recv ? 1 : 0;
@@ -676,6 +713,12 @@ void run_rank(Comm& comm, const trial_spec& t, trial_report& report, double slac
         if (fired == 0) on_delay_timer(0);  // the call ended first: stalled between calls
         break;
       case faultk::skip: break;
+      case faultk::throws:
+        timed_call(comm, t.faulty_call, mine.fault);
+        // Its next call: unusable after the throw, an ordinary call where
+        // its reduction never ran (a rank that only sends).
+        timed_call(comm, t.probe, mine.poisoned);
+        break;
       default: timed_call(comm, t.faulty_call, mine.fault); break;
     }
     // Alive (an ended process is a lost peer, not an absent one) until the
@@ -769,6 +812,26 @@ struct verdict {
 
 bool threw(const call_outcome& o) { return o.state == static_cast<int>(result::threw); }
 
+/// The rank whose reduction throws: the call ends with its own exception
+/// and its next call finds the communicator unusable (both right, where its
+/// reduction never ran).
+void judge_thrower(const rank_report& rr, const std::string& who, verdict& v) {
+  if (!threw(rr.fault)) {
+    if (rr.fault.state == static_cast<int>(result::wrong) || rr.poisoned.state == static_cast<int>(result::wrong))
+      v.findings.push_back({silent_wrong, who + "a call of the rank whose reduction throws returned a wrong result"});
+    return;
+  }
+  if (rr.fault.code != -1 || std::strstr(rr.fault.message, "the reduction refuses") == nullptr) {
+    v.findings.push_back({not_named, who + "the rank whose reduction threw got another error: " + rr.fault.message});
+  }
+  if (!threw(rr.poisoned) || std::strstr(rr.poisoned.message, "unusable since an earlier failure") == nullptr ||
+      std::strstr(rr.poisoned.message, "own code threw mid-call") == nullptr) {
+    v.findings.push_back({not_poisoned, who + "after its reduction threw, its next call " +
+                                            (threw(rr.poisoned) ? std::string("said: ") + rr.poisoned.message
+                                                                : std::string("went through"))});
+  }
+}
+
 verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool killed_ok) {
   verdict v;
   const bool mismatch = t.fault == faultk::other_op || t.fault == faultk::other_size || t.fault == faultk::other_type ||
@@ -796,6 +859,7 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
       } else if (mismatch && t.ranks > 1 && rr.fault.state == static_cast<int>(result::wrong)) {
         v.findings.push_back({silent_wrong, who + "the faulty rank's mismatched call returned normally"});
       }
+      if (t.fault == faultk::throws) judge_thrower(rr, who, v);
       if (t.fault == faultk::delay && rr.fault.seconds > bound + t.delay_s) {
         v.findings.push_back({hang, who + "the delayed rank's call took " + std::to_string(rr.fault.seconds) + " s"});
       }
@@ -1293,6 +1357,26 @@ int self_test() {
     expect(has(v, not_poisoned), "a later call that goes through is counted");
     expect(has(v, hang), "a call past the timeout and slack is a hang");
     expect(has(v, crash), "a faulty rank that is not killed must end its body");
+  }
+  {
+    trial_spec thrown = t;  // rank 2's reduction throws
+    thrown.fault = faultk::throws;
+    auto r = fresh();
+    for (int k = 0; k < 2; ++k) {
+      r->ranks[k].fault = message("plait, rank 0, x: the group failed: rank 2 failed: the rank's own code threw", 2);
+      r->ranks[k].poisoned = message("plait, rank 0, x: communicator unusable since an earlier failure: ...");
+    }
+    r->ranks[2].fault = message("not a plait::error: the reduction refuses");
+    r->ranks[2].fault.code = -1;
+    r->ranks[2].poisoned = message(
+        "plait, rank 2, x: communicator unusable since an earlier failure: the rank's own code threw mid-call: ...");
+    expect(judge(thrown, *r, 1.0, true).findings.empty(), "a clean throwing-reduction trial has no finding");
+    r->ranks[2].poisoned.state = static_cast<int>(result::right);
+    expect(has(judge(thrown, *r, 1.0, true), not_poisoned), "a throwing rank whose next call goes through is counted");
+    r->ranks[2].fault.state = static_cast<int>(result::wrong);
+    r->ranks[2].poisoned.state = static_cast<int>(result::right);
+    expect(has(judge(thrown, *r, 1.0, true), silent_wrong),
+           "a throwing rank's call that returns a wrong result is a silent wrong result");
   }
   std::printf("plait-soak self-test: %s\n", failures == 0 ? "passed" : "FAILED");
   return failures == 0 ? 0 : 1;
