@@ -17,15 +17,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "support/algorithm_lists.hpp"
 #include "support/deny_vm_readv.hpp"
-#include "support/expect_error.hpp"
 #include "support/harness.hpp"
 #include "support/order_sensitive.hpp"
+#include "support/throwing_reduction.hpp"
 
 #if defined(__x86_64__)
 #include <xmmintrin.h>
@@ -957,59 +956,6 @@ TEST_CASE("where process_vm_readv is refused a reduction still folds partials in
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-namespace {
-
-/// One rank's part in a call whose reduction throws on rank `thrower`: that
-/// rank gets its own exception, and every rank's communicator is unusable
-/// after it; the others fail naming it, in that call or (where nothing they
-/// needed came after its throw: a reduce_scatter, the one-round all-reduce)
-/// in their next.
-std::string abandoned_by_a_throwing_reduction(plait::shm::communicator& comm, std::size_t block, int form) {
-  constexpr int thrower = 1;
-  const auto refusing_sum = plait::reduction(
-      [me = comm.rank()](std::int32_t a, std::int32_t b) {
-        if (me == thrower) throw std::runtime_error("the reduction refuses");
-        return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-      },
-      plait::associative, plait::commutative);
-  const std::size_t n = block * static_cast<std::size_t>(comm.size());
-  std::vector<std::int32_t> send(n, comm.rank() + 1);
-  std::vector<std::int32_t> recv(n, 0);
-  std::vector<std::int32_t> part(block, 0);
-  const auto call = [&] {
-    if (form == 0) {
-      plait::all_reduce(comm, send, recv, refusing_sum);
-    } else if (form == 1) {
-      plait::reduce_scatter(comm, send, part, refusing_sum);
-    } else {
-      auto request = plait::iall_reduce(comm, send, recv, refusing_sum);
-      request.wait();
-    }
-  };
-  const auto next_call = [&] { plait::all_reduce(comm, send, recv, plait::sum{}); };
-  if (comm.rank() == thrower) {
-    try {
-      call();
-      return "the call went through";
-    } catch (const plait::error& e) {
-      return std::string("a plait::error instead of the reduction's own exception: ") + e.what();
-    } catch (const std::runtime_error& e) {
-      if (std::string(e.what()) != "the reduction refuses") return std::string("another exception: ") + e.what();
-    }
-    return plait_test::expect_error(next_call, {plait::errc::invalid_argument}, -1,
-                                    {"unusable", "own code threw mid-call", "the reduction refuses"});
-  }
-  std::string verdict = plait_test::expect_error(call, {plait::errc::peer_lost}, thrower,
-                                                 {"rank 1", "own code threw mid-call", "the reduction refuses"});
-  if (verdict == "the call went through") {
-    verdict =
-        plait_test::expect_error(next_call, {plait::errc::peer_lost}, thrower, {"rank 1", "the reduction refuses"});
-  }
-  return verdict;
-}
-
-}  // namespace
-
 TEST_CASE("a reduction that throws on one rank fails every rank at once, naming it, and poisons its communicator",
           "[reduce][errors]") {
   const mode m = GENERATE(mode::threads, mode::processes);
@@ -1022,7 +968,7 @@ TEST_CASE("a reduction that throws on one rank fails every rank at once, naming 
   const auto start = std::chrono::steady_clock::now();
   const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
     comm.set_timeout(std::chrono::seconds(60));  // the peers must not need it
-    return abandoned_by_a_throwing_reduction(comm, block, form);
+    return plait_test::abandoned_by_a_throwing_reduction(comm, block, form);
   });
   REQUIRE(plait_test::failures(verdicts) == "");
   // Milliseconds: no rank waits for the timeout, nor for a copy that a throw ended.

@@ -12,12 +12,12 @@
 #include <chrono>
 #include <cstddef>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../support/expect_error.hpp"
+#include "../support/throwing_reduction.hpp"
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
@@ -160,56 +160,13 @@ TEST_CASE("mpi: a rank that stays out of MPI does not hold a timed-out rank past
 }
 
 namespace {
-/// On a fresh communicator, a reduction that throws on rank 1 (`form`: 0
-/// all_reduce, 1 reduce_scatter, 2 iall_reduce; `block` elements a rank):
-/// that rank gets its own exception and an unusable communicator; the others
-/// fail naming it, in that call or (where nothing they needed came after its
-/// throw) in their next, long before their timeout.
+/// plait_test::abandoned_by_a_throwing_reduction on a fresh communicator,
+/// which must end long before its timeout.
 std::string abandoned_by_a_throwing_reduction(std::size_t block, int form) {
   plait::mpi::communicator comm{MPI_COMM_WORLD};
   comm.set_timeout(std::chrono::seconds(60));
-  constexpr int thrower = 1;
-  const auto refusing_sum = plait::reduction(
-      [me = comm.rank()](int a, int b) {
-        if (me == thrower) throw std::runtime_error("the reduction refuses");
-        return static_cast<int>(static_cast<unsigned>(a) + static_cast<unsigned>(b));
-      },
-      plait::associative, plait::commutative);
-  const std::size_t n = block * static_cast<std::size_t>(comm.size());
-  std::vector<int> send(n, comm.rank() + 1), recv(n), part(block);
-  const auto call = [&] {
-    if (form == 0) {
-      plait::all_reduce(comm, send, recv, refusing_sum);
-    } else if (form == 1) {
-      plait::reduce_scatter(comm, send, part, refusing_sum);
-    } else {
-      plait::iall_reduce(comm, send, recv, refusing_sum).wait();
-    }
-  };
-  const auto next_call = [&] { plait::all_reduce(comm, send, recv, plait::sum{}); };
   const auto start = std::chrono::steady_clock::now();
-  std::string verdict;
-  if (comm.rank() == thrower) {
-    try {
-      call();
-      verdict = "the call went through";
-    } catch (const plait::error& e) {
-      verdict = std::string("a plait::error instead of the reduction's own exception: ") + e.what();
-    } catch (const std::runtime_error& e) {
-      if (std::string(e.what()) != "the reduction refuses") verdict = std::string("another exception: ") + e.what();
-    }
-    if (verdict.empty()) {
-      verdict = plait_test::expect_error(next_call, {plait::errc::invalid_argument}, -1,
-                                         {"unusable", "own code threw mid-call", "the reduction refuses"});
-    }
-  } else {
-    verdict = plait_test::expect_error(call, {plait::errc::peer_lost}, thrower,
-                                       {"rank 1", "own code threw mid-call", "the reduction refuses"});
-    if (verdict == "the call went through") {
-      verdict =
-          plait_test::expect_error(next_call, {plait::errc::peer_lost}, thrower, {"rank 1", "the reduction refuses"});
-    }
-  }
+  std::string verdict = plait_test::abandoned_by_a_throwing_reduction(comm, block, form);
   if (verdict.empty() && std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) {
     verdict = "took more than 10 s: the timeout ended the wait, not the thrower's verdict";
   }

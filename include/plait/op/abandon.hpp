@@ -32,6 +32,20 @@ template <class Comm>
     comm.abandon_call(abandoned_call_error({comm.rank(), operation, step, comm.rank()}));
 }
 
+/// `work()` (a run of the call `operation`); an exception other than
+/// plait::error abandons the call at step `step()` first, and goes on.
+template <class Comm, class Step, class Work>
+decltype(auto) abandoning_on_throw(Comm& comm, std::string_view operation, Step&& step, Work&& work) {
+  try {
+    return work();
+  } catch (const error&) {
+    throw;
+  } catch (...) {
+    abandon_call(comm, operation, step());
+    throw;
+  }
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "plait/algorithm/schedule.hpp"
-#include "plait/core/error.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/block_plan.hpp"
 #include "plait/op/abandon.hpp"
@@ -32,17 +31,11 @@ inline namespace v0 {
 template <transport Comm, block_plan Plan>
 void execute(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
   if constexpr (detail::has_shared_slots<Comm> && !detail::has_copy_engine<Comm>) {
-    if (steps.lockstep && !steps.steps.empty()) {
-      bool done = false;
-      try {
-        done = detail::run_in_slots(comm, steps, plan, operation, tag);
-      } catch (const error&) {
-        throw;
-      } catch (...) {  // the rank's own code threw mid-call (op/abandon.hpp), as schedule_run handles it
-        detail::abandon_call(comm, operation, -1);
-        throw;
-      }
-      if (done) return;
+    if (steps.lockstep && !steps.steps.empty() &&
+        detail::abandoning_on_throw(
+            comm, operation, [] { return -1; },
+            [&] { return detail::run_in_slots(comm, steps, plan, operation, tag); })) {
+      return;
     }
   }
   if constexpr (detail::has_progress_engine<Comm> && detail::tests_requests<Comm>) {

@@ -213,15 +213,8 @@ class schedule_run {
   /// a blocking wait's does). True once every step is done. An exception of
   /// the rank's own code abandons the call first (op/abandon.hpp).
   bool advance(bool blocking) {
-    try {
-      return advance_steps(blocking);
-    } catch (const error&) {
-      throw;
-    } catch (...) {
-      posted_ = false;
-      abandon_call(comm_, operation_, next_step_ < steps_.steps.size() ? static_cast<int>(next_step_) : -1);
-      throw;
-    }
+    const auto step = [this] { return next_step_ < steps_.steps.size() ? static_cast<int>(next_step_) : -1; };
+    return abandoning_on_throw(comm_, operation_, step, [&] { return advance_steps(blocking); });
   }
 
   /// Ready to run again from the first step under `tag`, on the same plan
