@@ -1,6 +1,8 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 
 namespace plait_pmpi {
@@ -83,26 +85,37 @@ void print_report(MPI_Comm world) noexcept {
       PMPI_Reduce(seconds, max_seconds, function_count, MPI_DOUBLE, MPI_MAX, 0, world) != MPI_SUCCESS || rank != 0) {
     return;
   }
-  std::fprintf(stderr, "plait_pmpi report (%d ranks, %s; calls and bytes summed over ranks, time: slowest rank)\n",
-               size, thread_level_name(level));
-  std::fprintf(stderr, "%-26s %10s %14s %10s %10s %14s  %s\n", "function", "served", "served bytes", "served s",
-               "passed", "passed bytes", "passed because");
+  // One write of the whole report (a pipe takes up to 4 KiB at once): the
+  // launcher forwards a rank's stdout and stderr separately, and the
+  // program's own last lines landed inside the report's lines when it was
+  // written a piece at a time.
+  char text[4096];
+  std::size_t used = 0;
+  const auto add = [&](const char* format, auto... values) {
+    if (used >= sizeof text) return;
+    const int n = std::snprintf(text + used, sizeof text - used, format, values...);
+    if (n > 0) used = std::min(sizeof text - 1, used + static_cast<std::size_t>(n));
+  };
+  add("plait_pmpi report (%d ranks, %s; calls and bytes summed over ranks, time: slowest rank)\n", size,
+      thread_level_name(level));
+  add("%-26s %10s %14s %10s %10s %14s  %s\n", "function", "served", "served bytes", "served s", "passed",
+      "passed bytes", "passed because");
   for (int f = 0; f < function_count; ++f) {
     const std::uint64_t* row = sum + f * per_function;
     std::uint64_t passed = 0;
     for (int r = 0; r < reason_count; ++r) passed += row[3 + r];
-    std::fprintf(stderr, "%-26s %10llu %14llu %10.3f %10llu %14llu ", name(static_cast<function>(f)),
-                 static_cast<unsigned long long>(row[0]), static_cast<unsigned long long>(row[1]), max_seconds[f],
-                 static_cast<unsigned long long>(passed), static_cast<unsigned long long>(row[2]));
+    add("%-26s %10llu %14llu %10.3f %10llu %14llu ", name(static_cast<function>(f)),
+        static_cast<unsigned long long>(row[0]), static_cast<unsigned long long>(row[1]), max_seconds[f],
+        static_cast<unsigned long long>(passed), static_cast<unsigned long long>(row[2]));
     for (int r = 0; r < reason_count; ++r) {
-      if (row[3 + r] != 0) {
-        std::fprintf(stderr, " %s: %llu", name(static_cast<reason>(r)), static_cast<unsigned long long>(row[3 + r]));
-      }
+      if (row[3 + r] != 0) add(" %s: %llu", name(static_cast<reason>(r)), static_cast<unsigned long long>(row[3 + r]));
     }
-    std::fprintf(stderr, "\n");
+    add("%s", "\n");
   }
-  std::fprintf(stderr, "communicator states: %llu built, %llu reused from the pool\n",
-               static_cast<unsigned long long>(sum[cells - 2]), static_cast<unsigned long long>(sum[cells - 1]));
+  add("communicator states: %llu built, %llu reused from the pool\n", static_cast<unsigned long long>(sum[cells - 2]),
+      static_cast<unsigned long long>(sum[cells - 1]));
+  std::fwrite(text, 1, used, stderr);
+  std::fflush(stderr);
 }
 
 }  // namespace plait_pmpi

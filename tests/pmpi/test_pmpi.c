@@ -729,6 +729,7 @@ int main(int argc, char** argv) {
   int any = 0;
   PMPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) printf("test_pmpi: %d ranks, %d failed check(s)\n", P, any);
+  fflush(stdout); /* out before the report MPI_Finalize writes */
   MPI_Finalize();
   return any == 0 ? 0 : 1;
 }
