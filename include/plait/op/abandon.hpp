@@ -18,9 +18,9 @@ inline namespace v0 {
 namespace detail {
 
 /// Inside a handler of the exception that left a call: the error the
-/// communicator records and its peers quote, with the exception's what()
-/// where it has one. errc::invalid_argument, and `at` names this rank as the
-/// peer too: the fault is its own.
+/// communicator records and its peers quote (errc::invalid_argument), with
+/// the exception's what() where it has one. abandon_call locates it at this
+/// rank with this rank as its peer too: the fault is its own.
 PLAIT_DECL error abandoned_call_error(const error_context& at);
 
 /// Inside a handler of an exception other than plait::error: tells `comm`
