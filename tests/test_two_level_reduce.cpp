@@ -12,6 +12,7 @@
 
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "support/harness.hpp"
 #include "support/order_sensitive.hpp"
 #include "support/placements.hpp"
+#include "support/throwing_reduction.hpp"
 
 using plait_test::on_levels;
 using plait_test::placement;
@@ -170,4 +172,23 @@ TEST_CASE("a reduction on two levels refuses a wrong recv size on this rank befo
     return recv == std::vector<int>(7, -1) ? std::string() : std::string("recv was written");
   });
   REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("a reduction that throws on one rank of two levels fails every rank of both at once, naming the cause",
+          "[two_level][reduce][errors]") {
+  // Combined per node (in the levels' all-reduces), every rank may throw;
+  // gathered (rank order on a reversed placement), local rank 0 folds in
+  // the body itself: rank 1 sits there.
+  const bool commutative = GENERATE(true, false);
+  const int thrower = GENERATE(0, 1, 2, 3);
+  const placement how = GENERATE(placement::block, placement::round_robin, placement::reversed);
+  const int form = GENERATE(0, 1, 2);
+  if (!commutative && (thrower != 1 || how != placement::reversed)) return;
+  CAPTURE(commutative, thrower, plait_test::name(how), form);
+  const auto start = std::chrono::steady_clock::now();
+  const auto verdicts = on_levels(4, 2, how, [&](auto& levels, plait::shm::communicator&) {
+    return plait_test::left_by_a_throwing_reduction(levels, thrower, commutative, form);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }

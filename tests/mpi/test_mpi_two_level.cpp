@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../support/throwing_reduction.hpp"
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
@@ -445,4 +446,28 @@ TEST_CASE("mpi an error inside a level of node_levels names world ranks, level r
   }
   CAPTURE(verdict);
   PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
+TEST_CASE("mpi a reduction that throws on one rank of node_levels fails every rank of both levels at once",
+          "[mpi][two_level][reduce][errors]") {
+  // Two emulated nodes; world rank 0 throws. On the reversed placement it
+  // is local rank 0 of node 1 (node_levels numbers a node's ranks in world
+  // order), where a rank-order reduction is gathered and folded, in the
+  // body itself. The MPI level passes the failure on by its verdicts, the
+  // shm level by its failure record.
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  if (world.size() < 2) return;
+  const int thrower = 0;
+  for (const bool commutative : {true, false}) {
+    for (const placement how : {placement::block, placement::reversed}) {
+      if (!commutative && how != placement::reversed) continue;
+      for (int form = 0; form < 3; ++form) {
+        INFO(name(how) << (commutative ? ", commutative" : ", rank order") << ", form " << form);
+        plait::mpi::node_levels levels(world, fake_node(how, world.rank(), 2, world.size()));
+        const std::string verdict = plait_test::left_by_a_throwing_reduction(levels, thrower, commutative, form);
+        CAPTURE(verdict);
+        PLAIT_REQUIRE_ALL(verdict.empty());
+      }
+    }
+  }
 }

@@ -107,7 +107,9 @@ inline constexpr int user_tag = 0;
 ///        collective call had transfers pending (op/abandon.hpp): drop them,
 ///        so that nothing writes into the call's buffers afterwards, make the
 ///        communicator unusable with `error`, and tell the peers, so that
-///        their waits end naming this rank rather than at their timeout
+///        their waits end naming this rank rather than at their timeout;
+///        also a level of a two_level call that failed on its other level
+///        (op/abandon_levels.hpp), `error` naming the peer to blame there
 // clang-format 14 lays out requires-expressions badly (it unindents their
 // bodies and splits every static_assert below): keep it off them.
 // clang-format off

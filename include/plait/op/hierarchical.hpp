@@ -42,6 +42,7 @@
 #include "plait/layout/redistribute.hpp"
 #include "plait/layout/uneven_plans.hpp"
 #include "plait/levels/two_level.hpp"
+#include "plait/op/abandon_levels.hpp"
 #include "plait/op/bundle.hpp"
 #include "plait/op/collective.hpp"
 #include "plait/op/dispatch.hpp"
@@ -175,11 +176,14 @@ collective_request start_on_level(Comm& comm, Send&& send, Recv&& recv, const Co
 
 /// `co_await on_level(levels, inter, operation, start)` in a hierarchical
 /// body: starts one level's collective (start() returns its request) and
-/// waits for it; its errors, at start or later, name the level.
+/// waits for it; its errors, at start or later, name the level, and go to
+/// the other level's peers too (abandon_other_level).
 template <class Levels, class Start>
 auto on_level(const Levels& levels, bool inter, std::string_view operation, Start&& start) {
   auto explain = [&levels, inter, operation](const error& raised) {
-    return on_level_error(levels, inter, operation, raised);
+    error seen = on_level_error(levels, inter, operation, raised);
+    abandon_other_level(levels, inter, seen);
+    return seen;
   };
   collective_request request;
   try {
@@ -1044,21 +1048,35 @@ std::chrono::nanoseconds staged_busy_poll(const Levels& levels) {
   }
 }
 
+/// staged_run's `leave` for a body on `levels`: abandon_levels. The levels
+/// outlive every collective on them (two_level's state holds the engine).
+template <class Levels>
+auto leaving_levels(const Levels& levels, std::string_view operation) noexcept {
+  return [&levels, operation]() noexcept { abandon_levels(levels, operation); };
+}
+
 /// The launches of a hierarchical collective's body (`make` builds it, a
 /// staged_task), one per form. All of them go through the levels' own
 /// engine (staged_progress(levels), in order) whenever collectives are
 /// in flight there, so that every rank starts the levels' collectives in
-/// the same order.
+/// the same order. A body that fails abandons both levels first
+/// (op/abandon_levels.hpp); `operation` names the call there.
 struct two_level_now {  // blocking: runs the body to its end
   static constexpr bool keeps_buffers = false;
   template <class Levels, class Make>
-  void staged(const Levels& levels, Make make) const {
+  void staged(const Levels& levels, std::string_view operation, Make make) const {
     progress_engine& engine = staged_progress(levels);
     if (!engine.active()) {
-      make().run();
+      try {
+        make().run();
+      } catch (...) {
+        abandon_levels(levels, operation);
+        throw;
+      }
       return;
     }
-    in_flight_handle h = staged_handle(engine, levels.rank(), staged_busy_poll(levels), std::move(make));
+    in_flight_handle h = staged_handle(engine, levels.rank(), staged_busy_poll(levels), std::move(make),
+                                       leaving_levels(levels, operation));
     queue(h, true);
     collective_request(h).wait();  // behind the collectives in flight, in order
   }
@@ -1066,9 +1084,9 @@ struct two_level_now {  // blocking: runs the body to its end
 struct two_level_in_flight {  // nonblocking: a request whose turns advance the body
   static constexpr bool keeps_buffers = true;
   template <class Levels, class Make>
-  collective_request staged(const Levels& levels, Make make) const {
-    in_flight_handle h =
-        staged_handle(staged_progress(levels), levels.rank(), staged_busy_poll(levels), std::move(make));
+  collective_request staged(const Levels& levels, std::string_view operation, Make make) const {
+    in_flight_handle h = staged_handle(staged_progress(levels), levels.rank(), staged_busy_poll(levels),
+                                       std::move(make), leaving_levels(levels, operation));
     queue(h, true);
     return collective_request(h);
   }
@@ -1076,9 +1094,9 @@ struct two_level_in_flight {  // nonblocking: a request whose turns advance the 
 struct two_level_bound {  // persistent: a fresh body at every start()
   static constexpr bool keeps_buffers = true;
   template <class Levels, class Make>
-  persistent_collective staged(const Levels& levels, Make make) const {
-    return persistent_collective(
-        staged_handle(staged_progress(levels), levels.rank(), staged_busy_poll(levels), std::move(make)));
+  persistent_collective staged(const Levels& levels, std::string_view operation, Make make) const {
+    return persistent_collective(staged_handle(staged_progress(levels), levels.rank(), staged_busy_poll(levels),
+                                               std::move(make), leaving_levels(levels, operation)));
   }
 };
 
@@ -1140,7 +1158,8 @@ decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat f
                     "v, bundles of them); tensor views, other layouts, in_place and other operations run flat on the "
                     "whole communicator");
     } else if constexpr (check_hierarchical_levels<Algorithm, Op>()) {
-      return launch.staged(comm, body.template operator()<typename Algorithm::inner, typename Algorithm::outer>());
+      return launch.staged(comm, hierarchical_label<Op, typename Algorithm::inner, typename Algorithm::outer>(),
+                           body.template operator()<typename Algorithm::inner, typename Algorithm::outer>());
     }
   } else if constexpr (is_automatic<Algorithm> && serves_hierarchy && host_levels) {
     if constexpr (has_whole_communicator<Comm> && v_form && !v_sizes_known_everywhere(Op{})) {
@@ -1175,7 +1194,8 @@ decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat f
       if constexpr (has_whole_communicator<Comm>) {
         if (!picked.hierarchical) return flat(comm.world(), std::forward<Send>(send), std::forward<Recv>(recv));
       }
-      return launch.staged(comm, body.template operator()<Algorithm, Algorithm>());
+      return launch.staged(comm, hierarchical_label<Op, Algorithm, Algorithm>(),
+                           body.template operator()<Algorithm, Algorithm>());
     }
   } else if constexpr (has_whole_communicator<Comm>) {
     if constexpr (is_automatic<Algorithm>) comm.note_choice(level_choice{.hierarchical = false});

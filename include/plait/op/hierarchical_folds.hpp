@@ -287,11 +287,13 @@ decltype(auto) two_level_fold_collective(Comm& comm, Send&& send, Recv&& recv, F
                   "plait::contiguous; tensor layouts run flat on the whole communicator");
   } else if constexpr (is_hierarchical<Algorithm>) {
     if constexpr (check_hierarchical_levels<Algorithm, op::all_reduce<Op::order>>()) {
-      return launch.staged(comm, body.template operator()<typename Algorithm::inner, typename Algorithm::outer>());
+      return launch.staged(comm, hierarchical_fold_label<Op, typename Algorithm::inner, typename Algorithm::outer>(),
+                           body.template operator()<typename Algorithm::inner, typename Algorithm::outer>());
     }
   } else if constexpr (is_automatic<Algorithm>) {
     comm.note_choice(level_choice{.hierarchical = true});
-    return launch.staged(comm, body.template operator()<Algorithm, Algorithm>());
+    return launch.staged(comm, hierarchical_fold_label<Op, Algorithm, Algorithm>(),
+                         body.template operator()<Algorithm, Algorithm>());
   } else {
     static_assert(dependent_false<args_t>,
                   "plait: a flat algorithm cannot run on a plait::two_level without a communicator over all its "

@@ -150,10 +150,13 @@ struct step_awaiter {
 /// A staged_task as a collective in an engine. `Make` builds the body
 /// (called at every start: a persistent collective runs a fresh body each
 /// time); the run owns what the body refers to through Make's captures.
-template <class Make>
+/// `Leave` is called, noexcept, inside the handler of whatever exception
+/// ends a body, before it goes on (op/abandon_levels.hpp).
+template <class Make, class Leave>
 class staged_run : public pending_collective {
  public:
-  explicit staged_run(Make make) : pending_collective(&advance_one, &finish_one), make_(std::move(make)) {}
+  staged_run(Make make, Leave leave)
+      : pending_collective(&advance_one, &finish_one), make_(std::move(make)), leave_(std::move(leave)) {}
 
   /// A fresh body for the next start (persistent start()).
   static void restart_one(pending_collective& c) {
@@ -166,25 +169,38 @@ class staged_run : public pending_collective {
  private:
   static bool advance_one(pending_collective& c) {
     auto& self = static_cast<staged_run&>(c);
-    if (!self.task_) self.task_ = self.make_();
-    return self.task_.advance();
+    try {
+      if (!self.task_) self.task_ = self.make_();
+      return self.task_.advance();
+    } catch (...) {
+      self.leave_();
+      throw;
+    }
   }
   static void finish_one(pending_collective& c) {
     auto& self = static_cast<staged_run&>(c);
-    if (!self.task_) self.task_ = self.make_();
-    self.task_.run();
+    try {
+      if (!self.task_) self.task_ = self.make_();
+      self.task_.run();
+    } catch (...) {
+      self.leave_();
+      throw;
+    }
   }
 
   Make make_;
+  Leave leave_;
   staged_task task_;
 };
 
-/// A handle over a new staged_run of `make` in `engine`, not queued yet.
-template <class Make>
-in_flight_handle staged_handle(progress_engine& engine, int rank, std::chrono::nanoseconds busy_poll, Make make) {
-  using run_type = staged_run<Make>;
+/// A handle over a new staged_run of `make` in `engine`, not queued yet;
+/// `leave` as staged_run's.
+template <class Make, class Leave>
+in_flight_handle staged_handle(progress_engine& engine, int rank, std::chrono::nanoseconds busy_poll, Make make,
+                               Leave leave) {
+  using run_type = staged_run<Make, Leave>;
   in_flight_handle h;
-  h.run = new run_type(std::move(make));
+  h.run = new run_type(std::move(make), std::move(leave));
   h.engine = &engine;
   h.rank = rank;
   h.busy_poll = busy_poll;

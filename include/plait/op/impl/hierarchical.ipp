@@ -19,7 +19,7 @@ namespace detail {
                                                std::span<const int> whole_of_level) {
   // The level's message knows only level ranks: each "rank N" and each
   // number of "ranks N and M" (not "parent rank N", a split communicator's
-  // note) becomes "rank W (rank N of the X level)", so that no number in the
+  // note, nor one translated already) becomes "rank W (rank N of the X level)", so that no number in the
   // message means another group's rank.
   const std::string_view text = raised.detail();
   const std::string note = concat({" of the ", level, " level)"});
@@ -39,6 +39,9 @@ namespace detail {
       std::size_t q = 0;
       while (digit(end) && q < whole_of_level.size()) q = q * 10 + static_cast<std::size_t>(text[end++] - '0');
       if (digit(end) || q >= whole_of_level.size()) break;  // not a rank of this level: left as it is
+      // Already the whole group's words (another level's failure passed on:
+      // op/abandon_levels.hpp): "rank W (rank q of the X level)".
+      if (text.substr(end, 7) == " (rank " || text.substr(end, 8) == " of the ") break;
       translated.append(text.substr(at, j - at));
       translated.append(concat({whole_of_level[q], " (rank ", q, note}));
       at = end;

@@ -362,16 +362,19 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// The largest single MPI message (see set_chunk_bytes).
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
 
-  /// The rank's own code threw in a collective call (op/abandon.hpp): poisons
-  /// the communicator with `why` and sends every peer the verdict that names
-  /// this rank, so that their waits end with it. The call's requests cancel
+  /// The rank's own code threw in a collective call (op/abandon.hpp), or
+  /// it leaves a two-level call whose other level failed
+  /// (op/abandon_levels.hpp): poisons the communicator with `why` and sends
+  /// every peer the verdict that blames why.peer() (this rank where it names
+  /// none here), so that their waits end with it. The call's requests cancel
   /// themselves when the run that owns them ends.
   void abandon_call(const error& why) noexcept {
     if (poisoned()) return;
     poison(why);
     if (size() < 2) return;
+    const int blamed = why.peer() >= 0 && why.peer() < size() ? why.peer() : rank();
     try {
-      send_verdict(rank(), "rank " + std::to_string(rank()) + " failed in " + why.operation() + ": " + why.detail());
+      send_verdict(blamed, "rank " + std::to_string(rank()) + " failed in " + why.operation() + ": " + why.detail());
     } catch (...) {  // out of memory: the peers' timeouts still end their waits
     }
   }

@@ -296,9 +296,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// wait_all). Fails as wait_all does, and with errc::timeout once `until`
   /// has passed with some still pending.
   bool test_all(std::span<request> requests, deadline until);
-  /// The rank's own code threw in a collective call (op/abandon.hpp): drops
-  /// the pending transfers and poisons the communicator with `why`, and the
-  /// group's failure record makes the peers' waits end with it.
+  /// The rank's own code threw in a collective call (op/abandon.hpp), or
+  /// it leaves a two-level call whose other level failed
+  /// (op/abandon_levels.hpp): drops the pending transfers and poisons the
+  /// communicator with `why`, and the group's failure record (blaming
+  /// why.peer()) makes the peers' waits end with it.
   void abandon_call(const error& why) noexcept {
     if (!poisoned()) poison_group(why);
   }
