@@ -496,21 +496,33 @@ TEST_CASE("a timeout inside one level names world ranks, level ranks in parenthe
 
 TEST_CASE("every rank number of a level's message becomes the whole group's, lists and all", "[two_level][errors]") {
   // Level ranks 0, 1, 2 are whole-group ranks 5, 7, 9. "3 ranks", a split
-  // communicator's "parent rank" and numbers beyond the level stay as they are.
+  // communicator's "parent rank", numbers beyond the level and what another
+  // level passed on in whole-group words (op/abandon_levels.hpp) stay as
+  // they are.
   const int whole[] = {5, 7, 9};
-  const plait::error raised(
-      plait::errc::size_mismatch,
-      "ranks 0 and 2 disagree; rank 1 calls x; ranks 0, 1 and 2 on 3 ranks; parent rank 1; rank 12",
-      {1, "all_gather<ring>", -1, 2});
+  const plait::error raised(plait::errc::size_mismatch,
+                            "ranks 0 and 2 disagree; rank 1 calls x; ranks 0, 1 and 2 on 3 ranks; parent rank 1; "
+                            "rank 12; whole-group rank 1; rank 2 (rank 0 of the inter level) failed",
+                            {1, "all_gather<ring>", -1, 2});
   const plait::error seen =
       plait::detail::level_error(raised, 7, "all_gather<hierarchical<ring, ring>>", "intra", 9, whole);
   CHECK(std::string(seen.what()) ==
         "plait, rank 7, all_gather<hierarchical<ring, ring>>, peer 9: rank 7 (rank 1 of the intra level), in the intra "
         "level's all_gather<ring>: ranks 5 (rank 0 of the intra level) and 9 (rank 2 of the intra level) disagree; "
         "rank 7 (rank 1 of the intra level) calls x; ranks 5 (rank 0 of the intra level), 7 (rank 1 of the intra "
-        "level) and 9 (rank 2 of the intra level) on 3 ranks; parent rank 1; rank 12");
+        "level) and 9 (rank 2 of the intra level) on 3 ranks; parent rank 1; rank 12; whole-group rank 1; rank 2 "
+        "(rank 0 of the inter level) failed");
   CHECK(seen.code() == plait::errc::size_mismatch);
   CHECK(seen.peer() == 9);
+}
+
+TEST_CASE("a failure passed on from another level blames the rank its text names", "[two_level][errors]") {
+  using plait::detail::blamed_in_text;
+  CHECK(blamed_in_text("whole-group rank 12 is to blame: rank 3 (rank 1 of the inter level) failed") == 12);
+  CHECK(blamed_in_text("the group failed: rank 1 failed: whole-group rank 0 is to blame: ...") == 0);
+  CHECK(blamed_in_text("rank 3 (rank 1 of the inter level) failed") == -1);
+  CHECK(blamed_in_text("whole-group rank ") == -1);
+  CHECK(blamed_in_text("whole-group rank 99999999999 is to blame") == -1);
 }
 
 TEST_CASE("two_level's census queues behind collectives in flight on its levels", "[two_level][nonblocking]") {

@@ -78,9 +78,10 @@ std::string abandoned_by_a_throwing_reduction(Comm& comm, std::size_t block, int
 
 /// One rank's part in a reduction on two levels whose user reduction throws
 /// on rank `thrower` (`form`: 0 all_reduce, 1 reduce_scatter, 2 iall_reduce):
-/// that rank gets its own exception and finds a level unusable; every other rank, on either node, fails
-/// naming the cause in that call or, where nothing it needed came after the
-/// throw, in its next; none waits for its timeout (op/abandon_levels.hpp).
+/// that rank gets its own exception and finds a level unusable; every other
+/// rank, on either node, fails blaming it (peer()) and quoting the cause, in
+/// that call or, where nothing it needed came after the throw, in its next;
+/// none waits for its timeout (op/abandon_levels.hpp).
 template <class Levels>
 std::string left_by_a_throwing_reduction(Levels& levels, int thrower, bool commutative, int form) {
   levels.intra().set_timeout(std::chrono::seconds(60));  // the peers must not need it
@@ -126,9 +127,9 @@ std::string left_by_a_throwing_reduction(Levels& levels, int thrower, bool commu
                              {"unusable", "own code threw mid-call", "the reduction refuses"});
     }
   } else {
-    verdict = expect_error(call, {plait::errc::peer_lost}, -1, {"the reduction refuses"});
+    verdict = expect_error(call, {plait::errc::peer_lost}, thrower, {"the reduction refuses"});
     if (verdict == "the call went through") {
-      verdict = expect_error(next_call, {plait::errc::peer_lost}, -1, {"the reduction refuses"});
+      verdict = expect_error(next_call, {plait::errc::peer_lost}, thrower, {"the reduction refuses"});
     }
   }
   const auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

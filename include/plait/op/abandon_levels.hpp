@@ -15,6 +15,7 @@
 // waited on.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "plait/core/error.hpp"
@@ -25,22 +26,48 @@ namespace plait {
 inline namespace v0 {
 namespace detail {
 
+/// What a passed-on failure's message starts with where the rank to blame
+/// is not on the level that carries it: the level's own record can blame
+/// only its members, so the whole group's rank travels in the text, and
+/// on_level_error takes it as the error's peer on every rank it reaches.
+inline constexpr std::string_view blame_marker = "whole-group rank ";
+
+/// The whole group's rank a message passed on by abandon_level blames, or
+/// -1 where it names none.
+[[nodiscard]] inline int blamed_in_text(std::string_view text) noexcept {
+  const std::size_t at = text.find(blame_marker);
+  if (at == std::string_view::npos) return -1;
+  int rank = -1;
+  for (std::size_t i = at + blame_marker.size(); i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (rank > 1'000'000) return -1;
+    rank = (rank < 0 ? 0 : rank * 10) + (text[i] - '0');
+  }
+  return rank;
+}
+
 /// Tells `level` (this rank's intra or inter level of `levels`) that this
 /// rank leaves the call `why` reports, in the level's own numbering: the
 /// level rank of the rank `why` blames where it is on this level, else this
-/// rank itself (the level's peers learn the cause from the message, which
-/// names the whole group's ranks as "rank W (rank q of the X level)":
-/// level_error leaves those as they are).
+/// rank itself, with "whole-group rank W is to blame" leading the message
+/// (blamed_in_text). The message's other ranks are in the whole group's
+/// words already, "rank W (rank q of the X level)", which level_error
+/// leaves as they are.
 template <class Levels, class Level>
 void abandon_level(const Levels& levels, Level& level, bool inter, const error& why) noexcept {
   if constexpr (abandons_calls<Level>) {
-    int peer = level.rank();
+    int peer = -1;
     for (int q = 0; q < level.size(); ++q) {
       const int position = inter ? levels.position_of_inter_peer(q) : levels.position_of_intra_peer(q);
       if (levels.rank_at(position) == why.peer()) peer = q;
     }
     try {
-      level.abandon_call(error(why.value(), why.detail(), {level.rank(), why.operation(), why.step(), peer}));
+      if (peer >= 0 || why.peer() < 0) {
+        level.abandon_call(error(why.value(), why.detail(),
+                                 {level.rank(), why.operation(), why.step(), peer >= 0 ? peer : level.rank()}));
+      } else {
+        const std::string detail = concat({blame_marker, why.peer(), " is to blame: ", why.detail()});
+        level.abandon_call(error(why.value(), detail, {level.rank(), why.operation(), why.step(), level.rank()}));
+      }
     } catch (...) {  // out of memory for the message: the peers' timeouts still end their waits
     }
   }

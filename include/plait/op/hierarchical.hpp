@@ -148,8 +148,9 @@ error on_level_error(const Levels& levels, bool inter, std::string_view operatio
     whole[static_cast<std::size_t>(q)] =
         levels.rank_at(inter ? levels.position_of_inter_peer(q) : levels.position_of_intra_peer(q));
   }
-  const int peer =
-      raised.peer() >= 0 && raised.peer() < level_size ? whole[static_cast<std::size_t>(raised.peer())] : -1;
+  int peer = raised.peer() >= 0 && raised.peer() < level_size ? whole[static_cast<std::size_t>(raised.peer())] : -1;
+  // A failure passed on from another level names the rank to blame in its text (abandon_level).
+  if (const int blamed = blamed_in_text(raised.detail()); blamed >= 0 && blamed < levels.size()) peer = blamed;
   return level_error(raised, levels.rank(), operation, inter ? "inter" : "intra", peer, whole);
 }
 

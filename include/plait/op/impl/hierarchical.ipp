@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "plait/core/error.hpp"
+#include "plait/op/abandon_levels.hpp"
 #include "plait/op/hierarchical.hpp"
 
 namespace plait {
@@ -19,8 +20,8 @@ namespace detail {
                                                std::span<const int> whole_of_level) {
   // The level's message knows only level ranks: each "rank N" and each
   // number of "ranks N and M" (not "parent rank N", a split communicator's
-  // note, nor one translated already) becomes "rank W (rank N of the X level)", so that no number in the
-  // message means another group's rank.
+  // note, nor "whole-group rank N", nor one translated already) becomes "rank W (rank N of the X level)", so that no
+  // number in the message means another group's rank.
   const std::string_view text = raised.detail();
   const std::string note = concat({" of the ", level, " level)"});
   const auto digit = [&text](std::size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
@@ -32,7 +33,8 @@ namespace detail {
     if (plural) ++j;
     const bool word_start = i == 0 || !std::isalnum(static_cast<unsigned char>(text[i - 1]));
     const bool parent = i >= 7 && text.substr(i - 7, 7) == "parent ";
-    if (!word_start || parent || j >= text.size() || text[j] != ' ') continue;
+    const bool whole_group = i >= 12 && text.substr(i - 12, 12) == "whole-group ";  // abandon_level's
+    if (!word_start || parent || whole_group || j >= text.size() || text[j] != ' ') continue;
     ++j;
     while (digit(j)) {  // one number, or a list of them after "ranks"
       std::size_t end = j;
