@@ -1060,8 +1060,10 @@ auto leaving_levels(const Levels& levels, std::string_view operation) noexcept {
 /// staged_task), one per form. All of them go through the levels' own
 /// engine (staged_progress(levels), in order) whenever collectives are
 /// in flight there, so that every rank starts the levels' collectives in
-/// the same order. A body that fails abandons both levels first
-/// (op/abandon_levels.hpp); `operation` names the call there.
+/// the same order. A body that ends in an exception of the rank's own code
+/// abandons both levels first (a level's failure went to the other level
+/// from on_level already: op/abandon_levels.hpp); `operation` names the
+/// call there.
 struct two_level_now {  // blocking: runs the body to its end
   static constexpr bool keeps_buffers = false;
   template <class Levels, class Make>

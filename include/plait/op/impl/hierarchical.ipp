@@ -19,9 +19,10 @@ namespace detail {
                                                std::string_view level, int whole_peer,
                                                std::span<const int> whole_of_level) {
   // The level's message knows only level ranks: each "rank N" and each
-  // number of "ranks N and M" (not "parent rank N", a split communicator's
-  // note, nor "whole-group rank N", nor one translated already) becomes "rank W (rank N of the X level)", so that no
-  // number in the message means another group's rank.
+  // number of "ranks N and M" becomes "rank W (rank N of the X level)", so
+  // that no number in the message means another group's rank. Not "parent
+  // rank N" (a split communicator's note), nor what another level passed on
+  // in whole-group words: "whole-group rank W", "rank W (rank q of ...".
   const std::string_view text = raised.detail();
   const std::string note = concat({" of the ", level, " level)"});
   const auto digit = [&text](std::size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
