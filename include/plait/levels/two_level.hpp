@@ -241,6 +241,11 @@ class two_level {
   }
   /// The position of rank `peer` of this rank's intra level.
   [[nodiscard]] int position_of_intra_peer(int peer) const noexcept { return node_offset(node_) + peer; }
+  /// The whole group's rank of rank `peer` of this rank's inter level
+  /// (`inter`) or intra level.
+  [[nodiscard]] int rank_of_level_peer(bool inter, int peer) const noexcept {
+    return rank_at(inter ? position_of_inter_peer(peer) : position_of_intra_peer(peer));
+  }
   /// Whether rank r sits at position r on every rank (blocks of consecutive
   /// ranks per node): hierarchical collectives then write straight into the result.
   [[nodiscard]] bool node_major() const noexcept { return rank_of_position_.empty(); }

@@ -57,8 +57,7 @@ void abandon_level(const Levels& levels, Level& level, bool inter, const error& 
   if constexpr (abandons_calls<Level>) {
     int peer = -1;
     for (int q = 0; q < level.size(); ++q) {
-      const int position = inter ? levels.position_of_inter_peer(q) : levels.position_of_intra_peer(q);
-      if (levels.rank_at(position) == why.peer()) peer = q;
+      if (levels.rank_of_level_peer(inter, q) == why.peer()) peer = q;
     }
     try {
       if (peer >= 0 || why.peer() < 0) {

@@ -145,8 +145,7 @@ error on_level_error(const Levels& levels, bool inter, std::string_view operatio
   const int level_size = inter ? levels.inter().size() : levels.intra().size();
   std::vector<int> whole(static_cast<std::size_t>(level_size));
   for (int q = 0; q < level_size; ++q) {
-    whole[static_cast<std::size_t>(q)] =
-        levels.rank_at(inter ? levels.position_of_inter_peer(q) : levels.position_of_intra_peer(q));
+    whole[static_cast<std::size_t>(q)] = levels.rank_of_level_peer(inter, q);
   }
   int peer = raised.peer() >= 0 && raised.peer() < level_size ? whole[static_cast<std::size_t>(raised.peer())] : -1;
   // A failure passed on from another level names the rank to blame in its text (abandon_level).
