@@ -270,6 +270,30 @@ TEST_CASE("bad views are invalid_argument or unsupported, raised before any byte
   }
 }
 
+TEST_CASE("a destination whose rows end short of the next row's stride is taken and written exactly",
+          "[layout][errors][shm]") {
+  // Rank j's slice: 3 rows of 2 ints, 5 apart, slices 12 apart: a slice
+  // spans 2 x 5 + 2 = 12 ints, so no two elements meet (an MPI vector
+  // type's shape; the check once took a slice's span as 3 x 5 and refused it).
+  const auto verdicts = plait_test::run_ranks(mode::threads, 3, [](plait::shm::communicator& comm) -> std::string {
+    const auto P = static_cast<std::size_t>(comm.size());
+    std::vector<int> send(6);
+    for (int i = 0; i < 6; ++i) send[static_cast<std::size_t>(i)] = comm.rank() * 100 + i;
+    std::vector<int> recv(12 * P, -1);
+    plait::all_gather<plait::ring, plait::along<0>>(comm, plait::tensor_view<const int, 3>(send.data(), {1, 3, 2}),
+                                                    plait::tensor_view<int, 3>(recv.data(), {P, 3, 2}, {12, 5, 1}));
+    for (std::size_t i = 0; i < recv.size(); ++i) {
+      const std::size_t j = i / 12;
+      const std::size_t row = i % 12 / 5;
+      const std::size_t column = i % 12 % 5;
+      const int want = column < 2 ? static_cast<int>(j * 100 + row * 2 + column) : -1;
+      if (recv[i] != want) return "recv[" + std::to_string(i) + "] is " + std::to_string(recv[i]);
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("1-d ranges and contiguous tensors take the tensor layouts' meaning", "[layout][shm]") {
   const auto verdicts = plait_test::run_ranks(mode::threads, 3, [](plait::shm::communicator& comm) -> std::string {
     const int me = comm.rank();

@@ -110,7 +110,11 @@ PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent,
   }
   for (std::size_t r = 0; r < rank; ++r) order[r] = r;
   std::sort(order, order + rank, [&](std::size_t a, std::size_t b) { return stride[a] < stride[b]; });
-  std::size_t reach = element;  // bytes spanned by the dimensions so far
+  // Bytes spanned by the dimensions so far, from the first element's first
+  // byte to the last's end. A dimension whose stride steps past that span
+  // keeps its indices apart: a row may end short of the next row's stride
+  // (padding after the last row, as an MPI vector type has).
+  std::size_t reach = element;
   for (std::size_t i = 0; i < rank; ++i) {
     const std::size_t r = order[i];
     if (extent[r] == 1) continue;
@@ -118,8 +122,13 @@ PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent,
       at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", stride[r] / element,
                                        " elements) makes elements overlap; a destination must name each element once"});
     }
-    // Saturates: box_byte_strides bounds the span, not this one-past-the-end.
-    if (mul_overflows(stride[r], extent[r], reach)) reach = static_cast<std::size_t>(-1);
+    // Saturates: box_byte_strides bounds the span, not this one.
+    std::size_t steps = 0;
+    if (mul_overflows(stride[r], extent[r] - 1, steps) || steps > static_cast<std::size_t>(-1) - reach) {
+      reach = static_cast<std::size_t>(-1);
+    } else {
+      reach += steps;
+    }
   }
 }
 
