@@ -1,8 +1,11 @@
-// MPI_Allgather: plait::all_gather of bytes on the communicator's node levels.
+// MPI_Allgather: plait::all_gather of bytes on the communicator's node levels,
+// or of tensor views where a datatype is a box with gaps (box_views.hpp).
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "box_views.hpp"
 #include "datatype.hpp"
 #include "serve.hpp"
 
@@ -25,6 +28,22 @@ PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Data
   const std::size_t block = payload_bytes(recvcount, recvtype);
   const std::uint64_t bytes = block * static_cast<std::size_t>(P);
   return serve(f, comm, bytes, [&] {
+    // Datatypes with gaps that are boxes go straight in and out, on one node
+    // (plait's two-level collectives take contiguous data only).
+    if (plait::shm::communicator* node = node_group(*state)) {
+      std::vector<std::byte> scratch;
+      const std::optional<box_views> v = views_of(sendbuf, count_of(sendcount), sendtype, recvbuf,
+                                                  count_of(recvcount) * static_cast<std::size_t>(P), recvtype, scratch);
+      if (v) {
+        if (v->send) {
+          plait::all_gather(*node, *v->send, v->recv);
+        } else {
+          plait::all_gather(*node, plait::in_place, v->recv);
+        }
+        count_views();
+        return;
+      }
+    }
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv =
         receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);  // MPI counts are int: P * recvcount fits

@@ -1,10 +1,14 @@
 // MPI_Allgatherv: plait::all_gather_v of bytes on the communicator's node
-// levels; gapped displacements or a non-contiguous type are staged locally.
+// levels; gapped displacements or a non-contiguous type are staged locally,
+// but for datatypes with gaps that are boxes, in rank order, on one node:
+// tensor views (box_views.hpp).
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "blocks.hpp"
+#include "box_views.hpp"
 #include "datatype.hpp"
 #include "serve.hpp"
 
@@ -31,6 +35,25 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
     return report_current_exception(comm, name(f));
   }
   return serve(f, comm, layout.total, [&] {
+    // Datatypes with gaps that are boxes go straight in and out where the
+    // blocks lie in rank order, on one node (as MPI_Allgather's).
+    if (plait::shm::communicator* node = node_group(*state); node != nullptr && layout.in_order) {
+      std::vector<std::byte> scratch;
+      const auto total = static_cast<std::size_t>(count_sum(recvcounts, P));
+      const std::optional<box_views> v =
+          views_of(sendbuf, count_of(sendcount), sendtype, recvbuf, total, recvtype, scratch);
+      const std::optional<std::vector<std::size_t>> counts =
+          v ? slices_of(recvcounts, P, layout_of(recvtype).size, v->slice_bytes) : std::nullopt;
+      if (counts) {
+        if (v->send) {
+          plait::all_gather_v(*node, *v->send, v->recv, *counts);
+        } else {
+          plait::all_gather_v(*node, plait::in_place, v->recv, *counts);
+        }
+        count_views();
+        return;
+      }
+    }
     std::vector<std::byte> recv_scratch;
     const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, layout, recv_scratch);
     const auto me = static_cast<std::size_t>(rank);

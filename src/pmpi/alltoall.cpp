@@ -1,7 +1,10 @@
-// MPI_Alltoall: plait::all_to_all of bytes on the communicator's node levels.
+// MPI_Alltoall: plait::all_to_all of bytes on the communicator's node levels,
+// or of tensor views where a datatype is a box with gaps (box_views.hpp).
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "box_views.hpp"
 #include "datatype.hpp"
 #include "serve.hpp"
 
@@ -21,6 +24,21 @@ PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datat
   const int P = size_of(comm);
   const std::uint64_t bytes = payload_bytes(recvcount, recvtype) * static_cast<std::uint64_t>(P);
   return serve(f, comm, bytes, [&] {
+    // As MPI_Allgather's: boxes with gaps go straight in and out, on one node.
+    if (plait::shm::communicator* node = node_group(*state)) {
+      const bool in_place = sendbuf == MPI_IN_PLACE;
+      std::vector<std::byte> scratch;
+      const std::size_t elements = count_of(recvcount) * static_cast<std::size_t>(P);
+      const std::optional<box_views> v =
+          in_place ? views_of(recvbuf, elements, recvtype, recvbuf, elements, recvtype, scratch, true)
+                   : views_of(sendbuf, count_of(sendcount) * static_cast<std::size_t>(P), sendtype, recvbuf, elements,
+                              recvtype, scratch);
+      if (v) {
+        plait::all_to_all(*node, *v->send, v->recv);
+        count_views();
+        return;
+      }
+    }
     std::vector<std::byte> send_scratch;
     std::span<const std::byte> send;
     if (sendbuf == MPI_IN_PLACE) {

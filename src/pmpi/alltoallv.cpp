@@ -1,9 +1,13 @@
 // MPI_Alltoallv: plait::all_to_all_v of bytes on the communicator's node
-// levels; gapped displacements or a non-contiguous type are staged locally.
+// levels; gapped displacements or a non-contiguous type are staged locally,
+// but for datatypes with gaps that are boxes, in rank order, on one node:
+// tensor views (box_views.hpp).
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "blocks.hpp"
+#include "box_views.hpp"
 #include "datatype.hpp"
 #include "serve.hpp"
 
@@ -34,6 +38,28 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
     return report_current_exception(comm, name(f));
   }
   return serve(f, comm, recv_layout.total, [&] {
+    // As MPI_Allgatherv's: boxes with gaps in rank order go straight in and
+    // out, on one node; in place, the send side is a packed copy.
+    if (plait::shm::communicator* node = node_group(*state);
+        node != nullptr && send_layout.in_order && recv_layout.in_order) {
+      std::vector<std::byte> scratch;
+      const auto recv_total = static_cast<std::size_t>(count_sum(recvcounts, P));
+      const std::optional<box_views> v =
+          in_place ? views_of(recvbuf, recv_total, recvtype, recvbuf, recv_total, recvtype, scratch, true)
+                   : views_of(sendbuf, static_cast<std::size_t>(count_sum(sendcounts, P)), sendtype, recvbuf,
+                              recv_total, recvtype, scratch);
+      const MPI_Datatype own_sendtype = in_place ? recvtype : sendtype;
+      const std::optional<std::vector<std::size_t>> send_counts =
+          v ? slices_of(in_place ? recvcounts : sendcounts, P, layout_of(own_sendtype).size, v->slice_bytes)
+            : std::nullopt;
+      const std::optional<std::vector<std::size_t>> recv_counts =
+          v ? slices_of(recvcounts, P, layout_of(recvtype).size, v->slice_bytes) : std::nullopt;
+      if (send_counts && recv_counts) {
+        plait::all_to_all_v(*node, *v->send, *send_counts, v->recv, *recv_counts);
+        count_views();
+        return;
+      }
+    }
     std::vector<std::byte> send_scratch;
     // In place, the blocks to send are the receive buffer's, copied out first.
     const std::span<const std::byte> send =

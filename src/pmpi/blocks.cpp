@@ -22,6 +22,7 @@ block_layout blocks_of(const int* counts, const int* displs, MPI_Datatype type, 
     prefix = prefix && (counts[i] == 0 || displs[i] == elements);
     elements += counts[i];
   }
+  b.in_order = prefix;
   b.direct = t.contiguous && prefix;
   return b;
 }

@@ -19,7 +19,8 @@ struct block_layout {
   std::vector<std::size_t> bytes;    ///< each block's bytes
   std::vector<std::size_t> offsets;  ///< each block's offset in the packed range
   std::size_t total = 0;
-  bool direct = false;  ///< the buffer already is the packed range (at its true_lb)
+  bool in_order = false;  ///< the displacements are the prefix sums of the counts
+  bool direct = false;    ///< the buffer already is the packed range (at its true_lb)
 };
 
 /// The packed form of P blocks of `type`.

@@ -4,10 +4,12 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "pmpi_mpi.hpp"
+#include "type_box.hpp"
 
 namespace plait_pmpi {
 namespace {
@@ -96,7 +98,9 @@ int named_index(MPI_Datatype type) noexcept {
   return -1;
 }
 
-type_layout read_layout(MPI_Datatype type) {
+/// `named`: a predefined type; a derived one's data must also be in order
+/// (an indexed type may swap its blocks within a span of its size).
+type_layout read_layout(MPI_Datatype type, bool named) {
   type_layout l;
   int size = 0;
   require(PMPI_Type_size(type, &size), "MPI_Type_size");
@@ -106,8 +110,13 @@ type_layout read_layout(MPI_Datatype type) {
   require(PMPI_Type_get_true_extent(type, &l.true_lb, &true_extent), "MPI_Type_get_true_extent");
   l.size = static_cast<std::size_t>(size);
   // size data bytes spanning exactly size bytes have no holes, and an extent
-  // of size makes consecutive elements abut.
+  // of size makes consecutive elements abut; a derived type's bytes must
+  // also come in address order, which only its constructors tell.
   l.contiguous = true_extent == size && l.extent == size;
+  if (l.contiguous && !named && size > 0) {
+    const std::optional<type_box> box = box_of(type);
+    l.contiguous = box && box->one_run() && box->run == l.size;
+  }
   return l;
 }
 
@@ -126,7 +135,7 @@ type_layout named_layout(int index, MPI_Datatype type) {
   if (k.ready.load(std::memory_order_acquire)) return k.layout;
   const std::lock_guard<std::mutex> held(filling);
   if (!k.ready.load(std::memory_order_relaxed)) {
-    k.layout = read_layout(type);
+    k.layout = read_layout(type, true);
     k.ready.store(true, std::memory_order_release);
   }
   return k.layout;
@@ -146,7 +155,7 @@ element_type named_element(int index, MPI_Datatype type) {
 
 type_layout layout_of(MPI_Datatype type) {
   if (const int index = named_index(type); index >= 0) return named_layout(index, type);
-  return read_layout(type);
+  return read_layout(type, false);
 }
 
 std::span<const std::byte> gather_bytes(const void* buffer, int count, MPI_Datatype type,

@@ -40,6 +40,9 @@ void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MP
 /// and the tuning table's size where every rank knows the count.
 std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept;
 
+/// An MPI count as a size (a negative one, which MPI forbids, as 0).
+inline std::size_t count_of(int n) noexcept { return n < 0 ? 0 : static_cast<std::size_t>(n); }
+
 /// counts[0] + ... + counts[P - 1], in a type that does not overflow.
 long long count_sum(const int* counts, int P) noexcept;
 

@@ -29,6 +29,9 @@ void count_served(function f, std::uint64_t bytes, double seconds) noexcept;
 /// A call passed to PMPI.
 void count_passed(function f, reason why, std::uint64_t bytes) noexcept;
 
+/// A served call whose buffers plait moved as strided views, unpacked (box_views.hpp).
+void count_views() noexcept;
+
 /// A communicator's state made: reused from the pool, or built (state.cpp).
 void count_state(bool reused) noexcept;
 

@@ -24,6 +24,12 @@ struct comm_state {
   std::uint64_t pool_id = 0;  ///< the same on every rank that built it together; names it in the pool
 };
 
+/// The node's shared-memory group when the communicator lies on one node
+/// (it then holds the whole communicator, in its rank order), else null.
+inline plait::shm::communicator* node_group(comm_state& state) noexcept {
+  return state.levels->node_count() == 1 ? &state.levels->intra() : nullptr;
+}
+
 /// Runs `call` with the communicator a served call runs on. On one node
 /// (every rank of a single-machine job) that is the node's shared-memory
 /// group itself, which holds the whole communicator in its rank order: the
@@ -33,8 +39,8 @@ struct comm_state {
 /// Across nodes, the node levels.
 template <class Call>
 void on_levels(comm_state& state, Call&& call) {
-  if (state.levels->node_count() == 1) {
-    call(state.levels->intra());
+  if (plait::shm::communicator* node = node_group(state)) {
+    call(*node);
   } else {
     call(*state.levels);
   }

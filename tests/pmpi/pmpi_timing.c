@@ -9,6 +9,9 @@
  * range. Built on request (target pmpi_timing); scripts/tune-pmpi runs it.
  * PMPI_TIMING_ONLY (a comma-separated list of function names) and
  * PMPI_TIMING_MIN_BYTES restrict a run to some rows (benches of one function).
+ * PMPI_TIMING_STRIDED=1: MPI_Allgather and MPI_Alltoall receive each block
+ * as a vector type, runs of 64 bytes 128 bytes apart (a column block of a
+ * matrix two blocks wide), which the library moves as a strided view.
  *   PLAIT_PMPI=on mpirun -np 2 pmpi_timing [max_bytes] [rounds] [calls] [table_file] [margin] */
 #include <mpi.h>
 #include <stdio.h>
@@ -40,10 +43,18 @@ static size_t agreed_bytes(int f, size_t n, int P) {
   }
 }
 
+/* PMPI_TIMING_STRIDED's receive type for the current size, or MPI_DATATYPE_NULL. */
+static MPI_Datatype strided_type = MPI_DATATYPE_NULL;
+
 /* One call of f on n bytes per rank's block (floats for reductions), through plait's entry (mine) or PMPI. */
 static void call(int f, int mine, size_t n, char* send, char* recv, int P, int* counts, int* displs) {
   int count = (int)(n / sizeof(float));
   int bytes = (int)n;
+  if (strided_type != MPI_DATATYPE_NULL && (f == allgather || f == alltoall)) {
+    (f == allgather ? (mine ? MPI_Allgather : PMPI_Allgather) : (mine ? MPI_Alltoall : PMPI_Alltoall))(
+        send, bytes, MPI_BYTE, recv, 1, strided_type, MPI_COMM_WORLD);
+    return;
+  }
   for (int i = 0; i < P; ++i) {
     counts[i] = f == reduce_scatter ? count : bytes;
     displs[i] = i * bytes;
@@ -153,11 +164,13 @@ int main(int argc, char** argv) {
   double margin = argc > 5 ? atof(argv[5]) : 1.05;
   int nodes = node_count(rank, P);
   char* send = malloc(max_bytes * P);
-  char* recv = malloc(max_bytes * P);
+  const char* strided_text = getenv("PMPI_TIMING_STRIDED");
+  int strided = strided_text != NULL && atoi(strided_text) != 0;
+  char* recv = malloc(max_bytes * P * (strided ? 2 : 1));
   int* counts = malloc(sizeof(int) * P);
   int* displs = malloc(sizeof(int) * P);
   memset(send, 1, max_bytes * P);
-  memset(recv, 0, max_bytes * P);
+  memset(recv, 0, max_bytes * P * (strided ? 2 : 1));
   double* plait_t = malloc(sizeof(double) * rounds);
   double* native_t = malloc(sizeof(double) * rounds);
   FILE* out = NULL;
@@ -183,6 +196,15 @@ int main(int argc, char** argv) {
     int count = 0;
     for (size_t n = 64; n <= max_bytes && count < max_sizes; n *= 4) {
       if (n < min_bytes) continue;
+      if (strided) {
+        if (strided_type != MPI_DATATYPE_NULL) MPI_Type_free(&strided_type);
+        MPI_Datatype runs;
+        MPI_Type_vector((int)(n / 64), 64, 128, MPI_BYTE, &runs);
+        /* Blocks 2n apart: block j's runs are the first 64 of every 128 of its 2n bytes. */
+        MPI_Type_create_resized(runs, 0, (MPI_Aint)(2 * n), &strided_type);
+        MPI_Type_free(&runs);
+        MPI_Type_commit(&strided_type);
+      }
       batch(f, 1, n, 2, send, recv, P, counts, displs); /* warm-up: plait's state, MPI's connections */
       batch(f, 0, n, 2, send, recv, P, counts, displs);
       for (int r = 0; r < rounds; ++r) {

@@ -6,7 +6,8 @@
 ! MPICH 4.0.2's own MPI_ALLGATHERV ignores the displacement at P = 1.
 ! Built three times: with mpif.h, `use mpi` (PLAIT_USE_MPI_MODULE) and
 ! `use mpi_f08` (PLAIT_USE_MPI_F08); Fortran's MPI_IN_PLACE, which is no C
-! constant, is covered. run_pmpi_test.sh checks the report shows every
+! constant, is covered, and so are derived datatypes: a resized row of a
+! matrix on some ranks against integers on others, a subarray, a struct. run_pmpi_test.sh checks the report shows every
 ! function served, so calls that never reached the library fail the test.
 program test_pmpi_f
 #if defined(PLAIT_USE_MPI_F08)
@@ -24,7 +25,15 @@ program test_pmpi_f
   integer, allocatable :: scounts(:), sdispls(:), rcounts(:), rdispls(:)
   double precision, allocatable :: dsend(:), dgot(:), dwant(:)
   complex(kind(1d0)) :: zsend(5), zgot(5), zwant(5)
-  logical :: lsend, lgot
+  logical :: lsend, lgot, ok
+  integer, allocatable :: matrix(:, :), stack(:, :, :)
+  integer :: isize, sizes(2), subsizes(2), starts(2), lengths(2)
+  integer(kind=MPI_ADDRESS_KIND) :: lb, extent, offsets(2)
+#if defined(PLAIT_USE_MPI_F08)
+  type(MPI_Datatype) :: row, row1, sub, pair, members(2)
+#else
+  integer :: row, row1, sub, pair, members(2)
+#endif
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -137,6 +146,76 @@ program test_pmpi_f
   end do
   call MPI_ALLREDUCE(zsend, zgot, 5, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
   call check('MPI_ALLREDUCE(MPI_DOUBLE_COMPLEX, MPI_SUM)', all(zgot == zwant))
+
+  ! Derived datatypes. MPI_ALLGATHER into row r + 1 of a p x 3 matrix on
+  ! even ranks (a row of the column-major matrix, resized to one integer so
+  ! that rank r's block starts at row r + 1: a strided view), into 3
+  ! integers per rank on odd ones: two datatypes of one signature across ranks.
+  call MPI_TYPE_SIZE(MPI_INTEGER, isize, ierr)
+  call MPI_TYPE_VECTOR(3, 1, p, MPI_INTEGER, row, ierr)
+  lb = 0
+  extent = isize
+  call MPI_TYPE_CREATE_RESIZED(row, lb, extent, row1, ierr)
+  call MPI_TYPE_COMMIT(row1, ierr)
+  allocate(matrix(p, 3))
+  matrix = -1
+  igot = -1
+  if (mod(rank, 2) == 0) then
+    call MPI_ALLGATHER(isend, 3, MPI_INTEGER, matrix, 1, row1, MPI_COMM_WORLD, ierr)
+  else
+    call MPI_ALLGATHER(isend, 3, MPI_INTEGER, igot, 3, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  end if
+  ok = ierr == MPI_SUCCESS
+  do r = 0, p - 1
+    do k = 1, 3
+      if (mod(rank, 2) == 0) ok = ok .and. matrix(r + 1, k) == val(r, k)
+      if (mod(rank, 2) == 1) ok = ok .and. igot(3 * r + k) == val(r, k)
+    end do
+  end do
+  call check('MPI_ALLGATHER(a row type on even ranks, integers on odd)', ok)
+
+  ! MPI_ALLTOALL from the 2 x 2 subarray at (2, 2) of each of p 4 x 3
+  ! arrays into 4 integers per rank.
+  sizes = [4, 3]
+  subsizes = [2, 2]
+  starts = [1, 1]
+  call MPI_TYPE_CREATE_SUBARRAY(2, sizes, subsizes, starts, MPI_ORDER_FORTRAN, MPI_INTEGER, sub, ierr)
+  call MPI_TYPE_COMMIT(sub, ierr)
+  allocate(stack(4, 3, p))
+  do k = 1, p
+    do j = 1, 3
+      do i = 1, 4
+        stack(i, j, k) = val(rank, i + 4 * (j - 1) + 12 * (k - 1))
+      end do
+    end do
+  end do
+  igot = -1
+  call MPI_ALLTOALL(stack, 1, sub, igot, 4, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  ok = ierr == MPI_SUCCESS
+  do r = 0, p - 1
+    ok = ok .and. all(igot(4 * r + 1:4 * r + 4) == [val(r, 6 + 12 * rank), val(r, 7 + 12 * rank), &
+                                                     val(r, 10 + 12 * rank), val(r, 11 + 12 * rank)])
+  end do
+  call check('MPI_ALLTOALL(a subarray type)', ok)
+
+  ! A struct of two double precisions 16 bytes apart, 24 bytes long: no
+  ! box, so the library packs it.
+  lengths = [1, 1]
+  offsets = [0_MPI_ADDRESS_KIND, 16_MPI_ADDRESS_KIND]
+  members = [MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION]
+  call MPI_TYPE_CREATE_STRUCT(2, lengths, offsets, members, pair, ierr)
+  call MPI_TYPE_COMMIT(pair, ierr)
+  dgot = -1d0
+  call MPI_ALLGATHER(dsend, 1, pair, dgot, 2, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  ok = ierr == MPI_SUCCESS
+  do r = 0, p - 1
+    ok = ok .and. dgot(2 * r + 1) == val(r, 1) * 0.5d0 .and. dgot(2 * r + 2) == val(r, 3) * 0.5d0
+  end do
+  call check('MPI_ALLGATHER(a struct type)', ok)
+  call MPI_TYPE_FREE(row, ierr)
+  call MPI_TYPE_FREE(row1, ierr)
+  call MPI_TYPE_FREE(sub, ierr)
+  call MPI_TYPE_FREE(pair, ierr)
 
   ! MPI_LOGICAL is not mapped: this call passes to MPI ("datatype" in the report).
   lsend = mod(rank, 2) == 0
