@@ -1,4 +1,4 @@
-// MPI_Allgather's and MPI_Alltoall's buffers as plait tensor views, where a
+// The gathers' and all-to-alls' buffers as plait tensor views, where a
 // datatype is a box (type_box.hpp) with gaps: plait then reads the
 // application's send buffer and writes its receive buffer in place, run by
 // run (from and into the peers' shared slots), where the byte path packs
