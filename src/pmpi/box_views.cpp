@@ -5,6 +5,7 @@
 #include <cstring>
 #include <span>
 
+#include "config.hpp"
 #include "datatype.hpp"
 
 namespace plait_pmpi {
@@ -60,11 +61,12 @@ std::optional<box_views> views_of(const void* sendbuf, std::size_t send_elements
                                   std::size_t recv_elements, MPI_Datatype recvtype, std::vector<std::byte>& scratch,
                                   bool pack_send) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const type_layout recv_layout = layout_of(recvtype);
-  const std::optional<type_box> recv_box = recv_layout.contiguous ? std::nullopt : box_of(recvtype);
+  const type_facts recv_facts = facts_of(recvtype);
+  const type_layout& recv_layout = recv_facts.layout;
+  const std::optional<type_box> recv_box = recv_layout.contiguous ? std::nullopt : recv_facts.box;
   if (!recv_layout.contiguous && !recv_box) return std::nullopt;  // not a box: unpacked by the byte path
   const std::size_t recv_bytes = recv_layout.size * recv_elements;
-  if (recv_bytes == 0) return std::nullopt;
+  if (recv_bytes == 0 || recv_bytes < current().views_from) return std::nullopt;
   auto* recv_data = static_cast<std::byte*>(recvbuf);
   if (in_place) {
     if (!recv_box) return std::nullopt;
@@ -72,8 +74,9 @@ std::optional<box_views> views_of(const void* sendbuf, std::size_t send_elements
     if (!recv) return std::nullopt;
     return box_views{std::nullopt, *recv, element_bytes(*recv_box)};
   }
-  const type_layout send_layout = layout_of(sendtype);
-  const std::optional<type_box> send_box = send_layout.contiguous || pack_send ? std::nullopt : box_of(sendtype);
+  const type_facts send_facts = facts_of(sendtype);
+  const type_layout& send_layout = send_facts.layout;
+  const std::optional<type_box> send_box = send_layout.contiguous || pack_send ? std::nullopt : send_facts.box;
   const std::size_t send_bytes = send_layout.size * send_elements;
   const auto* send_data = static_cast<const std::byte*>(sendbuf);
   if (!recv_box) {

@@ -38,11 +38,10 @@ struct box_views {
 /// The views for `send_elements` of `sendtype` at `sendbuf` (MPI_IN_PLACE:
 /// none) and `recv_elements` of `recvtype` at `recvbuf`, when the receive
 /// datatype or the send one is a box with gaps, so that the byte path would
-/// pack; nothing otherwise (then the byte path runs: it moves contiguous
-/// data straight, and packs what is not a box). `scratch` holds the send
-/// side where it is packed; `pack_send`: always (an in-place all-to-all,
-/// whose send side is the receive buffer). Local: each rank decides for its
-/// own buffers, and the bytes plait moves are the same either way.
+/// pack, and the receive payload is at least PLAIT_PMPI_VIEWS_FROM; nothing otherwise (then the byte path runs: it
+/// moves contiguous data straight, and packs what is not a box). `scratch` holds the send side where it is packed;
+/// `pack_send`: always (an in-place all-to-all, whose send side is the receive buffer). Local: each rank decides for
+/// its own buffers, and the bytes plait moves are the same either way.
 std::optional<box_views> views_of(const void* sendbuf, std::size_t send_elements, MPI_Datatype sendtype, void* recvbuf,
                                   std::size_t recv_elements, MPI_Datatype recvtype, std::vector<std::byte>& scratch,
                                   bool pack_send = false);

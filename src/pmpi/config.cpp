@@ -75,6 +75,15 @@ settings read_environment() {
     }
   }
   s.algorithms = parse_algorithms(std::getenv("PLAIT_PMPI_ALGORITHM"));
+  if (const char* b = std::getenv("PLAIT_PMPI_VIEWS_FROM"); b != nullptr && *b != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(b, &end, 10);
+    if (*end != '\0' || v < 0) {
+      std::fprintf(stderr, "plait_pmpi: PLAIT_PMPI_VIEWS_FROM=%s is not a byte count; ignored\n", b);
+    } else {
+      s.views_from = static_cast<std::size_t>(v);
+    }
+  }
   return s;
 }
 

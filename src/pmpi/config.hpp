@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstddef>
 
 namespace plait_pmpi {
 
@@ -36,6 +37,11 @@ struct settings {
   /// may pick in the library's calls (plait::restrict_automatic), as a set
   /// over plait's all_algorithm_ids; 0: automatic's own candidates.
   unsigned algorithms = 0;
+  /// PLAIT_PMPI_VIEWS_FROM=bytes: the smallest receive payload (this
+  /// rank's) whose datatypes with gaps move as strided views (box_views.hpp);
+  /// smaller ones are packed, which costs less than a tensor plan there
+  /// (docs/pmpi.md, "Measured"). Local: ranks need not agree.
+  std::size_t views_from = 4096;
 };
 
 /// Read once from the environment (first call), the same object afterwards.

@@ -1,11 +1,14 @@
 #include "datatype.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "pmpi_mpi.hpp"
@@ -26,7 +29,7 @@ struct named {
 // The predefined datatypes whose layout and element type are kept once
 // read: a handle of one names the same type for the whole run (MPI never
 // frees them), while a derived type's handle may be freed and reused, so
-// only these are kept. The commonest come first: lookups scan in order.
+// only these are kept.
 // MPI_CHAR and MPI_PACKED only move bytes (no reduction takes them).
 // The handles are not constants in every MPI (Open MPI: addresses), so the
 // table is built at run time, once.
@@ -89,19 +92,41 @@ const std::vector<named>& named_types() {
   return table;
 }
 
-/// `type`'s place in named_types(), or -1 (a derived type, or one not listed).
-int named_index(MPI_Datatype type) noexcept {
-  const std::vector<named>& table = named_types();
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (table[i].type == type && type != MPI_DATATYPE_NULL) return static_cast<int>(i);
-  }
-  return -1;
+/// named_types()' places ordered by handle (MPI_DATATYPE_NULL, which an
+/// MPI built without some types uses for them, left out): a derived type,
+/// looked up on every call that takes one, is then a binary search's miss
+/// instead of a scan of the whole table.
+const std::vector<std::pair<MPI_Datatype, int>>& named_by_handle() {
+  static const std::vector<std::pair<MPI_Datatype, int>> index = [] {
+    std::vector<std::pair<MPI_Datatype, int>> pairs;
+    const std::vector<named>& table = named_types();
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (table[i].type != MPI_DATATYPE_NULL) pairs.emplace_back(table[i].type, static_cast<int>(i));
+    }
+    // Stable: a handle listed twice (an MPI may alias two names) keeps its first place.
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [](const auto& a, const auto& b) { return std::less<MPI_Datatype>{}(a.first, b.first); });
+    return pairs;
+  }();
+  return index;
 }
 
-/// `named`: a predefined type; a derived one's data must also be in order
-/// (an indexed type may swap its blocks within a span of its size).
-type_layout read_layout(MPI_Datatype type, bool named) {
-  type_layout l;
+/// `type`'s place in named_types(), or -1 (a derived type, or one not listed).
+int named_index(MPI_Datatype type) noexcept {
+  const std::vector<std::pair<MPI_Datatype, int>>& index = named_by_handle();
+  const auto at = std::lower_bound(index.begin(), index.end(), type, [](const auto& entry, MPI_Datatype t) {
+    return std::less<MPI_Datatype>{}(entry.first, t);
+  });
+  return at != index.end() && at->first == type ? at->second : -1;
+}
+
+/// `type`'s layout and, where it has gaps or is derived, its box. `named`:
+/// a predefined type; a derived one's data must also be in order to count
+/// as contiguous (an indexed type may swap its blocks within a span of its
+/// size), which only its constructors tell.
+type_facts read_facts(MPI_Datatype type, bool named) {
+  type_facts f;
+  type_layout& l = f.layout;
   int size = 0;
   require(PMPI_Type_size(type, &size), "MPI_Type_size");
   MPI_Aint lb = 0;
@@ -110,35 +135,75 @@ type_layout read_layout(MPI_Datatype type, bool named) {
   require(PMPI_Type_get_true_extent(type, &l.true_lb, &true_extent), "MPI_Type_get_true_extent");
   l.size = static_cast<std::size_t>(size);
   // size data bytes spanning exactly size bytes have no holes, and an extent
-  // of size makes consecutive elements abut; a derived type's bytes must
-  // also come in address order, which only its constructors tell.
+  // of size makes consecutive elements abut.
   l.contiguous = true_extent == size && l.extent == size;
-  if (l.contiguous && !named && size > 0) {
-    const std::optional<type_box> box = box_of(type);
-    l.contiguous = box && box->one_run() && box->run == l.size;
-  }
-  return l;
+  if (size > 0 && (!named || !l.contiguous)) f.box = box_of(type);
+  if (!named && l.contiguous) l.contiguous = f.box && f.box->one_run() && f.box->run == l.size;
+  return f;
 }
 
-/// A named type's layout, read the first time any thread asks (the type
+/// A named type's facts, read the first time any thread asks (the type
 /// is valid then: a caller passed it) and kept: a small call would
 /// otherwise spend more on the queries than on its data.
-struct kept_layout {
+struct kept_facts {
   std::atomic<bool> ready{false};
-  type_layout layout;
+  type_facts facts;
 };
 
-type_layout named_layout(int index, MPI_Datatype type) {
-  static std::vector<kept_layout> kept(named_types().size());
+const type_facts& named_facts(int index, MPI_Datatype type) {
+  static std::vector<kept_facts> kept(named_types().size());
   static std::mutex filling;
-  kept_layout& k = kept[static_cast<std::size_t>(index)];
-  if (k.ready.load(std::memory_order_acquire)) return k.layout;
+  kept_facts& k = kept[static_cast<std::size_t>(index)];
+  if (k.ready.load(std::memory_order_acquire)) return k.facts;
   const std::lock_guard<std::mutex> held(filling);
   if (!k.ready.load(std::memory_order_relaxed)) {
-    k.layout = read_layout(type, true);
+    k.facts = read_facts(type, true);
     k.ready.store(true, std::memory_order_release);
   }
-  return k.layout;
+  return k.facts;
+}
+
+type_layout named_layout(int index, MPI_Datatype type) { return named_facts(index, type).layout; }
+
+// A derived type's facts are kept on the type itself, in an attribute that
+// MPI deletes with it (a freed type's handle may name another type next,
+// so a table by handle could not be trusted). Set once, under the lock,
+// and never replaced: a reader copies them while the caller holds the type.
+std::atomic<int> facts_key{MPI_KEYVAL_INVALID};
+std::mutex facts_lock;
+
+int delete_facts(MPI_Datatype /*type*/, int /*key*/, void* value, void* /*extra*/) {
+  delete static_cast<type_facts*>(value);
+  return MPI_SUCCESS;
+}
+
+/// The keyval, made at the first use on any thread; MPI_KEYVAL_INVALID if MPI refused.
+int the_facts_key() noexcept {
+  if (const int known = facts_key.load(std::memory_order_acquire); known != MPI_KEYVAL_INVALID) return known;
+  const std::lock_guard<std::mutex> held(facts_lock);
+  int key = facts_key.load(std::memory_order_relaxed);
+  if (key == MPI_KEYVAL_INVALID &&
+      PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_facts, &key, nullptr) == MPI_SUCCESS) {
+    facts_key.store(key, std::memory_order_release);
+  }
+  return facts_key.load(std::memory_order_relaxed);
+}
+
+type_facts derived_facts(MPI_Datatype type) {
+  const int key = the_facts_key();
+  void* value = nullptr;
+  int found = 0;
+  if (key != MPI_KEYVAL_INVALID && PMPI_Type_get_attr(type, key, &value, &found) == MPI_SUCCESS && found != 0) {
+    return *static_cast<const type_facts*>(value);
+  }
+  type_facts facts = read_facts(type, false);
+  if (key == MPI_KEYVAL_INVALID) return facts;
+  const std::lock_guard<std::mutex> held(facts_lock);
+  if (PMPI_Type_get_attr(type, key, &value, &found) == MPI_SUCCESS && found == 0) {
+    auto* kept = new type_facts(facts);
+    if (PMPI_Type_set_attr(type, key, kept) != MPI_SUCCESS) delete kept;
+  }
+  return facts;
 }
 
 /// The element type of named_types()[index], `type`.
@@ -153,9 +218,14 @@ element_type named_element(int index, MPI_Datatype type) {
 
 }  // namespace
 
+type_facts facts_of(MPI_Datatype type) {
+  if (const int index = named_index(type); index >= 0) return named_facts(index, type);
+  return derived_facts(type);
+}
+
 type_layout layout_of(MPI_Datatype type) {
   if (const int index = named_index(type); index >= 0) return named_layout(index, type);
-  return read_layout(type, false);
+  return derived_facts(type).layout;
 }
 
 std::span<const std::byte> gather_bytes(const void* buffer, int count, MPI_Datatype type,

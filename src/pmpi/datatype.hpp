@@ -7,8 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "type_box.hpp"
 
 namespace plait_pmpi {
 
@@ -20,7 +23,19 @@ struct type_layout {
   bool contiguous = false;  ///< elements abut without gaps: count elements are count * size bytes at true_lb
 };
 
-/// Reads the layout of `type` (local; no rank's decision depends on it).
+/// What the library reads of a datatype: its layout, and its box where it
+/// has gaps or is derived (nothing if its data is no box).
+struct type_facts {
+  type_layout layout;
+  std::optional<type_box> box;
+};
+
+/// `type`'s facts (local; no rank's decision depends on them), read once:
+/// a named type's kept for the run, a derived type's in an attribute on it
+/// that MPI deletes with the type.
+type_facts facts_of(MPI_Datatype type);
+
+/// facts_of(type).layout.
 type_layout layout_of(MPI_Datatype type);
 
 /// The bytes of `count` elements of `type` at `buffer` as one range: the

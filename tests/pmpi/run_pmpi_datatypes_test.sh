@@ -7,6 +7,8 @@
 # one across emulated nodes (PLAIT_PMPI_RANKS_PER_NODE=k, np <= 2k: the
 # world spans two, each half of it lies on one) moves none, since the
 # two-level collectives take contiguous data and those calls pack.
+# The program reads PLAIT_PMPI_VIEWS_FROM as the library does: calls that
+# receive less pack, and it expects them to.
 # usage: run_pmpi_datatypes_test.sh MPIEXEC NP TEST_EXECUTABLE [mpiexec flags...]
 set -u
 . "$(dirname "$0")/run_with_report.sh"

@@ -88,38 +88,48 @@ static size_t reach_of(const int* counts, const int* displs, int p) {
   return reach;
 }
 
-/* Whether a v call's counts receive anything. */
-static int received(const int* counts, int p) {
-  for (int i = 0; i < p; ++i) {
-    if (counts[i] > 0) return 1;
-  }
-  return 0;
+/* A v call's elements received: the sum of its counts. */
+static size_t sum_of(const int* counts, int p) {
+  size_t sum = 0;
+  for (int i = 0; i < p; ++i) sum += (size_t)counts[i];
+  return sum;
+}
+
+/* The library's PLAIT_PMPI_VIEWS_FROM: the smallest receive payload moved as views. */
+static size_t views_from(void) {
+  const char* b = getenv("PLAIT_PMPI_VIEWS_FROM");
+  return b != NULL && *b != '\0' ? (size_t)atoll(b) : 4096;
 }
 
 /* Makes the call served and native on the same data and compares the
  * receive buffers, gaps included. `view`: whether plait should move it as
- * views (a rank that receives nothing takes the byte path, which does
- * nothing). In place, this rank's block is already in the receive buffer. */
+ * views, where this rank's receive payload is at least views_from() (a
+ * rank that receives nothing takes the byte path, which does nothing). In
+ * place, this rank's block is already in the receive buffer. */
 static void check(const char* what, struct call c, int view, MPI_Comm comm) {
   int p;
   MPI_Comm_size(comm, &p);
-  size_t sends = 0, receives = 0; /* elements each buffer reaches */
+  size_t sends = 0, receives = 0, received = 0; /* elements each buffer reaches; elements received */
   switch (c.function) {
     case allgather:
       sends = (size_t)c.scount;
-      receives = (size_t)c.rcount * (size_t)p;
+      receives = received = (size_t)c.rcount * (size_t)p;
       break;
     case alltoall:
       sends = (size_t)c.scount * (size_t)p;
-      receives = (size_t)c.rcount * (size_t)p;
+      receives = received = (size_t)c.rcount * (size_t)p;
       break;
     case allgatherv:
     case alltoallv:
       sends = c.function == allgatherv ? (size_t)c.scount : c.in_place ? 0 : reach_of(c.scounts, c.sdispls, p);
       receives = reach_of(c.rcounts, c.rdispls, p);
-      view = view && received(c.rcounts, p);
+      received = sum_of(c.rcounts, p);
       break;
   }
+  int type_size = 0;
+  MPI_Type_size(c.rtype, &type_size);
+  const size_t payload = received * (size_t)type_size;
+  view = view && payload > 0 && payload >= views_from();
   size_t sbytes = span_of(c.in_place ? MPI_DATATYPE_NULL : c.stype, sends);
   size_t rbytes = span_of(c.rtype, receives);
   char* send = malloc(sbytes);
