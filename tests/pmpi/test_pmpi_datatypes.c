@@ -1,16 +1,17 @@
-/* Derived datatypes with gaps through MPI_Allgather(v) and MPI_Alltoall(v): every
- * call goes through MPI_* (served by plait) and through PMPI_* (the MPI
- * library itself) on the same data, and the receive buffers, gaps
- * included, must be equal byte for byte. The datatypes are the ones plait
- * moves as strided views without packing (vector, hvector, subarray in C
- * and Fortran order, resized, nested, a named type with padding), with
- * send and receive types of one signature but different shapes, in place,
+/* Derived datatypes with gaps through MPI_Allgather(v) and
+ * MPI_Alltoall(v): every call goes through MPI_* (served by plait) and
+ * through PMPI_* (the MPI library itself) on the same data, and the
+ * receive buffers, gaps included, must be equal byte for byte. The
+ * datatypes are the ones plait moves as strided views without packing
+ * (vector, hvector, subarray in C and Fortran order, resized, nested, a
+ * named type with padding), with send and receive types of one signature
+ * but different shapes, in place, different datatypes on different ranks,
  * the v calls with blocks in rank order (views) and with gaps between
- * blocks (packed), and the ones it still packs (indexed, struct), on MPI_COMM_WORLD and on
- * halves of it. Rank 0 prints how many calls, summed over ranks, should
- * have been moved as views on each where it lies on one node:
- * run_pmpi_datatypes_test.sh compares that with the report. Exit status:
- * nonzero if any check failed on any rank. */
+ * blocks (packed), and the ones it still packs (indexed, struct), on
+ * MPI_COMM_WORLD and on halves of it. Rank 0 prints how many calls, summed
+ * over ranks, should have been moved as views on each where it lies on one
+ * node: run_pmpi_datatypes_test.sh compares that with the report. Exit
+ * status: nonzero if any check failed on any rank. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,14 @@ static void test_all(MPI_Comm comm) {
   wide = committed(wide);
   check_allgather("allgather: 1 MiB of doubles to vector runs", 1 << 17, MPI_DOUBLE, 1, wide, 0, 1, comm);
   check_alltoall("alltoall: 1 MiB blocks of vector runs to doubles", 1, wide, 1 << 17, MPI_DOUBLE, 0, 1, comm);
+
+  /* Different datatypes of one signature on different ranks: even ranks
+   * receive vectors (views), odd ones ints (the byte path, straight). */
+  const int on_odd = r % 2;
+  check_allgather("allgather: vectors on even ranks, ints on odd", 6, MPI_INT, on_odd ? 6 : 1,
+                  on_odd ? MPI_INT : vector, 0, !on_odd, comm);
+  check_alltoall("alltoall: 1 MiB vector runs on even ranks, doubles on odd", 1 << 17, MPI_DOUBLE, on_odd ? 1 << 17 : 1,
+                 on_odd ? MPI_DOUBLE : wide, 0, !on_odd, comm);
 
   /* Nothing to move: no view, nothing written. */
   check_allgather("allgather: zero vectors", 0, vector, 0, vector, 0, 0, comm);
