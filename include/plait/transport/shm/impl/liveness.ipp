@@ -39,9 +39,12 @@ namespace shm {
                         where({}, peer >= 0 ? peer : failed));
   }
   // The rank the failed one blamed (the end of its chain of waits) is the
-  // peer to blame here too; read as untrusted, like the text.
+  // peer to blame here too; read as untrusted, like the text. Where it
+  // blamed this rank (a mismatch it saw on this rank's message, or this
+  // rank late), the peer is the failed rank, the other party: a rank never
+  // names itself.
   const std::int32_t blamed = failed < size() ? segment_->record(failed).blamed : 0;
-  if (blamed > 0 && blamed <= size()) peer = blamed - 1;
+  if (blamed > 0 && blamed <= size()) peer = blamed - 1 == rank() ? failed : blamed - 1;
   plait::detail::fail(errc::peer_lost, {"the group failed: ", reason}, where({}, peer >= 0 ? peer : failed));
 }
 
