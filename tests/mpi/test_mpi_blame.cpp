@@ -22,6 +22,24 @@
 #include "plait/mpi.hpp"
 
 namespace {
+/// "" when `call` fails with peer_lost or a timeout whose message holds
+/// `words` and whose peer is another rank of `comm`, else what went wrong.
+template <class Call>
+std::string names_another_rank(const plait::mpi::communicator& comm, Call&& call, const std::string& words) {
+  try {
+    call();
+    return "the call went through";
+  } catch (const plait::error& e) {
+    const std::string what = e.what();
+    if (e.value() != plait::errc::peer_lost && e.value() != plait::errc::timeout) return "wrong code: " + what;
+    if (what.find(words) == std::string::npos) return "message lacks '" + words + "': " + what;
+    if (e.peer() < 0 || e.peer() >= comm.size() || e.peer() == comm.rank()) {
+      return "names peer " + std::to_string(e.peer()) + ": " + what;
+    }
+  }
+  return {};
+}
+
 /// Ring all-gather on a fresh communicator, rank 0 never enters the second
 /// call (it waits in MPI_Barrier on the world meanwhile); `late`: the last
 /// rank waits twice as long as the others.
@@ -46,10 +64,12 @@ std::string absent_rank_zero(bool check_mode, bool late) {
   if (comm.rank() == 0) {
     // Its next wait on the communicator finds the verdict (a receive nobody
     // sends: its late all-gather could complete, from the messages the
-    // others sent before they gave up).
+    // others sent before they gave up). The verdict blames rank 0 itself, so
+    // its peer is the rank that sent it, never itself.
     std::vector<int> box(1);
-    verdict = plait_test::blames_rank_zero([&] { comm.recv(1, std::as_writable_bytes(std::span(box)), 5); },
-                                           {"the group failed: rank 0 did not answer"});
+    verdict = names_another_rank(
+        comm, [&] { comm.recv(1, std::as_writable_bytes(std::span(box)), 5); },
+        "the group failed: rank 0 did not answer");
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return verdict;
@@ -132,6 +152,27 @@ TEST_CASE("mpi: a rank whose collective fails tells the others, whose waits end 
       verdict = "the faulty rank's call went through";
     } catch (const plait::error&) {
     }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CAPTURE(verdict);
+  CHECK(plait_test::on_all_ranks(verdict.empty()));
+}
+
+TEST_CASE("mpi: a rank that another rank's verdict blames names that rank as its peer, never itself", "[mpi][blame]") {
+  // Rank 1 fails blaming rank 0, as it does when it sees a mismatch on rank
+  // 0's message first. Rank 0 named itself as its error's peer before.
+  if (plait_test::world_size() < 2) return;
+  plait::mpi::communicator comm{MPI_COMM_WORLD};
+  comm.set_timeout(std::chrono::seconds(20));
+  std::string verdict;
+  if (comm.rank() == 1) {
+    comm.abandon_call(plait::error(plait::errc::size_mismatch, "peer's message of call 1 is from another collective",
+                                   {1, "all_to_all<pairwise>", 0, 0}));
+  } else {
+    std::vector<int> mine(2, comm.rank()), all(2 * static_cast<std::size_t>(comm.size()), -1);
+    verdict =
+        plait_test::expect_error([&] { plait::all_gather<plait::ring>(comm, mine, all); }, {plait::errc::peer_lost},
+                                 comm.rank() == 0 ? 1 : 0, {"rank 1 failed in all_to_all<pairwise>"});
   }
   MPI_Barrier(MPI_COMM_WORLD);
   CAPTURE(verdict);

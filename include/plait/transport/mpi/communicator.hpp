@@ -416,6 +416,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     swap(test_looks_, other.test_looks_);
     swap(blame_tag_, other.blame_tag_);
     swap(blame_, other.blame_);
+    swap(blame_from_, other.blame_from_);
     swap(notice_tag_, other.notice_tag_);
     swap(watch_notices_, other.watch_notices_);
     swap(blocked_, other.blocked_);
@@ -897,18 +898,26 @@ class communicator : public communicator_core, public blocking_calls<communicato
       if (m.kind == detail::blame_message::query) {
         answer(from, mine != nullptr ? *mine : own_record(requests));
       } else if (m.kind == detail::blame_message::verdict) {
-        blame_ = m;
+        keep_verdict(m, from);
         return true;
       }  // an answer to a query of ours that came too late: nothing to do
     }
     return false;
   }
 
-  /// Another rank timed out and named the rank to blame: this wait fails
-  /// with peer_lost saying so.
+  void keep_verdict(const detail::blame_message& m, int from) noexcept {
+    blame_ = m;
+    blame_from_ = from;
+  }
+
+  /// Another rank failed and named the rank to blame: this wait fails with
+  /// peer_lost saying so. Where the verdict blames this rank (a mismatch its
+  /// sender saw on this rank's message) or names none, the peer is the
+  /// sender, the other party: a rank never names itself.
   [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
     for (request& r : requests) r.abandon();
-    const int blamed = blame_.peer >= 0 && blame_.peer < size() ? blame_.peer : -1;
+    const bool names_another = blame_.peer >= 0 && blame_.peer < size() && blame_.peer != rank();
+    const int blamed = names_another ? blame_.peer : blame_from_;
     fail_and_poison(errc::peer_lost, "the group failed: " + blame_.text_value(), where("wait_all", blamed), false);
   }
 
@@ -937,7 +946,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
       } else if (m.kind == detail::blame_message::query) {
         answer(from, mine);  // it timed out too: it is owed our record as we are its
       } else if (m.kind == detail::blame_message::verdict) {
-        blame_ = m;  // another rank named the rank to blame first
+        keep_verdict(m, from);  // another rank named the rank to blame first
         return {};
       }
     }
@@ -1003,6 +1012,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   unsigned test_looks_ = 0;        // test_all calls without completion, to answer queries now and then
   int blame_tag_ = 0;              // MPI_TAG_UB: the blame exchange's messages (see tag_upper_bound)
   detail::blame_message blame_{};  // the verdict a wait received
+  int blame_from_ = -1;            // the rank that sent it
   int notice_tag_ = 32766;         // MPI_TAG_UB - 1: size notices only
   bool watch_notices_ = false;     // this rank has sent an uneven form's message: look for notices
   std::vector<int> blocked_;       // match_probed's peers with a chunk not yet arrived
