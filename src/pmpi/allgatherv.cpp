@@ -42,8 +42,7 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
       const auto total = static_cast<std::size_t>(count_sum(recvcounts, P));
       const std::optional<box_views> v =
           views_of(sendbuf, count_of(sendcount), sendtype, recvbuf, total, recvtype, scratch);
-      const std::optional<std::vector<std::size_t>> counts =
-          v ? slices_of(recvcounts, P, layout_of(recvtype).size, v->slice_bytes) : std::nullopt;
+      const std::optional<std::vector<std::size_t>> counts = v ? slices_of(layout.bytes, v->slice_bytes) : std::nullopt;
       if (counts) {
         if (v->send) {
           plait::all_gather_v(*node, *v->send, v->recv, *counts);

@@ -48,12 +48,11 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
           in_place ? views_of(recvbuf, recv_total, recvtype, recvbuf, recv_total, recvtype, scratch, true)
                    : views_of(sendbuf, static_cast<std::size_t>(count_sum(sendcounts, P)), sendtype, recvbuf,
                               recv_total, recvtype, scratch);
-      const MPI_Datatype own_sendtype = in_place ? recvtype : sendtype;
+      // In place, send_layout is recv_layout.
       const std::optional<std::vector<std::size_t>> send_counts =
-          v ? slices_of(in_place ? recvcounts : sendcounts, P, layout_of(own_sendtype).size, v->slice_bytes)
-            : std::nullopt;
+          v ? slices_of(send_layout.bytes, v->slice_bytes) : std::nullopt;
       const std::optional<std::vector<std::size_t>> recv_counts =
-          v ? slices_of(recvcounts, P, layout_of(recvtype).size, v->slice_bytes) : std::nullopt;
+          v ? slices_of(recv_layout.bytes, v->slice_bytes) : std::nullopt;
       if (send_counts && recv_counts) {
         plait::all_to_all_v(*node, *v->send, *send_counts, v->recv, *recv_counts);
         count_views();

@@ -1,8 +1,6 @@
 #include "box_views.hpp"
 
-#include <algorithm>
 #include <array>
-#include <cstring>
 #include <span>
 
 #include "config.hpp"
@@ -20,20 +18,11 @@ std::size_t element_bytes(const type_box& box) {
   return bytes;
 }
 
-/// plait's test for a destination (tensor_plans' check_box_unique), which
-/// it would fail on this rank alone: sorted by stride, each dimension must
-/// step past all that the smaller ones span.
+/// plait's test for a destination, which it would fail on this rank alone.
 bool names_each_byte_once(const extents& extent, const extents& stride) {
-  std::array<std::size_t, box_view_rank> order{};
-  for (std::size_t r = 0; r < box_view_rank; ++r) order[r] = r;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return stride[a] < stride[b]; });
-  std::size_t reach = 1;
-  for (const std::size_t r : order) {
-    if (extent[r] == 1) continue;
-    if (stride[r] < reach) return false;
-    reach += stride[r] * (extent[r] - 1);  // MPI sizes: a buffer's span fits
-  }
-  return true;
+  std::array<std::size_t, box_view_rank> scratch{};
+  return plait::detail::box_repeat_dimension(1, extent.data(), stride.data(), box_view_rank, scratch.data()) ==
+         box_view_rank;
 }
 
 /// `elements` elements of a datatype whose box is `box`, at `buffer`.
@@ -90,12 +79,12 @@ std::optional<box_views> views_of(const void* sendbuf, std::size_t send_elements
   std::optional<box_view> recv = view_of(recv_data, recv_elements, *recv_box);
   if (!recv) return std::nullopt;
   std::optional<const_box_view> send;
-  if (send_box && send_box->same_shape(*recv_box)) {
-    send = view_of(send_data, send_elements, *send_box);
-  } else if (send_layout.contiguous && !pack_send) {
+  if (send_box && send_box->same_shape(*recv_box)) send = view_of(send_data, send_elements, *send_box);
+  if (!send && send_layout.contiguous && !pack_send) {
     send = reshaped(send_data + send_layout.true_lb, send_bytes, *recv_box);
-  } else {
-    // Another shape, or not a box: packed, then in the receive side's shape.
+  } else if (!send) {
+    // Another shape, not a box, or a box that names a byte twice (MPI allows
+    // it on the send side): packed, then in the receive side's shape.
     std::span<const std::byte> packed =
         gather_bytes(sendbuf, static_cast<int>(send_elements), sendtype, scratch);  // MPI counts are int
     if (packed.data() != scratch.data()) {
@@ -108,13 +97,12 @@ std::optional<box_views> views_of(const void* sendbuf, std::size_t send_elements
   return box_views{send, *recv, element_bytes(*recv_box)};
 }
 
-std::optional<std::vector<std::size_t>> slices_of(const int* counts, int P, std::size_t type_size,
-                                                  std::size_t slice_bytes) {
-  std::vector<std::size_t> slices(count_of(P));
+std::optional<std::vector<std::size_t>> slices_of(std::span<const std::size_t> block_bytes, std::size_t slice_bytes) {
+  if (slice_bytes == 0) return std::nullopt;
+  std::vector<std::size_t> slices(block_bytes.size());
   for (std::size_t i = 0; i < slices.size(); ++i) {
-    const std::size_t bytes = count_of(counts[i]) * type_size;
-    if (slice_bytes == 0 || bytes % slice_bytes != 0) return std::nullopt;
-    slices[i] = bytes / slice_bytes;
+    if (block_bytes[i] % slice_bytes != 0) return std::nullopt;
+    slices[i] = block_bytes[i] / slice_bytes;
   }
   return slices;
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "pmpi_mpi.hpp"
@@ -46,10 +47,9 @@ std::optional<box_views> views_of(const void* sendbuf, std::size_t send_elements
                                   std::size_t recv_elements, MPI_Datatype recvtype, std::vector<std::byte>& scratch,
                                   bool pack_send = false);
 
-/// A v call's counts of `type` (of `type_size` bytes) in slices of
-/// `slice_bytes`, as plait's v forms take them for views; nothing if one
+/// A v call's blocks of `block_bytes` bytes (block_layout::bytes) in slices
+/// of `slice_bytes`, as plait's v forms take them for views; nothing if one
 /// is not a whole number of slices (then the byte path runs).
-std::optional<std::vector<std::size_t>> slices_of(const int* counts, int P, std::size_t type_size,
-                                                  std::size_t slice_bytes);
+std::optional<std::vector<std::size_t>> slices_of(std::span<const std::size_t> block_bytes, std::size_t slice_bytes);
 
 }  // namespace plait_pmpi

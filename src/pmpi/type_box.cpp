@@ -1,6 +1,5 @@
 #include "type_box.hpp"
 
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -126,9 +125,9 @@ std::optional<raw_box> read_box(MPI_Datatype type) {  // NOLINT(misc-no-recursio
 }
 
 /// Drops extent-1 dimensions, folds inner dimensions into the run and merges
-/// neighbours, as plait's regions do; nothing if a stride is negative, more
-/// than box_dims dimensions remain, or the grid names a byte twice (plait
-/// would refuse it as a destination, on this rank alone).
+/// neighbours, as plait's regions do; nothing if a stride is negative or
+/// more than box_dims dimensions remain. A grid that names a byte twice is
+/// still a box: box_views.cpp asks plait's rule of each whole view.
 std::optional<type_box> normalized(raw_box raw, MPI_Aint type_extent) {
   std::vector<std::pair<std::size_t, std::ptrdiff_t>> dims;
   for (const auto& d : raw.dims) {
@@ -146,16 +145,8 @@ std::optional<type_box> normalized(raw_box raw, MPI_Aint type_extent) {
     }
   }
   if (raw.run == 0 || dims.size() > box_dims) return std::nullopt;
-  std::vector<std::pair<std::ptrdiff_t, std::size_t>> by_stride;
   for (const auto& d : dims) {
     if (d.second <= 0) return std::nullopt;
-    by_stride.emplace_back(d.second, d.first);
-  }
-  std::sort(by_stride.begin(), by_stride.end());
-  std::size_t reach = raw.run;  // as plait checks a destination (box_views.cpp)
-  for (const auto& [stride, extent] : by_stride) {
-    if (static_cast<std::size_t>(stride) < reach) return std::nullopt;
-    reach += static_cast<std::size_t>(stride) * (extent - 1);
   }
   type_box box;
   box.offset = raw.offset;

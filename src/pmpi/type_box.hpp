@@ -4,8 +4,9 @@
 // nested) are read from their envelopes into at most box_dims strided
 // dimensions around one run, so that plait moves them straight from and
 // into the application's buffer instead of through PMPI_Pack/Unpack.
-// Anything else (struct, indexed, darray, negative strides, a grid that
-// names a byte twice) is not a box, and is packed as before.
+// Anything else (struct, indexed, darray, negative strides) is not a box,
+// and is packed as before; so is a box whose views name a byte twice
+// (box_views.cpp).
 #pragma once
 
 #include <mpi.h>

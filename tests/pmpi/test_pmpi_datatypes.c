@@ -275,6 +275,18 @@ static void test_all(MPI_Comm comm) {
    * receive side a view. */
   check_allgather("allgather: reversed indexed to vector", 2, reversed, 1, vector, 0, 1, comm);
 
+  /* A send type that names some ints twice (3 runs of 4 ints, 2 ints
+   * apart: MPI allows it on the send side) is packed, against a receive
+   * type of its shape (still a view) or ints (no view). */
+  MPI_Datatype overlapping, runs_of_4;
+  MPI_Type_vector(3, 4, 2, MPI_INT, &overlapping);
+  overlapping = committed(overlapping);
+  MPI_Type_vector(3, 4, 6, MPI_INT, &runs_of_4);
+  runs_of_4 = committed(runs_of_4);
+  check_allgather("allgather: overlapping runs to runs of that shape", 2, overlapping, 2, runs_of_4, 0, 1, comm);
+  check_alltoall("alltoall: overlapping runs to runs of that shape", 1, overlapping, 1, runs_of_4, 0, 1, comm);
+  check_allgather("allgather: overlapping runs to ints", 1, overlapping, 12, MPI_INT, 0, 0, comm);
+
   /* The v calls, blocks in rank order: as views; with gaps between
    * blocks: packed. Rank q contributes q % 3 vectors (6 ints each); rank
    * s sends rank d (s + 2d) % 3 vectors, received as such or as ints. */
@@ -354,6 +366,8 @@ static void test_all(MPI_Comm comm) {
   MPI_Type_free(&reversed);
   MPI_Type_free(&mixed);
   MPI_Type_free(&wide);
+  MPI_Type_free(&overlapping);
+  MPI_Type_free(&runs_of_4);
 }
 
 int main(int argc, char** argv) {

@@ -153,6 +153,12 @@ PLAIT_DECL region box_region(std::byte* data, std::size_t element, const std::si
                              std::string_view which);
 PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent, const std::size_t* stride,
                                  std::size_t rank, std::size_t* scratch, const call_site& at, std::string_view which);
+/// check_box_unique's rule without the throw, for callers that take another
+/// path where plait would refuse a destination (the PMPI library): the
+/// dimension along which the box names an element twice, or `rank` when it
+/// names each once.
+PLAIT_DECL std::size_t box_repeat_dimension(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                            std::size_t rank, std::size_t* scratch) noexcept;
 
 /// The region of a box: extent-1 dimensions dropped, the contiguous innermost
 /// dimensions folded into one run, evenly stepping outer dimensions merged.

@@ -103,10 +103,10 @@ PLAIT_DECL region box_region(std::byte* data, std::size_t element, const std::si
   return out;
 }
 
-PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent, const std::size_t* stride,
-                                 std::size_t rank, std::size_t* order, const call_site& at, std::string_view which) {
+PLAIT_DECL std::size_t box_repeat_dimension(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                            std::size_t rank, std::size_t* order) noexcept {
   for (std::size_t r = 0; r < rank; ++r) {
-    if (extent[r] == 0) return;
+    if (extent[r] == 0) return rank;
   }
   for (std::size_t r = 0; r < rank; ++r) order[r] = r;
   std::sort(order, order + rank, [&](std::size_t a, std::size_t b) { return stride[a] < stride[b]; });
@@ -118,10 +118,7 @@ PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent,
   for (std::size_t i = 0; i < rank; ++i) {
     const std::size_t r = order[i];
     if (extent[r] == 1) continue;
-    if (stride[r] < reach) {
-      at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", stride[r] / element,
-                                       " elements) makes elements overlap; a destination must name each element once"});
-    }
+    if (stride[r] < reach) return r;
     // Saturates: box_byte_strides bounds the span, not this one.
     std::size_t steps = 0;
     if (mul_overflows(stride[r], extent[r] - 1, steps) || steps > static_cast<std::size_t>(-1) - reach) {
@@ -130,6 +127,15 @@ PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent,
       reach += steps;
     }
   }
+  return rank;
+}
+
+PLAIT_DECL void check_box_unique(std::size_t element, const std::size_t* extent, const std::size_t* stride,
+                                 std::size_t rank, std::size_t* order, const call_site& at, std::string_view which) {
+  const std::size_t r = box_repeat_dimension(element, extent, stride, rank, order);
+  if (r == rank) return;
+  at.fail(errc::invalid_argument, {which, " view's stride along dimension ", r, " (", stride[r] / element,
+                                   " elements) makes elements overlap; a destination must name each element once"});
 }
 
 }  // namespace detail
