@@ -158,3 +158,31 @@ TEST_CASE("a rank that another rank's failure blames names that rank as its peer
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
+
+TEST_CASE("a rank that leaves its call blaming a rank of another level keeps the text that names it", "[shm][blame]") {
+  // A two-level call's level that times out blaming a rank not on the other
+  // level abandons the other level naming itself as the peer, the rank to
+  // blame in its text (op/abandon_levels.hpp). The failure record kept only
+  // "rank 1 timed out waiting for rank 1", so the peers never learnt whom
+  // to blame (found by the soak's two-level trials).
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(20s);
+    if (comm.rank() == 1) {
+      comm.abandon_call(plait::error(plait::errc::timeout, "whole-group rank 7 is to blame: rank 3 timed out",
+                                     {1, "all_gather<hierarchical<ring, ring>>", -1, 1}));
+      std::this_thread::sleep_for(1s);  // alive: a process that ended would be a lost peer
+      return {};
+    }
+    std::vector<int> mine(2, 0), all(4, -1);
+    try {
+      plait::all_gather<plait::ring>(comm, mine, all);
+      return "the all-gather went through";
+    } catch (const plait::error& e) {
+      const std::string what = e.what();
+      if (what.find("whole-group rank 7 is to blame") == std::string::npos) return "lost the rank to blame: " + what;
+      return e.peer() == 1 ? "" : "names peer " + std::to_string(e.peer()) + ": " + what;
+    }
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}

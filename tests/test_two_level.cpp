@@ -11,6 +11,7 @@
 // over MPI with node_levels.)
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -487,6 +488,78 @@ TEST_CASE("a timeout inside one level names world ranks, level ranks in parenthe
       for (const char* part :
            {"rank 1 (rank 0 of the intra level)", "waiting for rank 3 (rank 1 of the intra level)"}) {
         if (text.find(part) == std::string::npos) return std::string("lacks '") + part + "': " + text;
+      }
+    }
+    return {};
+  });
+  require_all_empty(verdicts);
+}
+
+TEST_CASE("ranks whose two-level calls differ only in element type fail instead of taking each other's bytes",
+          "[two_level][errors]") {
+  // Rank 3 all-gathers 8 uint8 where the others all-gather 2 int32: the same
+  // bytes per rank, which is all the levels' collectives see. Found by the
+  // soak's two-level trials: every rank returned normally, the others with
+  // rank 3's bytes as its int32s. Each level's collectives now carry the
+  // two-level call's stamp (element type included), and the ranks that
+  // receive rank 3's messages refuse them.
+  using namespace std::chrono_literals;
+  const auto how = GENERATE(placement::block, placement::round_robin, placement::reversed);
+  CAPTURE(name(how));
+  std::vector<std::string> messages(4);
+  const auto verdicts = on_levels(4, 2, how, [&](auto& levels, auto& world) -> std::string {
+    levels.intra().set_timeout(5s);
+    levels.inter().set_timeout(5s);
+    try {
+      if (world.rank() == 3) {
+        std::vector<std::uint8_t> mine(8, 3), all(32);
+        plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
+      } else {
+        std::vector<std::int32_t> mine(2, world.rank()), all(8);
+        plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
+      }
+      return "returned normally";
+    } catch (const plait::error& e) {
+      messages[static_cast<std::size_t>(world.rank())] = e.what();
+      return {};
+    }
+  });
+  require_all_empty(verdicts);
+  bool named = false;
+  for (const std::string& m : messages) {
+    named = named || (m.find("of uint8") != std::string::npos && m.find("of int32") != std::string::npos);
+  }
+  CAPTURE(messages);
+  CHECK(named);
+}
+
+TEST_CASE("a call on levels that an earlier failure left unusable names the two-level call that failed",
+          "[two_level][errors]") {
+  // Rank 3 never calls; the others time out or learn of it, then call again.
+  // A level poisoned by its own collective kept only that collective's name
+  // ("poisoned by all_gather<ring> #4"), which the user never called (found
+  // by the soak's two-level trials).
+  using namespace std::chrono_literals;
+  const auto verdicts = on_levels(4, 2, placement::block, [](auto& levels, auto& world) -> std::string {
+    if (world.rank() == 3) {
+      std::this_thread::sleep_for(1500ms);
+      return {};
+    }
+    levels.intra().set_timeout(300ms);
+    levels.inter().set_timeout(300ms);
+    std::vector<int> mine(2, world.rank());
+    std::vector<int> all(8);
+    for (int call = 0; call < 2; ++call) {
+      try {
+        plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
+        return "call " + std::to_string(call) + " returned";
+      } catch (const plait::error& e) {
+        const std::string text = e.what();
+        const std::size_t since = text.find("unusable since");
+        if (call == 1 && (since == std::string::npos ||
+                          text.find("all_gather<hierarchical<ring, ring>>", since) == std::string::npos)) {
+          return "the later error does not name the call that failed: " + text;
+        }
       }
     }
     return {};

@@ -122,6 +122,33 @@ constexpr bool sizes_may_disagree(call_kind kind) noexcept {
 /// True when two stamps of the same tag say different calls (both known).
 constexpr bool stamps_conflict(call_stamp a, call_stamp b) noexcept { return a.known() && b.known() && a != b; }
 
+namespace detail {
+/// The call whose body starts collectives on this thread now: a
+/// hierarchical collective's own stamp while its body runs (op/staged.hpp),
+/// else none. Per thread: a body runs on one thread at a time.
+inline thread_local call_stamp enclosing_call{};
+
+/// `stamp` as a collective started inside the call `enclosing` takes it: that
+/// call's element byte, with its kind and digest folded into the digest. A
+/// two-level call's levels move bytes; without this, ranks whose two-level
+/// calls differ (in element type, in form) but move bytes alike would take
+/// each other's bytes. Check and control exchanges keep their own stamps (they
+/// say themselves what disagrees).
+constexpr call_stamp within(call_stamp stamp, call_stamp enclosing) noexcept {
+  if (!stamp.known() || !enclosing.known() || stamp.kind == call_kind::check || stamp.kind == call_kind::control) {
+    return stamp;
+  }
+  return stamp_digest{}
+      .add_number(stamp.digest)
+      .add(":")
+      .add_number(static_cast<std::size_t>(enclosing.kind))
+      .add(":")
+      .add_number(enclosing.digest)
+      .stamp(stamp.kind)
+      .with_element(enclosing.element);
+}
+}  // namespace detail
+
 /// "all_to_all (algorithm and layout digest 1a2b) of int32": a stamp as error
 /// messages write it.
 // Declared without PLAIT_DECL: the definition carries it and noinline (g++

@@ -257,12 +257,13 @@ constexpr std::size_t vectored_min_bytes() {
   }
 }
 
-/// A tag for one collective call described by `stamp`: transports that
-/// carry stamps record it, the others just give a fresh tag.
+/// A tag for one collective call described by `stamp` (inside the call
+/// enclosing_call, if any): transports that carry stamps record it, the
+/// others just give a fresh tag.
 template <class Comm>
 int take_tag(Comm& comm, call_stamp stamp) {
   if constexpr (stamps_calls<Comm>) {
-    return comm.next_tag(stamp);
+    return comm.next_tag(within(stamp, enclosing_call));
   } else {
     return comm.next_tag();
   }

@@ -30,6 +30,7 @@
 #include "plait/algorithm/schedule.hpp"
 #include "plait/algorithm/select.hpp"
 #include "plait/core/call_site.hpp"
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
@@ -50,6 +51,7 @@
 #include "plait/op/launch.hpp"
 #include "plait/op/request.hpp"
 #include "plait/op/staged.hpp"
+#include "plait/op/stamp.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -139,6 +141,14 @@ std::string_view hierarchical_label() {
 [[gnu::cold]] error level_error(const error& raised, int whole_rank, std::string_view operation, std::string_view level,
                                 int whole_peer, std::span<const int> whole_of_level);
 
+/// `raised`, a level's refusal since an earlier failure ("communicator
+/// unusable since an earlier failure: poisoned by all_gather<ring> #4, step
+/// 1: ..."), naming the two-level call `failed` that the level's collective
+/// belonged to ("..., step 1, a level collective of all_gather<hierarchical<
+/// ring, ring>>: ..."); as it is where that is unknown or the level's poison
+/// names no call.
+[[gnu::cold]] error within_failed_call(const error& raised, std::string_view failed);
+
 /// An error of one level's collective in the two-level call's words (level_error).
 template <class Levels>
 error on_level_error(const Levels& levels, bool inter, std::string_view operation, const error& raised) {
@@ -180,8 +190,14 @@ collective_request start_on_level(Comm& comm, Send&& send, Recv&& recv, const Co
 /// the other level's peers too (abandon_other_level).
 template <class Levels, class Start>
 auto on_level(const Levels& levels, bool inter, std::string_view operation, Start&& start) {
-  auto explain = [&levels, inter, operation](const error& raised) {
-    error seen = on_level_error(levels, inter, operation, raised);
+  // A level an earlier failure left unusable refuses with the name of its
+  // own collective that failed; the error says which two-level call that was.
+  const bool unusable_before = inter ? !levels.inter().usable() : !levels.intra().usable();
+  auto explain = [&levels, inter, operation, unusable_before](const error& raised) {
+    hierarchical_state& state = hierarchical_state_of(levels);
+    error seen = on_level_error(levels, inter, operation,
+                                unusable_before ? within_failed_call(raised, state.first_failure()) : raised);
+    if (!unusable_before) state.note_failure(operation);
     abandon_other_level(levels, inter, seen);
     return seen;
   };
@@ -920,6 +936,31 @@ inline staged_task one_after_another(std::vector<std::function<staged_task()>> m
   for (const auto& member : members) co_await member();
 }
 
+/// The stamp of a hierarchical call of Op (its v form where Uneven) on
+/// elements of Recv's type: its levels move bytes, so the collectives its
+/// body starts carry it besides their own (staged_task::set_within), and
+/// ranks whose calls differ in element type, form or levels' algorithms
+/// fail instead of taking each other's bytes.
+template <class Op, class Inner, class Outer, bool Uneven, class Recv>
+constexpr call_stamp hierarchical_stamp() noexcept {
+  using element = typename element_of<std::remove_cvref_t<Recv>>::type;
+  constexpr call_kind kind = Uneven ? Op::v_kind : Op::kind;
+  constexpr call_stamp inner = collective_stamp<Op, contiguous, element>(Inner::name, kind);
+  constexpr call_stamp outer = collective_stamp<Op, contiguous, element>(Outer::name, kind);
+  return stamp_digest{}
+      .add_number(inner.digest)
+      .add(",")
+      .add_number(outer.digest)
+      .stamp(kind)
+      .with_element(inner.element);
+}
+
+/// A body whose steps carry `call` (hierarchical_stamp).
+inline staged_task stamped(staged_task body, call_stamp call) noexcept {
+  body.set_within(call);
+  return body;
+}
+
 /// One member's hierarchical body (even form): checks its sizes, and returns
 /// what builds the body (at every start, for a persistent collective).
 template <class Op, class Inner, class Outer, class Comm, class Send, class Recv>
@@ -927,7 +968,10 @@ std::function<staged_task()> hierarchical_member(Comm& comm, Send& send, Recv& r
   const std::span<const std::byte> s = const_bytes(send);
   const std::span<std::byte> r = mutable_bytes(recv);
   check_hierarchical_sizes<Inner, Outer>(Op{}, comm, s, r);
-  return [&comm, s, r] { return hierarchical_body<Inner, Outer>(Op{}, comm, s, r); };
+  return [&comm, s, r] {
+    return stamped(hierarchical_body<Inner, Outer>(Op{}, comm, s, r),
+                   hierarchical_stamp<Op, Inner, Outer, false, Recv>());
+  };
 }
 
 /// Counts as bytes: read_counts' counts of `unit`-byte elements.
@@ -950,7 +994,8 @@ std::function<staged_task()> hierarchical_v_member(op::all_gather, Comm& comm, S
   std::vector<std::size_t> bytes =
       count_bytes(recv_counts, at, "recv_counts", sizeof(std::ranges::range_value_t<std::remove_cvref_t<Recv>>));
   return [&comm, s = const_bytes(send), r = mutable_bytes(recv), bytes = std::move(bytes)] {
-    return hierarchical_v_body<Inner, Outer>(op::all_gather{}, comm, s, r, bytes);
+    return stamped(hierarchical_v_body<Inner, Outer>(op::all_gather{}, comm, s, r, bytes),
+                   hierarchical_stamp<op::all_gather, Inner, Outer, true, Recv>());
   };
 }
 
@@ -964,7 +1009,8 @@ std::function<staged_task()> hierarchical_v_member(op::all_to_all, Comm& comm, S
   std::vector<std::size_t> out = count_bytes(send_counts, at, "send_counts", unit);
   std::vector<std::size_t> in = count_bytes(recv_counts, at, "recv_counts", unit);
   return [&comm, s = const_bytes(send), r = mutable_bytes(recv), out = std::move(out), in = std::move(in)] {
-    return hierarchical_v_body<Inner, Outer>(op::all_to_all{}, comm, s, r, out, in);
+    return stamped(hierarchical_v_body<Inner, Outer>(op::all_to_all{}, comm, s, r, out, in),
+                   hierarchical_stamp<op::all_to_all, Inner, Outer, true, Recv>());
   };
 }
 

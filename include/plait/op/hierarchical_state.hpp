@@ -8,6 +8,8 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "plait/core/progress_engine.hpp"
 #include "plait/core/scratch.hpp"
@@ -43,10 +45,19 @@ class hierarchical_state {
   /// buffers serve one collective at a time.
   [[nodiscard]] progress_engine& staged_progress() noexcept { return staged_progress_; }
 
+  /// The two-level call in which a level failed first ("all_gather<
+  /// hierarchical<ring, ring>>"): a level keeps only its own collective's
+  /// name, which a later call's error then puts in the user's words.
+  void note_failure(std::string_view operation) {
+    if (first_failure_.empty()) first_failure_.assign(operation);
+  }
+  [[nodiscard]] const std::string& first_failure() const noexcept { return first_failure_; }
+
  private:
   // Scratch: one collective at a time, as on every communicator.
   std::array<byte_buffer, staging_slots> staging_;
   progress_engine staged_progress_{true};
+  std::string first_failure_;
 };
 
 /// The hierarchical collectives' state on `levels`, made at the first call

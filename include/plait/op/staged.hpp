@@ -16,6 +16,7 @@
 #include <exception>
 #include <utility>
 
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/progress_engine.hpp"
 #include "plait/op/request.hpp"
 
@@ -30,6 +31,7 @@ class staged_task {
     collective_request* awaiting = nullptr;  // the step it is suspended on, or null
     staged_task* nested = nullptr;           // the body it is suspended on (co_await body), or null
     std::exception_ptr failure;
+    call_stamp within{};  // the call the body's steps belong to (set_within), or none
 
     staged_task get_return_object() noexcept {
       return staged_task(std::coroutine_handle<promise_type>::from_promise(*this));
@@ -58,12 +60,20 @@ class staged_task {
   /// Whether there is a body to run (default-constructed: none).
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(handle_); }
 
+  /// The call this body's steps belong to: the collectives it starts carry
+  /// `call` in their stamps (detail::within), so that ranks whose calls
+  /// differ in what the steps' bytes do not show still disagree.
+  void set_within(call_stamp call) noexcept {
+    if (handle_) handle_.promise().within = call;
+  }
+
   /// Runs as far as it goes without blocking; true once the body has
   /// returned. Rethrows the body's failure.
   bool advance() {
     while (!handle_.done()) {
       promise_type& p = handle_.promise();
       if (p.nested != nullptr) {
+        p.nested->inherit(p.within);
         if (!p.nested->advance()) return false;  // its failure ends this body too
         p.nested = nullptr;
       }
@@ -76,7 +86,7 @@ class staged_task {
         if (!complete) return false;
         p.awaiting = nullptr;
       }
-      handle_.resume();
+      resume();
     }
     rethrow_failure();
     return true;
@@ -87,6 +97,7 @@ class staged_task {
     while (!handle_.done()) {
       promise_type& p = handle_.promise();
       if (p.nested != nullptr) {
+        p.nested->inherit(p.within);
         p.nested->run();
         p.nested = nullptr;
       }
@@ -97,7 +108,7 @@ class staged_task {
         }
         p.awaiting = nullptr;
       }
-      handle_.resume();
+      resume();
     }
     rethrow_failure();
   }
@@ -117,6 +128,19 @@ class staged_task {
 
  private:
   explicit staged_task(std::coroutine_handle<promise_type> handle) noexcept : handle_(handle) {}
+  /// A nested body's steps belong to its caller's call unless it has its own.
+  void inherit(call_stamp call) noexcept {
+    if (handle_ && !handle_.promise().within.known()) handle_.promise().within = call;
+  }
+  /// Resumes the body with its call as the enclosing one (restored after:
+  /// bodies nest, and a wait may advance another call's body).
+  void resume() {
+    struct restore {
+      call_stamp previous;
+      ~restore() { enclosing_call = previous; }
+    } const scope{std::exchange(enclosing_call, handle_.promise().within)};
+    handle_.resume();
+  }
   void rethrow_failure() const {
     if (handle_.promise().failure) std::rethrow_exception(handle_.promise().failure);
   }

@@ -64,6 +64,22 @@ namespace detail {
   return error(raised.value(), detail, {whole_rank, operation, raised.step(), whole_peer});
 }
 
+[[gnu::noinline]] PLAIT_DECL error within_failed_call(const error& raised, std::string_view failed) {
+  const std::string detail = raised.detail();
+  constexpr std::string_view marker = "poisoned by ";
+  const std::size_t at = detail.find(marker);
+  // The level's own collective ends at the ": " after "poisoned by"; a
+  // level another level's failure poisoned names the two-level call already.
+  const std::size_t end = at == std::string::npos ? at : detail.find(": ", at);
+  if (failed.empty() || end == std::string::npos || detail.compare(at + marker.size(), failed.size(), failed) == 0) {
+    return raised;
+  }
+  std::string named = detail.substr(0, end);
+  named.append(", a level collective of ").append(failed).append(detail, end, std::string::npos);
+  return error(raised.value(), named,
+               {raised.rank(), raised.operation(), raised.step(), raised.peer(), raised.parent_rank()});
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

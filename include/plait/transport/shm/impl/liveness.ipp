@@ -58,9 +58,11 @@ PLAIT_DECL void communicator::record_group_failure(const error& e) noexcept {
     // The peer the error names goes into the reason and the record's blamed
     // rank: a mismatch seen on a peer's message ("peer's message of call 4
     // is from ...") means nothing to the other ranks without it. An error
-    // that names this rank (its own code threw: op/abandon.hpp) blames it.
+    // that names this rank (its own code threw: op/abandon.hpp; a timeout on
+    // another level whose rank to blame is not on this one: its text names
+    // it, op/abandon_levels.hpp) blames it and keeps its text.
     const std::string reason =
-        e.value() == errc::timeout && e.peer() >= 0
+        e.value() == errc::timeout && e.peer() >= 0 && e.peer() != rank()
             ? plait::detail::concat({"rank ", rank(), " timed out waiting for rank ", e.peer()})
         : e.peer() >= 0 && e.peer() != rank()
             ? plait::detail::concat({"rank ", rank(), " failed on a transfer with rank ", e.peer(), ": ", e.detail()})
