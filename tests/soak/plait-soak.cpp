@@ -37,6 +37,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <sys/mman.h>
@@ -90,6 +92,7 @@ struct call_spec {
   opk op = opk::all_gather;
   formk form = formk::blocking;
   plait::algorithm_id algorithm = plait::algorithm_id::ring;
+  int pair = -1;            // on two levels: the index in level_pairs (algorithm unused)
   bool along = false;       // all_gather only: 2-D [rows, n] along<1>
   std::size_t rows = 1;     // along only
   std::size_t n = 0;        // elements per block
@@ -101,9 +104,28 @@ struct call_spec {
   bool throws = false;      // user_sum: this rank's throws instead
 };
 
+/// The algorithms of trials on two levels: hierarchical pairs and
+/// automatic (which runs hierarchically on a two_level without a whole
+/// communicator). One run_call instance per type: a short list.
+using level_pairs =
+    std::tuple<plait::hierarchical<plait::ring, plait::ring>, plait::hierarchical<plait::direct, plait::ring>,
+               plait::hierarchical<plait::ring, plait::direct>, plait::hierarchical<plait::pairwise, plait::bruck>,
+               plait::hierarchical<plait::tree, plait::recursive_halving>,
+               plait::hierarchical<plait::automatic, plait::automatic>, plait::automatic>;
+constexpr std::array<const char*, std::tuple_size_v<level_pairs>> pair_names{"hierarchical<ring, ring>",
+                                                                             "hierarchical<direct, ring>",
+                                                                             "hierarchical<ring, direct>",
+                                                                             "hierarchical<pairwise, bruck>",
+                                                                             "hierarchical<tree, recursive_halving>",
+                                                                             "hierarchical<automatic, automatic>",
+                                                                             "automatic"};
+
+std::string algorithm_name(const call_spec& c) {
+  return c.pair >= 0 ? pair_names[static_cast<std::size_t>(c.pair)] : std::string(plait::to_string(c.algorithm));
+}
+
 std::string describe(const call_spec& c) {
-  std::string s =
-      std::string(op_names[static_cast<int>(c.op)]) + "<" + std::string(plait::to_string(c.algorithm)) + ">";
+  std::string s = std::string(op_names[static_cast<int>(c.op)]) + "<" + algorithm_name(c) + ">";
   if (c.along) s += " along<1> rows " + std::to_string(c.rows);
   s += " " + std::string(form_names[static_cast<int>(c.form)]) + " n " + std::to_string(c.n);
   return s;
@@ -113,6 +135,7 @@ struct trial_spec {
   std::uint64_t seed = 0;
   std::uint64_t index = 0;
   int ranks = 1;
+  std::vector<int> nodes;  // on two levels: each node's ranks, in rank order (empty: one flat group)
   double timeout = 0.3;
   std::vector<call_spec> free_calls;  // fault-free
   call_spec fault_call;               // what the others call at the fault
@@ -163,18 +186,103 @@ std::vector<plait::algorithm_id> algorithms_for(opk op, int ranks) {
   }
 }
 
-call_spec draw_call(rng_t& rng, int ranks, std::uint64_t salt, bool on_mpi) {
+/// Whether level algorithm A runs Op on `size` ranks.
+template <class A, class Op>
+bool level_runs(int size) {
+  if constexpr (plait::detail::is_automatic<A>) {
+    return true;
+  } else if constexpr (plait::schedules<A, Op>) {
+    return plait::accepts<A, Op>(size);
+  } else {
+    return false;
+  }
+}
+
+/// Whether algorithm H of level_pairs runs Op on nodes of `nodes` ranks:
+/// Inner on every node, Outer on every local rank's inter level (the nodes
+/// that have that local rank).
+template <class H, class Op>
+bool pair_runs(const std::vector<int>& nodes) {
+  if constexpr (plait::detail::is_hierarchical<H>) {
+    const int largest = *std::max_element(nodes.begin(), nodes.end());
+    for (int local = 0; local < largest; ++local) {
+      const auto inter = std::count_if(nodes.begin(), nodes.end(), [&](int size) { return size > local; });
+      if (!level_runs<typename H::outer, Op>(static_cast<int>(inter))) return false;
+    }
+    return std::all_of(nodes.begin(), nodes.end(), [](int size) { return level_runs<typename H::inner, Op>(size); });
+  } else {
+    return true;  // automatic
+  }
+}
+
+template <class Op>
+std::vector<int> pairs_for(const std::vector<int>& nodes) {
+  std::vector<int> out;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((pair_runs<std::tuple_element_t<I, level_pairs>, Op>(nodes) ? out.push_back(static_cast<int>(I)) : void()), ...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<level_pairs>>{});
+  return out;
+}
+
+/// What a call of `op` may run in trial `t`: algorithm ids of a flat group,
+/// indices in level_pairs on two levels.
+std::vector<int> choices_for(opk op, const trial_spec& t) {
+  if (t.nodes.empty()) {
+    std::vector<int> out;
+    for (plait::algorithm_id id : algorithms_for(op, t.ranks)) out.push_back(static_cast<int>(id));
+    return out;
+  }
+  switch (op) {
+    case opk::all_gather:
+    case opk::all_gather_v:
+    case opk::bundle_gather: return pairs_for<plait::op::all_gather>(t.nodes);
+    case opk::reduce_scatter: return pairs_for<rs_op>(t.nodes);
+    case opk::all_reduce: return pairs_for<ar_op>(t.nodes);
+    default: return pairs_for<plait::op::all_to_all>(t.nodes);
+  }
+}
+
+int choice_of(const call_spec& c) { return c.pair >= 0 ? c.pair : static_cast<int>(c.algorithm); }
+
+void choose(call_spec& c, const trial_spec& t, int choice) {
+  if (t.nodes.empty()) {
+    c.algorithm = static_cast<plait::algorithm_id>(choice);
+  } else {
+    c.pair = choice;
+  }
+}
+
+/// An algorithm for c.op, drawn from what trial `t` allows.
+void draw_algorithm(rng_t& rng, call_spec& c, const trial_spec& t) {
+  const std::vector<int> choices = choices_for(c.op, t);
+  choose(c, t, choices[rng.below(choices.size())]);
+}
+
+call_spec draw_call(rng_t& rng, const trial_spec& t, std::uint64_t salt) {
   call_spec c;
   c.op = static_cast<opk>(rng.below(static_cast<std::size_t>(opk::count_)));
-  const auto algos = algorithms_for(c.op, ranks);
-  c.algorithm = algos[rng.below(algos.size())];
+  draw_algorithm(rng, c, t);
   c.form = static_cast<formk>(rng.below(3));
-  c.along = c.op == opk::all_gather && rng.below(4) == 0;
+  // along<1> on a two_level is a compile error (the levels take contiguous data).
+  c.along = c.op == opk::all_gather && rng.below(4) == 0 && t.nodes.empty();
   c.rows = 1 + rng.below(3);
   c.n = rng.below(8) == 0 ? 0 : 1 + rng.below(rng.below(4) == 0 ? 600 : 40);
   c.salt = salt;
-  (void)on_mpi;
   return c;
+}
+
+/// Node sizes for a trial of `ranks` ranks on shm: a third of the trials
+/// of 4 ranks or more run on two levels, 2 to ranks / 2 nodes of
+/// consecutive ranks (sizes differing by at most one). Drawn from a stream
+/// of its own, so the flat trials are those of seeds before it.
+std::vector<int> draw_nodes(std::uint64_t seed, std::uint64_t index, int ranks) {
+  rng_t rng{mix(seed ^ mix(index + 0x2e7e15))};
+  if (ranks < 4 || rng.below(3) != 0) return {};
+  const int count = 2 + static_cast<int>(rng.below(static_cast<std::size_t>(ranks / 2 - 1)));
+  std::vector<int> nodes(static_cast<std::size_t>(count), 0);
+  for (int r = 0; r < ranks; ++r) ++nodes[static_cast<std::size_t>(r * count / ranks)];
+  return nodes;
 }
 
 trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, double timeout, bool on_mpi,
@@ -185,11 +293,12 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
   t.index = index;
   t.timeout = timeout;
   t.ranks = on_mpi ? mpi_size : lo + static_cast<int>(rng.below(static_cast<std::size_t>(hi - lo + 1)));
+  if (!on_mpi) t.nodes = draw_nodes(seed, index, t.ranks);
   const std::size_t free = 1 + rng.below(3);
   std::uint64_t salt = index * 16;
-  for (std::size_t k = 0; k < free; ++k) t.free_calls.push_back(draw_call(rng, t.ranks, ++salt, on_mpi));
-  t.fault_call = draw_call(rng, t.ranks, ++salt, on_mpi);
-  t.probe = draw_call(rng, t.ranks, ++salt, on_mpi);
+  for (std::size_t k = 0; k < free; ++k) t.free_calls.push_back(draw_call(rng, t, ++salt));
+  t.fault_call = draw_call(rng, t, ++salt);
+  t.probe = draw_call(rng, t, ++salt);
   t.probe.n = std::max<std::size_t>(t.probe.n, 1);  // the probe always moves data
   // The fault. With one rank only what one rank can tell alone applies.
   std::vector<faultk> kinds;
@@ -222,9 +331,9 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
       while (other == fc.op) other = static_cast<opk>(rng.below(static_cast<std::size_t>(opk::count_)));
       t.faulty_call.op = other;
       t.faulty_call.along = false;
-      const auto algos = algorithms_for(other, t.ranks);
-      if (std::find(algos.begin(), algos.end(), fc.algorithm) == algos.end()) {
-        t.faulty_call.algorithm = algos[rng.below(algos.size())];
+      const auto algos = choices_for(other, t);
+      if (std::find(algos.begin(), algos.end(), choice_of(fc)) == algos.end()) {
+        choose(t.faulty_call, t, algos[rng.below(algos.size())]);
       }
       t.check_mode = on_mpi;  // MPI messages carry no stamp
       break;
@@ -236,8 +345,8 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
       if (fc.op == opk::bundle_gather || fc.op == opk::bundle_exchange || fc.along) {
         fc.op = t.faulty_call.op = opk::all_gather;
         fc.along = t.faulty_call.along = false;
-        const auto algos = algorithms_for(fc.op, t.ranks);
-        fc.algorithm = t.faulty_call.algorithm = algos[rng.below(algos.size())];
+        draw_algorithm(rng, fc, t);
+        choose(t.faulty_call, t, choice_of(fc));
       }
       t.faulty_call.small_type = true;
       t.check_mode = on_mpi;
@@ -247,8 +356,7 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
       if (fc.op != opk::reduce_scatter && fc.op != opk::all_reduce) {
         fc.op = rng.below(2) == 0 ? opk::reduce_scatter : opk::all_reduce;
         fc.along = false;
-        const auto algos = algorithms_for(fc.op, t.ranks);
-        fc.algorithm = algos[rng.below(algos.size())];
+        draw_algorithm(rng, fc, t);
       }
       fc.user_sum = true;
       t.faulty_call = fc;
@@ -269,9 +377,15 @@ trial_spec draw_trial(std::uint64_t seed, std::uint64_t index, int lo, int hi, d
 }
 
 std::string describe(const trial_spec& t) {
-  std::string s = "P " + std::to_string(t.ranks) + ", " + std::to_string(t.free_calls.size()) +
-                  " fault-free calls, fault '" + fault_names[static_cast<int>(t.fault)] + "' at rank " +
-                  std::to_string(t.faulty) + " in " + describe(t.fault_call);
+  std::string s = "P " + std::to_string(t.ranks);
+  if (!t.nodes.empty()) {
+    s += " on two levels (nodes of";
+    for (int n : t.nodes) s += " " + std::to_string(n);
+    s += ")";
+  }
+  s += ", " + std::to_string(t.free_calls.size()) + " fault-free calls, fault '" +
+       fault_names[static_cast<int>(t.fault)] + "' at rank " + std::to_string(t.faulty) + " in " +
+       describe(t.fault_call);
   if (t.fault == faultk::kill || t.fault == faultk::delay) {
     s += t.trigger_us == 0 ? " (before the call)" : " (timer " + std::to_string(t.trigger_us) + " us into the call)";
   }
@@ -326,6 +440,19 @@ template <class T>
 bool same(const std::vector<T>& got, const std::vector<T>& want) {
   return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
 }
+
+/// Whether algorithm A runs Op: a flat algorithm with a schedule for it, or
+/// a hierarchical pair whose levels both do (or choose automatically).
+template <class A, class Op>
+consteval bool runs_fn() {
+  if constexpr (plait::detail::is_hierarchical<A>) {
+    return runs_fn<typename A::inner, Op>() && runs_fn<typename A::outer, Op>();
+  } else {
+    return plait::detail::is_automatic<A> || plait::schedules<A, Op>;
+  }
+}
+template <class A, class Op>
+constexpr bool runs = runs_fn<A, Op>();
 
 /// Runs one collective in its form; returns whether the result is the reference.
 template <class A, class Comm>
@@ -392,26 +519,30 @@ bool run_call(Comm& comm, const call_spec& c) {
   const std::size_t short_by = c.short_recv ? 1 : 0;
   switch (c.op) {
     case opk::all_gather: {
-      if constexpr (plait::schedules<A, plait::op::all_gather>) {
+      if constexpr (runs<A, plait::op::all_gather>) {
         if (c.small_type) {
           std::vector<std::uint8_t> send(4 * n, static_cast<std::uint8_t>(me)), recv(4 * n * p);
           go.template operator()<plait::op::all_gather>(send, recv);
           return false;  // another call than the others': no result is right
         }
         if (c.along) {
-          const std::size_t rows = c.rows;
-          std::vector<std::uint32_t> send(rows * n), recv(rows * n * p), want(rows * n * p);
-          for (std::size_t i = 0; i < send.size(); ++i) send[i] = value(me, -1, i, c.salt);
-          for (std::size_t x = 0; x < rows; ++x) {
-            for (int r = 0; r < P; ++r) {
-              for (std::size_t i = 0; i < n; ++i)
-                want[x * n * p + static_cast<std::size_t>(r) * n + i] = value(r, -1, x * n + i, c.salt);
+          if constexpr (plait::detail::two_level_communicator<Comm>) {
+            return false;  // draw_call never asks: along<1> on a two_level does not compile
+          } else {
+            const std::size_t rows = c.rows;
+            std::vector<std::uint32_t> send(rows * n), recv(rows * n * p), want(rows * n * p);
+            for (std::size_t i = 0; i < send.size(); ++i) send[i] = value(me, -1, i, c.salt);
+            for (std::size_t x = 0; x < rows; ++x) {
+              for (int r = 0; r < P; ++r) {
+                for (std::size_t i = 0; i < n; ++i)
+                  want[x * n * p + static_cast<std::size_t>(r) * n + i] = value(r, -1, x * n + i, c.salt);
+              }
             }
+            plait::tensor_view<const std::uint32_t, 2> in(send.data(), {rows, n});
+            plait::tensor_view<std::uint32_t, 2> out(recv.data(), {rows, n * p - short_by});
+            go.template operator()<plait::op::all_gather, plait::along<1>>(in, out);
+            return same(recv, want);
           }
-          plait::tensor_view<const std::uint32_t, 2> in(send.data(), {rows, n});
-          plait::tensor_view<std::uint32_t, 2> out(recv.data(), {rows, n * p - short_by});
-          go.template operator()<plait::op::all_gather, plait::along<1>>(in, out);
-          return same(recv, want);
         }
         std::vector<std::uint32_t> send(n), recv(n * p - std::min(short_by, n * p)), want;
         for (std::size_t i = 0; i < n; ++i) send[i] = value(me, -1, i, c.salt);
@@ -424,7 +555,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::all_to_all: {
-      if constexpr (plait::schedules<A, plait::op::all_to_all>) {
+      if constexpr (runs<A, plait::op::all_to_all>) {
         if (c.small_type) {
           std::vector<std::uint8_t> send(4 * n * p, static_cast<std::uint8_t>(me)), recv(4 * n * p);
           go.template operator()<plait::op::all_to_all>(send, recv);
@@ -443,7 +574,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::all_gather_v: {
-      if constexpr (plait::schedules<A, plait::op::all_gather>) {
+      if constexpr (runs<A, plait::op::all_gather>) {
         std::vector<int> counts(p);
         for (int r = 0; r < P; ++r) counts[static_cast<std::size_t>(r)] = vcount(c, r, -1);
         std::vector<std::uint32_t> send(static_cast<std::size_t>(counts[static_cast<std::size_t>(me)])), want;
@@ -474,7 +605,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::all_to_all_v: {
-      if constexpr (plait::schedules<A, plait::op::all_to_all>) {
+      if constexpr (runs<A, plait::op::all_to_all>) {
         std::vector<int> send_counts(p), recv_counts(p);
         std::vector<std::uint32_t> send, want;
         for (int d = 0; d < P; ++d) {
@@ -495,7 +626,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::bundle_gather: {
-      if constexpr (plait::schedules<A, plait::op::all_gather>) {
+      if constexpr (runs<A, plait::op::all_gather>) {
         std::vector<std::uint32_t> send(n), recv(n * p), want;
         std::vector<double> dsend(n), drecv(n * p), dwant;
         for (std::size_t i = 0; i < n; ++i) {
@@ -514,7 +645,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::bundle_exchange: {
-      if constexpr (plait::schedules<A, plait::op::all_to_all>) {
+      if constexpr (runs<A, plait::op::all_to_all>) {
         std::vector<std::uint32_t> send(n * p), recv(n * p), want(n * p);
         std::vector<double> dsend(n * p), drecv(n * p), dwant(n * p);
         for (int d = 0; d < P; ++d) {
@@ -532,7 +663,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::reduce_scatter: {
-      if constexpr (plait::schedules<A, rs_op>) {
+      if constexpr (runs<A, rs_op>) {
         if (c.small_type) {
           std::vector<float> send(n * p, 1.0f), recv(n);
           reduce.template operator()<rs_op>(send, recv);
@@ -551,7 +682,7 @@ bool run_call(Comm& comm, const call_spec& c) {
       break;
     }
     case opk::all_reduce: {
-      if constexpr (plait::schedules<A, ar_op>) {
+      if constexpr (runs<A, ar_op>) {
         if (c.small_type) {
           std::vector<float> send(n, 1.0f), recv(n);
           reduce.template operator()<ar_op>(send, recv);
@@ -572,14 +703,30 @@ bool run_call(Comm& comm, const call_spec& c) {
   return false;  // draw_call picks only algorithms that serve the operation
 }
 
+/// run_call with the algorithm `c` names: a built-in on a flat group, an
+/// entry of level_pairs on two levels.
+template <class Comm>
+bool run_drawn(Comm& comm, const call_spec& c) {
+  if constexpr (plait::detail::two_level_communicator<Comm>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      bool right = false;
+      ((static_cast<int>(I) == c.pair ? (right = run_call<std::tuple_element_t<I, level_pairs>>(comm, c), 0) : 0), ...);
+      return right;
+    }
+    (std::make_index_sequence<std::tuple_size_v<level_pairs>>{});
+  } else {
+    return plait::visit_algorithm(c.algorithm, [&](auto tag) {
+      using A = typename decltype(tag)::type;
+      return run_call<A>(comm, c);
+    });
+  }
+}
+
 template <class Comm>
 void timed_call(Comm& comm, const call_spec& c, call_outcome& out) {
   const auto t0 = clock_type::now();
   try {
-    const bool right = plait::visit_algorithm(c.algorithm, [&](auto tag) {
-      using A = typename decltype(tag)::type;
-      return run_call<A>(comm, c);
-    });
+    const bool right = run_drawn(comm, c);
     out.state = static_cast<int>(right ? result::right : result::wrong);
   } catch (const plait::error& e) {
     out.state = static_cast<int>(result::threw);
@@ -656,15 +803,39 @@ void disarm() {
 /// The bound on one call of a non-faulty rank: the timeout plus slack.
 double call_bound(const trial_spec& t, double slack) { return t.timeout + slack; }
 
-/// One rank of one trial; works on any communicator.
+/// A trial's timeout and check mode on a communicator, or on both levels.
+template <class Comm>
+void set_limits(Comm& comm, const trial_spec& t) {
+  if constexpr (plait::detail::two_level_communicator<Comm>) {
+    set_limits(comm.intra(), t);
+    set_limits(comm.inter(), t);
+  } else {
+    comm.set_timeout(std::chrono::duration<double>(t.timeout));
+    comm.set_check_mode(t.check_mode);
+  }
+}
+
+/// A barrier of the whole group. On two levels: the node, then each local
+/// rank's inter level (local rank 0's meets every node), then the node.
+template <class Comm>
+void group_barrier(Comm& comm) {
+  if constexpr (plait::detail::two_level_communicator<Comm>) {
+    comm.intra().barrier();
+    comm.inter().barrier();
+    comm.intra().barrier();
+  } else {
+    comm.barrier();
+  }
+}
+
+/// One rank of one trial; works on any communicator, and on two levels.
 template <class Comm>
 void run_rank(Comm& comm, const trial_spec& t, trial_report& report, double slack, bool wait_for_others) {
   const int me = comm.rank();
   rank_report& mine = report.ranks[me];
   mine.started = 1;
   mine.pid = static_cast<int>(getpid());
-  comm.set_timeout(std::chrono::duration<double>(t.timeout));
-  comm.set_check_mode(t.check_mode);
+  set_limits(comm, t);
   for (std::size_t k = 0; k < t.free_calls.size(); ++k) {
     timed_call(comm, t.free_calls[k], mine.free_call);
     if (mine.free_call.state != static_cast<int>(result::right)) {
@@ -680,7 +851,7 @@ void run_rank(Comm& comm, const trial_spec& t, trial_report& report, double slac
   {
     call_outcome& b = mine.free_call;
     try {
-      comm.barrier();
+      group_barrier(comm);
     } catch (const plait::error& e) {
       b.state = static_cast<int>(result::threw);
       b.code = static_cast<int>(e.value());
@@ -744,14 +915,25 @@ void run_rank(Comm& comm, const trial_spec& t, trial_report& report, double slac
 // Judging a trial.
 // ---------------------------------------------------------------------------
 
-enum category : int { hang, crash, leak, silent_wrong, free_error, not_named, not_poisoned, category_count_ };
+enum category : int {
+  hang,
+  crash,
+  leak,
+  silent_wrong,
+  free_error,
+  not_named,
+  not_poisoned,
+  not_named_on_levels,
+  category_count_
+};
 constexpr std::array<const char*, category_count_> category_names{"hangs",
                                                                   "crashes outside a killed rank",
                                                                   "leaked segments",
                                                                   "silent wrong results",
                                                                   "errors on fault-free calls",
                                                                   "errors not naming the faulty rank",
-                                                                  "later calls not poisoned"};
+                                                                  "later calls not poisoned",
+                                                                  "errors not naming it, on two levels"};
 
 /// Whether `message` names rank r outside its own "plait, rank R" prefix.
 bool names_rank(const call_outcome& o, int r) {
@@ -889,7 +1071,11 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
     if (names_rank(*first, t.faulty) || names_rank(*first, t.partner)) {
       ++v.named;
     } else {
-      v.findings.push_back({not_named, who + first->message});
+      // On two levels the chain of waits stops at a level's edge: a rank
+      // held up on its other level "never entered" this level's call, and
+      // the ranks waiting for it may time out before it does (counted
+      // apart, and not failed by default: docs/reliability.md).
+      v.findings.push_back({t.nodes.empty() ? not_named : not_named_on_levels, who + first->message});
     }
     const bool unusable = std::strstr(rr.poisoned.message, "unusable since an earlier failure") != nullptr;
     if (threw(rr.poisoned) && !unusable && (names_rank(rr.poisoned, t.faulty) || names_rank(rr.poisoned, t.partner))) {
@@ -947,20 +1133,21 @@ struct options {
   int jobs = 3;
   bool verbose = false;
   std::string transport = "auto";
-  std::set<std::string> lenient;  // categories reported but not failed
-  std::string replay;             // what scripts/soak needs before --seed to replay a trial
+  std::set<std::string> lenient{"not_named_on_levels"};  // categories reported but not failed (--strict: none)
+  std::string replay;                                    // what scripts/soak needs before --seed to replay a trial
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: plait-soak [--seed S] [--faults N] [--trial T] [--ranks LO-HI] [--timeout S] [--slack S]\n"
-               "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--verbose]\n"
-               "categories: hang crash leak silent_wrong free_error not_named not_poisoned\n");
+               "                  [--jobs J] [--transport shm|mpi] [--lenient CATEGORY,...] [--strict] [--verbose]\n"
+               "categories: hang crash leak silent_wrong free_error not_named not_poisoned not_named_on_levels\n"
+               "(not_named_on_levels is lenient unless --strict)\n");
   std::exit(2);
 }
 
 constexpr std::array<const char*, category_count_> category_keys{
-    "hang", "crash", "leak", "silent_wrong", "free_error", "not_named", "not_poisoned"};
+    "hang", "crash", "leak", "silent_wrong", "free_error", "not_named", "not_poisoned", "not_named_on_levels"};
 
 options parse(int argc, char** argv) {
   options o;
@@ -1013,6 +1200,8 @@ options parse(int argc, char** argv) {
       std::puts("no");
       std::exit(1);
 #endif
+    } else if (a == "--strict") {
+      o.lenient.clear();
     } else if (a == "--verbose") {
       o.verbose = true;
     } else {
@@ -1025,6 +1214,7 @@ options parse(int argc, char** argv) {
 
 struct tally {
   long trials = 0;
+  long on_levels = 0;  // of them, on two levels
   long effective = 0;
   long errors = 0;
   long named = 0;
@@ -1039,6 +1229,7 @@ struct tally {
 
 void record(tally& all, const trial_spec& t, const verdict& v, const options& o, const trial_report& rep) {
   ++all.trials;
+  if (!t.nodes.empty()) ++all.on_levels;
   if (t.fault == faultk::kill || t.fault == faultk::delay) {
     // A killed rank's fault outcome is written only if its call ended first.
     const rank_report& f = rep.ranks[t.faulty];
@@ -1077,6 +1268,7 @@ int summarise(const tally& all, const options& o, double seconds, const std::set
   std::printf("\nplait-soak: seed %" PRIu64 ", %ld faults on %s, P %d-%d, timeout %.3g s, %.1f s (%.0f faults/min)\n",
               o.seed, all.trials, o.transport.c_str(), o.lo, o.hi, o.timeout, seconds,
               seconds > 0 ? 60.0 * static_cast<double>(all.trials) / seconds : 0.0);
+  std::printf("  trials on two levels (shm nodes)     %ld\n", all.on_levels);
   for (const auto& [name, n] : all.by_fault) std::printf("  fault %-20s %ld\n", name.c_str(), n);
   for (const auto& [name, n] : all.where) std::printf("    %-30s %ld\n", name.c_str(), n);
   std::printf("  faults some rank saw: %ld of %ld\n", all.effective, all.trials);
@@ -1185,8 +1377,25 @@ int run_shm(const options& o) {
           trial_report& rep = reports[s];
           const trial_spec spec = r.spec;
           try {
-            plait::shm::run_processes(
-                spec.ranks, [&](plait::shm::communicator& comm) { run_rank(comm, spec, rep, o.slack, true); });
+            plait::shm::run_processes(spec.ranks, [&](plait::shm::communicator& comm) {
+              if (spec.nodes.empty()) {
+                run_rank(comm, spec, rep, o.slack, true);
+                return;
+              }
+              // Nodes of consecutive ranks: the node's ranks, and each
+              // local rank's peers on the other nodes (keyed by rank, so
+              // node order is rank order and position is rank).
+              int node = 0;
+              int first = 0;
+              while (comm.rank() >= first + spec.nodes[static_cast<std::size_t>(node)]) {
+                first += spec.nodes[static_cast<std::size_t>(node)];
+                ++node;
+              }
+              plait::shm::communicator intra = comm.split(node, comm.rank());
+              plait::shm::communicator inter = comm.split(comm.rank() - first, comm.rank());
+              plait::two_level levels(intra, inter);
+              run_rank(levels, spec, rep, o.slack, true);
+            });
           } catch (const std::exception& e) {
             set_text(rep.runner_error, sizeof rep.runner_error, e.what());
           }
@@ -1357,6 +1566,16 @@ int self_test() {
     expect(has(v, not_poisoned), "a later call that goes through is counted");
     expect(has(v, hang), "a call past the timeout and slack is a hang");
     expect(has(v, crash), "a faulty rank that is not killed must end its body");
+  }
+  {
+    trial_spec on_levels = t;  // the same error on two levels is counted apart
+    on_levels.nodes = {2, 1};
+    auto r = fresh();
+    r->ranks[0].fault = message("plait, rank 0, x: timed out waiting for rank 1: rank 1 never entered y #3", 1);
+    const verdict flat = judge(t, *r, 1.0, true);
+    const verdict levels = judge(on_levels, *r, 1.0, true);
+    expect(has(flat, not_named) && !has(flat, not_named_on_levels), "a flat trial's error naming another rank");
+    expect(has(levels, not_named_on_levels) && !has(levels, not_named), "a two-level trial's, counted apart");
   }
   {
     trial_spec thrown = t;  // rank 2's reduction throws
