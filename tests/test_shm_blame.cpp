@@ -130,16 +130,16 @@ TEST_CASE("a timeout blames a peer whose transfer did not finish and lists no fi
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
-TEST_CASE("a rank that another rank's failure blames names that rank as its peer, never itself", "[shm][blame]") {
-  // Rank 1 fails blaming rank 0, as it does when it sees a mismatch on rank
-  // 0's message first (test_shm_call_stamps once failed, now and then, on
-  // rank 0 reading that record and naming itself as the peer).
-  const mode m = GENERATE(mode::threads, mode::processes);
-  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+namespace {
+/// Rank 1 leaves its call with `why` (as a rank whose collective failed
+/// does) and stays alive; rank 0's all-gather must fail, and `judge` says
+/// what is wrong with its error ("" when nothing). The verdicts of a run.
+template <class Judge>
+std::vector<std::string> after_rank_one_leaves(mode m, const plait::error& why, Judge judge) {
+  return plait_test::run_ranks(m, 2, [&](plait::shm::communicator& comm) -> std::string {
     comm.set_timeout(20s);
     if (comm.rank() == 1) {
-      comm.abandon_call(plait::error(plait::errc::size_mismatch, "peer's message of call 1 is from another collective",
-                                     {1, "all_to_all<pairwise>", 0, 0}));
+      comm.abandon_call(why);
       std::this_thread::sleep_for(1s);  // alive: a process that ended would be a lost peer
       return {};
     }
@@ -148,15 +148,27 @@ TEST_CASE("a rank that another rank's failure blames names that rank as its peer
       plait::all_gather<plait::ring>(comm, mine, all);
       return "the all-gather went through";
     } catch (const plait::error& e) {
-      const std::string what = e.what();
-      if (e.code() != plait::errc::peer_lost ||
-          what.find("rank 1 failed on a transfer with rank 0") == std::string::npos) {
-        return "wrong error: " + what;
-      }
-      return e.peer() == 1 ? "" : "names peer " + std::to_string(e.peer()) + ": " + what;
+      return judge(e);
     }
   });
-  REQUIRE(plait_test::failures(verdicts) == "");
+}
+}  // namespace
+
+TEST_CASE("a rank that another rank's failure blames names that rank as its peer, never itself", "[shm][blame]") {
+  // Rank 1 fails blaming rank 0, as it does when it sees a mismatch on rank
+  // 0's message first (test_shm_call_stamps once failed, now and then, on
+  // rank 0 reading that record and naming itself as the peer).
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const plait::error why(plait::errc::size_mismatch, "peer's message of call 1 is from another collective",
+                         {1, "all_to_all<pairwise>", 0, 0});
+  REQUIRE(plait_test::failures(after_rank_one_leaves(m, why, [](const plait::error& e) -> std::string {
+            const std::string what = e.what();
+            if (e.code() != plait::errc::peer_lost ||
+                what.find("rank 1 failed on a transfer with rank 0") == std::string::npos) {
+              return "wrong error: " + what;
+            }
+            return e.peer() == 1 ? "" : "names peer " + std::to_string(e.peer()) + ": " + what;
+          })) == "");
 }
 
 TEST_CASE("a rank that leaves its call blaming a rank of another level keeps the text that names it", "[shm][blame]") {
@@ -166,23 +178,12 @@ TEST_CASE("a rank that leaves its call blaming a rank of another level keeps the
   // "rank 1 timed out waiting for rank 1", so the peers never learnt whom
   // to blame (found by the soak's two-level trials).
   const mode m = GENERATE(mode::threads, mode::processes);
-  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
-    comm.set_timeout(20s);
-    if (comm.rank() == 1) {
-      comm.abandon_call(plait::error(plait::errc::timeout, "whole-group rank 7 is to blame: rank 3 timed out",
-                                     {1, "all_gather<hierarchical<ring, ring>>", -1, 1}));
-      std::this_thread::sleep_for(1s);  // alive: a process that ended would be a lost peer
-      return {};
-    }
-    std::vector<int> mine(2, 0), all(4, -1);
-    try {
-      plait::all_gather<plait::ring>(comm, mine, all);
-      return "the all-gather went through";
-    } catch (const plait::error& e) {
-      const std::string what = e.what();
-      if (what.find("whole-group rank 7 is to blame") == std::string::npos) return "lost the rank to blame: " + what;
-      return e.peer() == 1 ? "" : "names peer " + std::to_string(e.peer()) + ": " + what;
-    }
-  });
-  REQUIRE(plait_test::failures(verdicts) == "");
+  const plait::error why(plait::errc::timeout, "whole-group rank 7 is to blame: rank 3 timed out",
+                         {1, "all_gather<hierarchical<ring, ring>>", -1, 1});
+  REQUIRE(plait_test::failures(after_rank_one_leaves(m, why, [](const plait::error& e) -> std::string {
+            const std::string what = e.what();
+            if (what.find("whole-group rank 7 is to blame") == std::string::npos)
+              return "lost the rank to blame: " + what;
+            return e.peer() == 1 ? "" : "names peer " + std::to_string(e.peer()) + ": " + what;
+          })) == "");
 }
