@@ -535,20 +535,27 @@ TEST_CASE("ranks whose two-level calls differ only in element type fail instead 
 
 TEST_CASE("a call on levels that an earlier failure left unusable names the two-level call that failed",
           "[two_level][errors]") {
-  // Rank 3 never calls; the others time out or learn of it, then call again.
+  // Rank 5 never calls; the others time out or learn of it, then call again.
   // A level poisoned by its own collective kept only that collective's name
   // ("poisoned by all_gather<ring> #4"), which the user never called (found
-  // by the soak's two-level trials).
+  // by the soak's two-level trials). A call refused first (neighbor_exchange
+  // cannot run on the 3 nodes) poisons nothing and is not the one named.
   using namespace std::chrono_literals;
-  const auto verdicts = on_levels(4, 2, placement::block, [](auto& levels, auto& world) -> std::string {
-    if (world.rank() == 3) {
+  const auto verdicts = on_levels(6, 3, placement::block, [](auto& levels, auto& world) -> std::string {
+    if (world.rank() == 5) {
       std::this_thread::sleep_for(1500ms);
       return {};
     }
     levels.intra().set_timeout(300ms);
     levels.inter().set_timeout(300ms);
     std::vector<int> mine(2, world.rank());
-    std::vector<int> all(8);
+    std::vector<int> all(12);
+    try {
+      plait::all_gather<plait::hierarchical<plait::ring, plait::neighbor_exchange>>(levels, mine, all);
+      return "neighbor_exchange ran on 3 nodes";
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::unsupported) return std::string("not refused: ") + e.what();
+    }
     for (int call = 0; call < 2; ++call) {
       try {
         plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
@@ -557,7 +564,8 @@ TEST_CASE("a call on levels that an earlier failure left unusable names the two-
         const std::string text = e.what();
         const std::size_t since = text.find("unusable since");
         if (call == 1 && (since == std::string::npos ||
-                          text.find("all_gather<hierarchical<ring, ring>>", since) == std::string::npos)) {
+                          text.find("all_gather<hierarchical<ring, ring>>", since) == std::string::npos ||
+                          text.find("neighbor_exchange") != std::string::npos)) {
           return "the later error does not name the call that failed: " + text;
         }
       }

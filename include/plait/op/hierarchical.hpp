@@ -197,7 +197,10 @@ auto on_level(const Levels& levels, bool inter, std::string_view operation, Star
     hierarchical_state& state = hierarchical_state_of(levels);
     error seen = on_level_error(levels, inter, operation,
                                 unusable_before ? within_failed_call(raised, state.first_failure()) : raised);
-    if (!unusable_before) state.note_failure(operation);
+    // Only a failure that left the level unusable: a refusal of the call's
+    // arguments (an algorithm that cannot run on the level) leaves it usable.
+    const bool unusable_now = inter ? !levels.inter().usable() : !levels.intra().usable();
+    if (!unusable_before && unusable_now) state.note_failure(operation);
     abandon_other_level(levels, inter, seen);
     return seen;
   };
