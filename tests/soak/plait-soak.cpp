@@ -52,6 +52,8 @@
 #include <plait/mpi.hpp>
 #endif
 
+#include "../support/algorithm_lists.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -186,18 +188,6 @@ std::vector<plait::algorithm_id> algorithms_for(opk op, int ranks) {
   }
 }
 
-/// Whether level algorithm A runs Op on `size` ranks.
-template <class A, class Op>
-bool level_runs(int size) {
-  if constexpr (plait::detail::is_automatic<A>) {
-    return true;
-  } else if constexpr (plait::schedules<A, Op>) {
-    return plait::accepts<A, Op>(size);
-  } else {
-    return false;
-  }
-}
-
 /// Whether algorithm H of level_pairs runs Op on nodes of `nodes` ranks:
 /// Inner on every node, Outer on every local rank's inter level (the nodes
 /// that have that local rank).
@@ -207,9 +197,10 @@ bool pair_runs(const std::vector<int>& nodes) {
     const int largest = *std::max_element(nodes.begin(), nodes.end());
     for (int local = 0; local < largest; ++local) {
       const auto inter = std::count_if(nodes.begin(), nodes.end(), [&](int size) { return size > local; });
-      if (!level_runs<typename H::outer, Op>(static_cast<int>(inter))) return false;
+      if (!plait_test::runs_on<typename H::outer, Op>(static_cast<int>(inter))) return false;
     }
-    return std::all_of(nodes.begin(), nodes.end(), [](int size) { return level_runs<typename H::inner, Op>(size); });
+    return std::all_of(nodes.begin(), nodes.end(),
+                       [](int size) { return plait_test::runs_on<typename H::inner, Op>(size); });
   } else {
     return true;  // automatic
   }
@@ -441,14 +432,14 @@ bool same(const std::vector<T>& got, const std::vector<T>& want) {
   return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
 }
 
-/// Whether algorithm A runs Op: a flat algorithm with a schedule for it, or
-/// a hierarchical pair whose levels both do (or choose automatically).
+/// Whether algorithm A runs Op: a flat algorithm with a schedule for it (or
+/// automatic), or a hierarchical pair whose levels both are.
 template <class A, class Op>
 consteval bool runs_fn() {
   if constexpr (plait::detail::is_hierarchical<A>) {
     return runs_fn<typename A::inner, Op>() && runs_fn<typename A::outer, Op>();
   } else {
-    return plait::detail::is_automatic<A> || plait::schedules<A, Op>;
+    return plait_test::has_schedule<A, Op>;
   }
 }
 template <class A, class Op>
