@@ -123,3 +123,20 @@ TEST_CASE("a rank held up in an earlier call by a rank stuck there passes the bl
   records[1] = idle(13);
   CHECK(find_guilty(records, 0).rank == 2);
 }
+
+TEST_CASE("a rank at the other level of a two-level call is blamed as away, for its level to name the cause",
+          "[blame]") {
+  // Rank 1 waits for rank 0, which never entered #12 here: it waits at the
+  // other level of a two-level call.
+  std::vector<wait_record> records{idle(11), waiting_for(0)};
+  records[0].away = true;
+  const auto found = find_guilty(records, 1);
+  CHECK(found.rank == 0);
+  CHECK(found.away);
+  CHECK(found.sentence ==
+        "rank 0 never entered all_gather<ring> #12 (its last call was #11); it is at the other level of a two-level "
+        "call");
+  // Not away: the same record blames rank 0 outright.
+  records[0].away = false;
+  CHECK_FALSE(find_guilty(records, 1).away);
+}

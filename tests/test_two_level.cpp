@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -630,4 +631,77 @@ TEST_CASE("two_level's census queues behind collectives in flight on its levels"
     return gather_and_check<plait::hierarchical<plait::ring, plait::direct>>(levels, 2);
   });
   require_all_empty(verdicts);
+}
+
+namespace {
+/// Rank 2 never calls, on two nodes of two (block: node 1 is ranks 2 and
+/// 3). Rank 0 waits at its inter level for rank 2 (for `inter_timeout`)
+/// while rank 1 waits at their intra level for rank 0 (for 300 ms, so it
+/// times out first). Each rank's error; none where it returned.
+std::vector<std::optional<plait::error>> rank_one_waits_for_a_rank_at_its_other_level(
+    bool reduce, std::chrono::milliseconds inter_timeout) {
+  using namespace std::chrono_literals;
+  std::vector<std::optional<plait::error>> errors(4);
+  const auto verdicts = on_levels(4, 2, placement::block, [&](auto& levels, auto& world) -> std::string {
+    if (world.rank() == 2) {
+      std::this_thread::sleep_for(inter_timeout + 900ms);
+      return {};
+    }
+    levels.intra().set_timeout(300ms);
+    levels.inter().set_timeout(inter_timeout);
+    std::vector<int> mine(2, world.rank());
+    std::vector<int> all(reduce ? 2 : 8);
+    try {
+      if (reduce) {
+        plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all, plait::sum{});
+      } else {
+        plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
+      }
+    } catch (const plait::error& e) {
+      errors[static_cast<std::size_t>(world.rank())] = e;
+    }
+    return {};
+  });
+  require_all_empty(verdicts);
+  return errors;
+}
+}  // namespace
+
+TEST_CASE("a rank that waits for a rank held at its other level names the rank that holds it there",
+          "[two_level][errors]") {
+  // Found by the soak's two-level trials: rank 1 timed out first and blamed
+  // rank 0, which "never entered" the intra level's call: it waited at the
+  // inter level for rank 2, a chain no record on the intra level shows. Rank
+  // 0's intra record now says it is at the other level, and rank 1 waits one
+  // timeout more, until rank 0's own timeout fails the intra level naming
+  // rank 2. All-gather goes inter then intra; all-reduce intra, inter
+  // (leaders only), then intra.
+  using namespace std::chrono_literals;
+  const bool reduce = GENERATE(false, true);
+  CAPTURE(reduce);
+  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(reduce, 450ms);
+  for (const int r : {0, 1, 3}) {
+    const auto& e = errors[static_cast<std::size_t>(r)];
+    INFO("rank " << r << ": " << (e ? e->what() : "returned"));
+    CHECK((e && e->peer() == 2));
+  }
+}
+
+TEST_CASE("a rank that waits for a rank still at its other level after one timeout more says where it is",
+          "[two_level][errors]") {
+  // Rank 0's inter level waits 900 ms, longer than rank 1's 300 ms and the
+  // 300 ms more: rank 1 fails first, naming rank 0 as held at the other
+  // level, and the time it waited in all.
+  using namespace std::chrono_literals;
+  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 900ms);
+  REQUIRE(errors[0]);
+  REQUIRE(errors[1]);
+  const plait::error& e = *errors[1];
+  const std::string text = e.what();
+  INFO(text);
+  CHECK(e.code() == plait::errc::timeout);
+  CHECK(e.peer() == 0);
+  CHECK(text.find("timed out after 0.6 s") != std::string::npos);
+  CHECK(text.find("it is at the other level of a two-level call") != std::string::npos);
+  CHECK(errors[0]->peer() == 2);
 }

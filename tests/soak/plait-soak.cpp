@@ -1062,10 +1062,11 @@ verdict judge(const trial_spec& t, const trial_report& rep, double slack, bool k
     if (names_rank(*first, t.faulty) || names_rank(*first, t.partner)) {
       ++v.named;
     } else {
-      // On two levels the chain of waits stops at a level's edge: a rank
-      // held up on its other level "never entered" this level's call, and
-      // the ranks waiting for it may time out before it does (counted
-      // apart, and not failed by default: docs/reliability.md).
+      // On two levels a cycle of waits across levels (the faulty rank ran
+      // an operation whose levels come in the other order) shows in no
+      // record, and a mismatch can pass through two levels' records until
+      // the faulty rank's number is cut off (counted apart, and not failed
+      // by default: docs/reliability.md).
       v.findings.push_back({t.nodes.empty() ? not_named : not_named_on_levels, who + first->message});
     }
     const bool unusable = std::strstr(rr.poisoned.message, "unusable since an earlier failure") != nullptr;

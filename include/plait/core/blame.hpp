@@ -10,6 +10,12 @@
 // transports only publish and read records (shm: in the segment, readable
 // without the peer's help; MPI: a short query after the timeout, answered from
 // inside the peers' waits); find_guilty is the rule and the sentence.
+//
+// A chain stops at a level's edge: a rank of a two-level call that waits at
+// its other level is in no wait of this one. Its record says so (away), and
+// a rank that times out waiting for it waits one timeout more, for the
+// other level's own timeout to name the rank to blame and to fail this
+// level with it (op/abandon_levels.hpp).
 #pragma once
 
 #include <chrono>
@@ -64,6 +70,7 @@ struct wait_record {
   std::string operation;      ///< the call's name ("all_gather<ring>") where known, else empty
   bool gave_up = false;       ///< that wait timed out: it no longer waits for its peer's message
   bool stalled = false;       ///< in that wait, but it has not polled for stall_time (stopped, or without a core)
+  bool away = false;          ///< in no wait here: at the other level of a two-level call (op/hierarchical.hpp)
 };
 
 /// How long a waiting rank may go without polling before its record counts
@@ -79,6 +86,8 @@ struct blame {
   std::string sentence;  ///< "rank 0 never entered all_gather<ring> #12 (its last call was #11)"
   bool busy = false;     ///< the rank is in the call but in no wait: it may be about to wait (look again)
   bool stuck = false;    ///< the rank waits but has stopped polling, or came late (it holds up its call)
+  bool away = false;     ///< the rank never entered the call: it is at the other level of a two-level call, whose
+                         ///< own timeout names the rank to blame there (wait one timeout more for its verdict)
 };
 
 /// Follows the waits from `self` (waiting in a collective call) through every

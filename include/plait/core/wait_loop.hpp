@@ -59,6 +59,8 @@ class wait_loop {
   void pause() noexcept { pacing_.pause(); }
   /// The deadline.
   [[nodiscard]] deadline until() const noexcept { return until_; }
+  /// Moves the deadline (a wait that goes on past it: shm's wait_longer).
+  void extend(deadline until) noexcept { until_ = until; }
 
  private:
   static constexpr unsigned clock_polls = 16;  // spinning polls per clock read

@@ -184,6 +184,42 @@ collective_request start_on_level(Comm& comm, Send&& send, Recv&& recv, const Co
   return collective_request(h);
 }
 
+/// While a two-level body waits at one level, the other level's wait record
+/// says this rank is at the other level (a transport with wait records:
+/// shm's note_other_level), so that a peer there that times out waiting for
+/// it waits one timeout more, for this level's own timeout to name the rank
+/// to blame (core/blame.hpp). Type-erased: the levels' types differ.
+class at_other_level {
+ public:
+  template <class Comm>
+  explicit at_other_level(Comm& comm) noexcept {
+    if constexpr (requires { comm.note_other_level(true); }) {
+      comm_ = &comm;
+      note_ = [](void* c, bool away) noexcept { static_cast<Comm*>(c)->note_other_level(away); };
+      note_(comm_, true);
+    }
+  }
+  at_other_level(at_other_level&& other) noexcept
+      : comm_(std::exchange(other.comm_, nullptr)), note_(std::exchange(other.note_, nullptr)) {}
+  at_other_level(const at_other_level&) = delete;
+  at_other_level& operator=(const at_other_level&) = delete;
+  at_other_level& operator=(at_other_level&&) = delete;
+  ~at_other_level() {
+    if (note_ != nullptr) note_(comm_, false);
+  }
+
+ private:
+  void* comm_ = nullptr;
+  void (*note_)(void*, bool) noexcept = nullptr;
+};
+
+/// A step of a hierarchical body at one level: the step's awaiter, with the
+/// other level's record saying so until the step resumes.
+template <class Explain>
+struct level_step_awaiter : step_awaiter<Explain> {
+  at_other_level away;
+};
+
 /// `co_await on_level(levels, inter, operation, start)` in a hierarchical
 /// body: starts one level's collective (start() returns its request) and
 /// waits for it; its errors, at start or later, name the level, and go to
@@ -204,13 +240,14 @@ auto on_level(const Levels& levels, bool inter, std::string_view operation, Star
     abandon_other_level(levels, inter, seen);
     return seen;
   };
+  at_other_level away = inter ? at_other_level(levels.intra()) : at_other_level(levels.inter());
   collective_request request;
   try {
     request = start();  // its checks and plan may refuse the call at once
   } catch (const error& raised) {
     throw explain(raised);
   }
-  return step_awaiter<decltype(explain)>{std::move(request), explain};
+  return level_step_awaiter<decltype(explain)>{{std::move(request), explain}, std::move(away)};
 }
 
 /// Sizes as tensor extents.

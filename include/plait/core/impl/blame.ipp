@@ -117,6 +117,9 @@ namespace detail {
       if (r.waiting) {
         out.sentence += r.call == 0 ? "; it waits for rank " + std::to_string(r.peer) + " in a point-to-point transfer"
                                     : "; it waits in " + call_text(r) + " for rank " + std::to_string(r.peer);
+      } else if (r.away) {
+        out.sentence += "; it is at the other level of a two-level call";
+        out.away = true;
       }
     } else if (r.waiting && r.call == 0) {
       out.sentence = who + " is in " + call_text(mine) + " but waits for rank " + std::to_string(r.peer) +

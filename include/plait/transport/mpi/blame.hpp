@@ -55,7 +55,8 @@ inline plait::detail::wait_record record_of(const blame_message& m) {
           m.waiting != 0, static_cast<std::uint32_t>(m.call),
           m.stamp,        m.step,
           m.peer,         m.text_value(),
-          m.gave_up != 0, false};  // a rank that answers polls
+          m.gave_up != 0, false,  // a rank that answers polls
+          false};                 // and waits at this level (on another, it does not answer)
 }
 
 }  // namespace mpi::detail

@@ -296,6 +296,18 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// wait_all). Fails as wait_all does, and with errc::timeout once `until`
   /// has passed with some still pending.
   bool test_all(std::span<request> requests, deadline until);
+  /// This rank's wait record says it is at the other level of a two-level
+  /// call (`true`, counted: calls in flight may nest) or back (`false`). A
+  /// peer that times out waiting for it then waits one timeout more, for the
+  /// other level's own timeout to name the rank to blame (core/blame.hpp).
+  void note_other_level(bool away) noexcept {
+    auto count = detail::atomic(segment_->record(rank()).away);
+    if (away) {
+      count.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      count.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
   /// The rank's own code threw in a collective call (op/abandon.hpp), or
   /// it leaves a two-level call whose other level failed
   /// (op/abandon_levels.hpp): drops the pending transfers and poisons the
@@ -501,7 +513,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// Waits until every peer has posted `round`.
   void await_slot_peers(std::uint64_t round);
   void publish_slot_wait(int peer, bool label) noexcept;
-  [[noreturn, gnu::cold]] void slot_round_timed_out(int peer);
+  [[noreturn, gnu::cold]] void slot_round_timed_out(int peer, bool waited_longer);
 
   // ---- liveness (impl/liveness.ipp) ------------------------------------
 
@@ -519,7 +531,12 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// False when the process of a rank we still wait for no longer exists.
   [[nodiscard]] bool peers_alive(std::span<request> requests) const;
   [[nodiscard, gnu::cold]] error lost_process(std::span<request> requests) const;
-  [[nodiscard, gnu::cold]] error timed_out(std::span<request> requests) const;
+  /// `waited_longer`: the wait went on for one timeout more (wait_longer).
+  [[nodiscard, gnu::cold]] error timed_out(std::span<request> requests, bool waited_longer = false) const;
+  /// Whether a wait whose deadline has passed goes on for one timeout more:
+  /// the rank to blame is at the other level of a two-level call, whose own
+  /// timeout names the rank to blame there and fails this level with it.
+  [[nodiscard, gnu::cold]] bool wait_longer(std::span<request> requests) const;
 
   // ---- the wait record (impl/liveness.ipp; the rule: core/blame.hpp) --
 
@@ -537,6 +554,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
   std::shared_ptr<detail::segment> segment_;
   std::vector<peer_state> peers_;
   mutable plait::detail::blame blame_;  // timed_out's finding, which record_group_failure words for the peers
+  // test_all's deadline (its caller's) that wait_longer extended, and to when.
+  deadline extended_deadline_{};
+  deadline extended_until_{};
   std::uint64_t bytes_read_in_place_ = 0;
   std::uint64_t bytes_copied_for_senders_ = 0;
   std::uint64_t bytes_sent_vectored_ = 0;

@@ -37,8 +37,9 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-inline constexpr std::uint32_t segment_version =
-    11;  // 11: shared slots without read counters; 10: shared slots; 9: wait records; 8: vectored and pool references
+// 12: wait records say "away"; 11: shared slots without read counters; 10:
+// shared slots; 9: wait records; 8: vectored and pool references.
+inline constexpr std::uint32_t segment_version = 12;
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
@@ -94,6 +95,7 @@ struct alignas(cache_line) rank_record {
   std::int32_t wait_peer;    // the rank it waits for
   std::uint32_t label_call;  // the call `label` names, 0: none (stored after the label, release)
   std::uint32_t polled_ms;   // steady clock (ms, mod 2^32) when its wait last published: a stopped rank's falls behind
+  std::uint32_t away;        // two-level calls waiting at the other level (op/hierarchical.hpp), counted up and down
   std::uint64_t
       label[label_words];  // the call's name (label_words) ("all_gather<ring>"), 48 bytes, stored word by word
 };

@@ -239,6 +239,7 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
   try {
     plait::detail::wait_loop loop(until, busy_poll());
     bool labelled = false;
+    bool waited_longer = false;
     for (;;) {
       const bool moved = progress();
       if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
@@ -251,7 +252,11 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
         published.self = this;
       }
       check_group(first_waiting(requests));
-      if (loop.expired()) throw timed_out(requests);
+      if (loop.expired()) {
+        if (waited_longer || !wait_longer(requests)) throw timed_out(requests, waited_longer);
+        waited_longer = true;
+        loop.extend(deadline_from_now());
+      }
       if (!loop.slow_check_due()) {
         loop.pause();
         continue;
@@ -304,13 +309,17 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
       if (all_complete()) return true;  // the record ends at the next look or wait
       throw lost_process(requests);
     }
-    if (clock::now() > until) {
+    // The caller's deadline, or where wait_longer extended it to.
+    const bool extended = extended_deadline_ != deadline{} && until == extended_deadline_;
+    if (clock::now() > (extended ? extended_until_ : until)) {
       // As wait_all: a peer process that ended may have left its last bytes
       // in the channel; one more pass decides between lost and slow.
       progress();
       if (all_complete()) return true;
       if (!peers_alive(requests)) throw lost_process(requests);
-      throw timed_out(requests);
+      if (extended || !wait_longer(requests)) throw timed_out(requests, extended);
+      extended_deadline_ = until;
+      extended_until_ = deadline_from_now();
     }
     return false;
   } catch (const error& e) {

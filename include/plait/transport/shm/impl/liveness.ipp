@@ -94,7 +94,15 @@ PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
   return error(errc::peer_lost, "a peer process ended first", where({}));
 }
 
-[[gnu::noinline]] PLAIT_DECL error communicator::timed_out(std::span<request> requests) const {
+[[gnu::noinline]] PLAIT_DECL bool communicator::wait_longer(std::span<request> requests) const {
+  try {
+    return plait::detail::find_guilty(wait_records(requests), rank()).away;
+  } catch (...) {  // out of memory: time out as without records
+    return false;
+  }
+}
+
+[[gnu::noinline]] PLAIT_DECL error communicator::timed_out(std::span<request> requests, bool waited_longer) const {
   const request* pending_request = first_pending(requests);
   if (pending_request == nullptr) return error(errc::timeout, "timed out", where({}));
   const request& r = *pending_request;
@@ -119,9 +127,9 @@ PLAIT_DECL bool communicator::peers_alive(std::span<request> requests) const {
   // has marked the group failed, and then waits no more, so its record would
   // make it look busy. Its verdict stands (as on MPI): peer_lost naming it.
   check_group(r.peer);
-  std::string waited =
-      plait::detail::concat({"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", r.peer,
-                             r.is_send ? " to take " : " to send ", m.bytes, " bytes (", m.done, " done)"});
+  std::string waited = plait::detail::concat(
+      {"timed out after ", detail::seconds_text(waited_longer ? 2 * timeout() : timeout()), " waiting for rank ",
+       r.peer, r.is_send ? " to take " : " to send ", m.bytes, " bytes (", m.done, " done)"});
   if (blame_.rank < 0) return error(errc::timeout, waited, where({}, r.peer));
   return error(errc::timeout, plait::detail::concat({waited, blame_.chain, ": ", blame_.sentence}),
                where({}, blame_.rank));
@@ -174,6 +182,7 @@ PLAIT_DECL void communicator::end_wait() noexcept {
     const std::uint32_t idle_ms =
         detail::steady_ms() - detail::atomic(record.polled_ms).load(std::memory_order_relaxed);
     out.stalled = out.waiting && peer != rank() && idle_ms > plait::detail::stall_time.count();
+    out.away = !out.waiting && detail::atomic(record.away).load(std::memory_order_relaxed) != 0;
     if (out.waiting && out.call != 0 && detail::atomic(record.label_call).load(std::memory_order_acquire) == out.call) {
       char text[detail::label_words * sizeof(std::uint64_t) + 1] = {};
       for (std::size_t i = 0; i < detail::label_words; ++i) {
@@ -196,7 +205,7 @@ PLAIT_DECL void communicator::end_wait() noexcept {
             m.stamp, collective ? note.step : -1,
             r->peer, collective ? std::string(note.operation) : std::string(),
             false,  // it gives up now: no peer has yet seen it cancel anything
-            false};
+            false,   false};
   }
   return records;
 }

@@ -121,6 +121,7 @@ PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round) {
   bool published = false;
   try {
     plait::detail::wait_loop loop(deadline_from_now(), busy_poll());
+    bool waited_longer = false;
     for (;;) {
       while (peer < size() && (peer == rank() || reached(peer))) ++peer;
       if (peer == size()) break;
@@ -140,7 +141,11 @@ PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round) {
         published = true;
       }
       check_group(peer);
-      if (loop.expired()) slot_round_timed_out(peer);
+      if (loop.expired()) {
+        if (waited_longer || !wait_longer({})) slot_round_timed_out(peer, waited_longer);
+        waited_longer = true;
+        loop.extend(deadline_from_now());
+      }
       if (slow && detail::process_ended(detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed)) &&
           !reached(peer)) {
         const std::int32_t pid = detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed);
@@ -179,7 +184,7 @@ PLAIT_DECL void communicator::publish_slot_wait(int peer, bool label) noexcept {
   detail::atomic(record.waiting).store(1, std::memory_order_release);
 }
 
-[[gnu::noinline]] PLAIT_DECL void communicator::slot_round_timed_out(int peer) {
+[[gnu::noinline]] PLAIT_DECL void communicator::slot_round_timed_out(int peer, bool waited_longer) {
   // The rank to blame is at the end of the chain of waits (core/blame.hpp),
   // as for a timed-out transfer.
   blame_ = {};
@@ -193,8 +198,9 @@ PLAIT_DECL void communicator::publish_slot_wait(int peer, bool label) noexcept {
     blame_ = {};
   }
   check_group(peer);
-  const std::string waited = plait::detail::concat(
-      {"timed out after ", detail::seconds_text(timeout()), " waiting for rank ", peer, " to post its shared slot"});
+  const std::string waited =
+      plait::detail::concat({"timed out after ", detail::seconds_text(waited_longer ? 2 * timeout() : timeout()),
+                             " waiting for rank ", peer, " to post its shared slot"});
   if (blame_.rank < 0) throw error(errc::timeout, waited, where(slot_operation_, peer, slot_step_));
   throw error(errc::timeout, plait::detail::concat({waited, blame_.chain, ": ", blame_.sentence}),
               where(slot_operation_, blame_.rank, slot_step_));
