@@ -676,10 +676,11 @@ TEST_CASE("a rank that waits for a rank held at its other level names the rank t
   // timeout more, until rank 0's own timeout fails the intra level naming
   // rank 2. All-gather goes inter then intra; all-reduce intra, inter
   // (leaders only), then intra.
+  static_assert(requires(plait::shm::communicator & c) { c.note_other_level(true); });
   using namespace std::chrono_literals;
   const bool reduce = GENERATE(false, true);
   CAPTURE(reduce);
-  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(reduce, 450ms);
+  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(reduce, 400ms);
   for (const int r : {0, 1, 3}) {
     const auto& e = errors[static_cast<std::size_t>(r)];
     INFO("rank " << r << ": " << (e ? e->what() : "returned"));

@@ -11,10 +11,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -442,6 +444,42 @@ TEST_CASE("mpi an error inside a level of node_levels names world ranks, level r
     if (e.rank() != world.rank()) verdict = "wrong rank: " + text;
     for (const std::string& part : parts) {
       if (text.find(part) == std::string::npos) verdict = "lacks '" + part + "': " + text;
+    }
+  }
+  CAPTURE(verdict);
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
+TEST_CASE("mpi a rank that waits for a rank held at its other level of node_levels names the rank that holds it",
+          "[mpi][two_level][errors]") {
+  // Two nodes in blocks; the second rank of node 1 never calls. In an
+  // all-reduce's inter step, node 0's first rank waits for node 1's first at
+  // the MPI level (300 ms), which waits at its shm level (450 ms) for the
+  // absent rank, while node 0's other ranks wait at the shm level for their
+  // first rank. Each that timed out first blamed the rank it waited for:
+  // the MPI query went unanswered (the rank was at its shm level), and the
+  // shm record said "never entered". Now both wait one timeout more, until
+  // the held rank's own timeout names the absent rank.
+  static_assert(requires(plait::mpi::communicator & c) { c.note_level_step(true); });
+  static_assert(requires(plait::shm::communicator & c) { c.note_other_level(true); });
+  using namespace std::chrono_literals;
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  if (world.size() < 4 || world.size() % 2 != 0) return;
+  const int absent = world.size() / 2 + 1;
+  plait::mpi::node_levels levels(world, fake_node(placement::block, world.rank(), 2, world.size()));
+  std::string verdict;
+  if (world.rank() == absent) {
+    std::this_thread::sleep_for(1500ms);
+  } else {
+    levels.intra().set_timeout(450ms);
+    levels.inter().set_timeout(300ms);
+    std::vector<int> mine(2, world.rank());
+    std::vector<int> all(2);
+    try {
+      plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all, plait::sum{});
+      verdict = "returned";
+    } catch (const plait::error& e) {
+      if (e.peer() != absent) verdict = "does not name rank " + std::to_string(absent) + ": " + e.what();
     }
   }
   CAPTURE(verdict);

@@ -12,10 +12,11 @@
 // inside the peers' waits); find_guilty is the rule and the sentence.
 //
 // A chain stops at a level's edge: a rank of a two-level call that waits at
-// its other level is in no wait of this one. Its record says so (away), and
-// a rank that times out waiting for it waits one timeout more, for the
-// other level's own timeout to name the rank to blame and to fail this
-// level with it (op/abandon_levels.hpp).
+// its other level is in no wait of this one. Its record says so (shm: away),
+// or it does not answer (MPI: silent, while the asker waits in a level step
+// itself), and a rank that times out waiting for it waits one timeout more,
+// for the other level's own timeout to name the rank to blame and to fail
+// this level with it (op/abandon_levels.hpp).
 #pragma once
 
 #include <chrono>
@@ -88,6 +89,7 @@ struct blame {
   bool stuck = false;    ///< the rank waits but has stopped polling, or came late (it holds up its call)
   bool away = false;     ///< the rank never entered the call: it is at the other level of a two-level call, whose
                          ///< own timeout names the rank to blame there (wait one timeout more for its verdict)
+  bool silent = false;   ///< the rank did not answer (MPI): absent, or at the other level of a two-level call
 };
 
 /// Follows the waits from `self` (waiting in a collective call) through every

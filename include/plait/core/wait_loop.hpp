@@ -73,6 +73,26 @@ class wait_loop {
   clock::time_point last_read_{};  // and its latest
 };
 
+/// For a wait made of looks whose deadline is its caller's (test_all): the
+/// deadline it extended once it had passed, and to when (a rank to blame
+/// held at the other level of a two-level call: core/blame.hpp).
+class deadline_extension {
+ public:
+  /// Whether `until` is the deadline extended.
+  [[nodiscard]] bool extended(deadline until) const noexcept { return from_ != deadline{} && until == from_; }
+  /// `until`, or where it was extended to.
+  [[nodiscard]] deadline effective(deadline until) const noexcept { return extended(until) ? to_ : until; }
+  /// Extends `until` to `to`.
+  void extend(deadline until, deadline to) noexcept {
+    from_ = until;
+    to_ = to;
+  }
+
+ private:
+  deadline from_{};
+  deadline to_{};
+};
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

@@ -184,40 +184,55 @@ collective_request start_on_level(Comm& comm, Send&& send, Recv&& recv, const Co
   return collective_request(h);
 }
 
-/// While a two-level body waits at one level, the other level's wait record
-/// says this rank is at the other level (a transport with wait records:
-/// shm's note_other_level), so that a peer there that times out waiting for
-/// it waits one timeout more, for this level's own timeout to name the rank
-/// to blame (core/blame.hpp). Type-erased: the levels' types differ.
-class at_other_level {
+/// While a two-level body waits at one level, each level's transport may
+/// take note (core/blame.hpp): the other level's wait record says this rank
+/// is away there (shm's note_other_level), so a peer there that times out
+/// waiting for it waits one timeout more, for this level's own timeout to
+/// name the rank to blame; and the waited level knows that a peer that does
+/// not answer its query may be at its other level (MPI's note_level_step),
+/// so it waits one timeout more before it blames that peer. Type-erased:
+/// the levels' types differ.
+class level_step_marks {
  public:
-  template <class Comm>
-  explicit at_other_level(Comm& comm) noexcept {
-    if constexpr (requires { comm.note_other_level(true); }) {
-      comm_ = &comm;
-      note_ = [](void* c, bool away) noexcept { static_cast<Comm*>(c)->note_other_level(away); };
-      note_(comm_, true);
+  template <class Here, class Other>
+  level_step_marks(Here& here, Other& other) noexcept {
+    if constexpr (requires { here.note_level_step(true); }) {
+      here_ = &here;
+      note_here_ = [](void* c, bool on) noexcept { static_cast<Here*>(c)->note_level_step(on); };
+      note_here_(here_, true);
+    }
+    if constexpr (requires { other.note_other_level(true); }) {
+      other_ = &other;
+      note_other_ = [](void* c, bool on) noexcept { static_cast<Other*>(c)->note_other_level(on); };
+      note_other_(other_, true);
     }
   }
-  at_other_level(at_other_level&& other) noexcept
-      : comm_(std::exchange(other.comm_, nullptr)), note_(std::exchange(other.note_, nullptr)) {}
-  at_other_level(const at_other_level&) = delete;
-  at_other_level& operator=(const at_other_level&) = delete;
-  at_other_level& operator=(at_other_level&&) = delete;
-  ~at_other_level() {
-    if (note_ != nullptr) note_(comm_, false);
+  level_step_marks(level_step_marks&& from) noexcept
+      : here_(std::exchange(from.here_, nullptr)),
+        other_(std::exchange(from.other_, nullptr)),
+        note_here_(std::exchange(from.note_here_, nullptr)),
+        note_other_(std::exchange(from.note_other_, nullptr)) {}
+  level_step_marks(const level_step_marks&) = delete;
+  level_step_marks& operator=(const level_step_marks&) = delete;
+  level_step_marks& operator=(level_step_marks&&) = delete;
+  ~level_step_marks() {
+    if (note_here_ != nullptr) note_here_(here_, false);
+    if (note_other_ != nullptr) note_other_(other_, false);
   }
 
  private:
-  void* comm_ = nullptr;
-  void (*note_)(void*, bool) noexcept = nullptr;
+  using note = void (*)(void*, bool) noexcept;
+  void* here_ = nullptr;
+  void* other_ = nullptr;
+  note note_here_ = nullptr;
+  note note_other_ = nullptr;
 };
 
-/// A step of a hierarchical body at one level: the step's awaiter, with the
-/// other level's record saying so until the step resumes.
+/// A step of a hierarchical body at one level: the step's awaiter, with both
+/// levels' marks (level_step_marks) until the step resumes.
 template <class Explain>
 struct level_step_awaiter : step_awaiter<Explain> {
-  at_other_level away;
+  level_step_marks marks;
 };
 
 /// `co_await on_level(levels, inter, operation, start)` in a hierarchical
@@ -240,14 +255,15 @@ auto on_level(const Levels& levels, bool inter, std::string_view operation, Star
     abandon_other_level(levels, inter, seen);
     return seen;
   };
-  at_other_level away = inter ? at_other_level(levels.intra()) : at_other_level(levels.inter());
+  level_step_marks marks =
+      inter ? level_step_marks(levels.inter(), levels.intra()) : level_step_marks(levels.intra(), levels.inter());
   collective_request request;
   try {
     request = start();  // its checks and plan may refuse the call at once
   } catch (const error& raised) {
     throw explain(raised);
   }
-  return level_step_awaiter<decltype(explain)>{{std::move(request), explain}, std::move(away)};
+  return level_step_awaiter<decltype(explain)>{{std::move(request), explain}, std::move(marks)};
 }
 
 /// Sizes as tensor extents.

@@ -95,6 +95,7 @@ namespace detail {
     const std::string who = "rank " + std::to_string(next);
     if (!r.known) {
       out.sentence = who + " did not answer: it is not in " + call_text(mine) + " nor in any wait";
+      out.silent = true;
     } else if (r.entered > mine.call && !r.waiting) {
       out.sentence = who + " has left " + call_text(mine) + " behind: its last call was #" + std::to_string(r.entered) +
                      ", and it waits in none";

@@ -199,6 +199,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
     // before it sleeps: MPI moves bytes only inside a poll.
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
     unsigned idle_polls = 0;
+    bool waited_longer = false;
     for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -208,7 +209,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
       }
       if (done != 0) break;
       if (watch_notices_) check_notices("wait_all", requests);
-      if (loop.expired()) timed_out(requests, loop.waited());
+      if (loop.expired()) {
+        if (waited_longer || !wait_longer(requests)) timed_out(requests, loop.waited());
+        waited_longer = true;
+        loop.extend(deadline_from_now());
+      }
       // A peer whose wait timed out asks what this rank waits for
       // (detail::blame_message): answered from here, at every poll once the
       // wait sleeps and every 1024th before, so the probe costs a spinning
@@ -228,6 +233,14 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// wait_all with the deadline now + timeout().
   void wait_all(std::span<request> requests) { wait_all(requests, deadline_from_now()); }
 
+  /// A two-level call waits at this level (`true`, counted: calls in flight
+  /// may nest) or has moved on (`false`). Meanwhile a wait that times out
+  /// and whose rank to blame does not answer waits one timeout more: that
+  /// rank may be at its other level, where it answers no query of this
+  /// one, and that level's own timeout names the rank to blame
+  /// (core/blame.hpp).
+  void note_level_step(bool waiting) noexcept { level_steps_ += waiting ? 1 : -1; }
+
   /// One MPI_Testall: true if every request is complete (as after
   /// wait_all), false while some are pending before `until`; fails as
   /// wait_all does, and with errc::timeout once `until` has passed.
@@ -238,9 +251,13 @@ class communicator : public communicator_core, public blocking_calls<communicato
       if (any_unmatched(requests)) {
         if (watch_notices_) check_notices("test_all", requests);
         if (++test_looks_ % 1024 == 0 && serve_blame_queries(requests)) verdict_received(requests);
-        if (clock::now() >= until) {
+        if (clock::now() >= extension_.effective(until)) {
+          if (!extension_.extended(until) && wait_longer(requests)) {
+            extension_.extend(until, deadline_from_now());
+            return false;
+          }
           collect_handles(requests);
-          timed_out(requests, timeout());
+          timed_out(requests, extension_.extended(until) ? 2 * timeout() : timeout());
         }
         return false;
       }
@@ -259,7 +276,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
         verdict_received(requests);
       }
       const auto now = clock::now();
-      if (now >= until) {
+      if (now >= extension_.effective(until)) {
+        if (!extension_.extended(until) && wait_longer(requests)) {
+          extension_.extend(until, deadline_from_now());
+          return false;
+        }
         // How long it waited if `until` came from timeout(); saturated, as
         // timeout() may be the largest duration there is.
         const clock::duration late = now - until;
@@ -414,6 +435,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
     swap(statuses_, other.statuses_);
     swap(finished_, other.finished_);
     swap(test_looks_, other.test_looks_);
+    swap(extension_, other.extension_);
+    swap(level_steps_, other.level_steps_);
     swap(blame_tag_, other.blame_tag_);
     swap(blame_, other.blame_);
     swap(blame_from_, other.blame_from_);
@@ -668,11 +691,17 @@ class communicator : public communicator_core, public blocking_calls<communicato
   void match_all(std::span<request> requests, deadline until) {
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
     unsigned idle_polls = 0;
+    bool waited_longer = false;
     for (;;) {
       match_probed(requests);
       if (!any_unmatched(requests)) return;
       if (watch_notices_) check_notices("wait_all", requests);
       if (loop.expired()) {
+        if (!waited_longer && wait_longer(requests)) {
+          waited_longer = true;
+          loop.extend(deadline_from_now());
+          continue;
+        }
         collect_handles(requests);
         timed_out(requests, loop.waited());
       }
@@ -801,6 +830,19 @@ class communicator : public communicator_core, public blocking_calls<communicato
       throw error(kind, message, where("wait_all", failure.peer));
     }
     fail_and_poison(kind, message, where("wait_all", failure.peer));
+  }
+
+  /// Whether a wait whose deadline has passed in a two-level call's step at
+  /// this level goes on for one timeout more: the rank to blame did not
+  /// answer, and may be at its other level, whose own timeout names the
+  /// rank to blame there and fails this level with it (core/blame.hpp). A
+  /// verdict that came meanwhile is left to timed_out.
+  [[gnu::cold]] bool wait_longer(std::span<const request> requests) {
+    if (level_steps_ <= 0) return false;
+    const plait::detail::wait_record mine = own_record(requests);
+    if (mine.call == 0) return false;
+    const plait::detail::blame found = ask_peers(mine);
+    return blame_.kind != detail::blame_message::verdict && found.rank >= 0 && found.silent;
   }
 
   [[noreturn, gnu::cold]] void timed_out(std::span<request> requests, clock::duration waited) {
@@ -1008,15 +1050,17 @@ class communicator : public communicator_core, public blocking_calls<communicato
   // Scratch for wait_all, kept to avoid an allocation per call.
   std::vector<MPI_Request> handles_;
   std::vector<MPI_Status> statuses_;
-  std::vector<int> finished_;      // MPI_Testsome's indices, on a timeout only
-  unsigned test_looks_ = 0;        // test_all calls without completion, to answer queries now and then
-  int blame_tag_ = 0;              // MPI_TAG_UB: the blame exchange's messages (see tag_upper_bound)
-  detail::blame_message blame_{};  // the verdict a wait received
-  int blame_from_ = -1;            // the rank that sent it
-  int notice_tag_ = 32766;         // MPI_TAG_UB - 1: size notices only
-  bool watch_notices_ = false;     // this rank has sent an uneven form's message: look for notices
-  std::vector<int> blocked_;       // match_probed's peers with a chunk not yet arrived
-  size_mismatch_seen mismatch_;    // the first wrong size a probe saw in the current wait
+  std::vector<int> finished_;                    // MPI_Testsome's indices, on a timeout only
+  unsigned test_looks_ = 0;                      // test_all calls without completion, to answer queries now and then
+  plait::detail::deadline_extension extension_;  // test_all's deadline that wait_longer extended
+  int level_steps_ = 0;                          // two-level calls waiting at this level (note_level_step)
+  int blame_tag_ = 0;                            // MPI_TAG_UB: the blame exchange's messages (see tag_upper_bound)
+  detail::blame_message blame_{};                // the verdict a wait received
+  int blame_from_ = -1;                          // the rank that sent it
+  int notice_tag_ = 32766;                       // MPI_TAG_UB - 1: size notices only
+  bool watch_notices_ = false;                   // this rank has sent an uneven form's message: look for notices
+  std::vector<int> blocked_;                     // match_probed's peers with a chunk not yet arrived
+  size_mismatch_seen mismatch_;                  // the first wrong size a probe saw in the current wait
   size_mismatch_seen notice_;      // a peer's notice of a wrong size from this rank, kept until its wait ends
   int notice_tag_seen_ = 0;        // the tag notice_ is about
   detail::control_sends control_;  // blame messages and notices MPI has not sent yet

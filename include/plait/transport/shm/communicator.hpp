@@ -60,6 +60,7 @@
 #include "plait/core/error.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
+#include "plait/core/wait_loop.hpp"
 #include "plait/transport/shm/memory_resource.hpp"
 #include "plait/transport/shm/pieces.hpp"
 #include "plait/transport/shm/segment.hpp"
@@ -553,10 +554,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   std::shared_ptr<detail::segment> segment_;
   std::vector<peer_state> peers_;
-  mutable plait::detail::blame blame_;  // timed_out's finding, which record_group_failure words for the peers
-  // test_all's deadline (its caller's) that wait_longer extended, and to when.
-  deadline extended_deadline_{};
-  deadline extended_until_{};
+  mutable plait::detail::blame blame_;           // timed_out's finding, which record_group_failure words for the peers
+  plait::detail::deadline_extension extension_;  // test_all's deadline that wait_longer extended
   std::uint64_t bytes_read_in_place_ = 0;
   std::uint64_t bytes_copied_for_senders_ = 0;
   std::uint64_t bytes_sent_vectored_ = 0;

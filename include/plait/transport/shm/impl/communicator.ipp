@@ -310,16 +310,15 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
       throw lost_process(requests);
     }
     // The caller's deadline, or where wait_longer extended it to.
-    const bool extended = extended_deadline_ != deadline{} && until == extended_deadline_;
-    if (clock::now() > (extended ? extended_until_ : until)) {
+    const bool extended = extension_.extended(until);
+    if (clock::now() > extension_.effective(until)) {
       // As wait_all: a peer process that ended may have left its last bytes
       // in the channel; one more pass decides between lost and slow.
       progress();
       if (all_complete()) return true;
       if (!peers_alive(requests)) throw lost_process(requests);
       if (extended || !wait_longer(requests)) throw timed_out(requests, extended);
-      extended_deadline_ = until;
-      extended_until_ = deadline_from_now();
+      extension_.extend(until, deadline_from_now());
     }
     return false;
   } catch (const error& e) {
