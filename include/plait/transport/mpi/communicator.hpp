@@ -239,7 +239,10 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// rank may be at its other level, where it answers no query of this
   /// one, and that level's own timeout names the rank to blame
   /// (core/blame.hpp).
-  void note_level_step(bool waiting) noexcept { level_steps_ += waiting ? 1 : -1; }
+  void note_level_step(bool waiting) noexcept {
+    // Relaxed: a body may run on the progress thread, between a waiter's looks.
+    std::atomic_ref<int>(level_steps_).fetch_add(waiting ? 1 : -1, std::memory_order_relaxed);
+  }
 
   /// One MPI_Testall: true if every request is complete (as after
   /// wait_all), false while some are pending before `until`; fails as
@@ -838,7 +841,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// rank to blame there and fails this level with it (core/blame.hpp). A
   /// verdict that came meanwhile is left to timed_out.
   [[gnu::cold]] bool wait_longer(std::span<const request> requests) {
-    if (level_steps_ <= 0) return false;
+    if (std::atomic_ref<int>(level_steps_).load(std::memory_order_relaxed) <= 0) return false;
     const plait::detail::wait_record mine = own_record(requests);
     if (mine.call == 0) return false;
     const plait::detail::blame found = ask_peers(mine);
