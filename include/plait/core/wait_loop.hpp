@@ -59,7 +59,7 @@ class wait_loop {
   void pause() noexcept { pacing_.pause(); }
   /// The deadline.
   [[nodiscard]] deadline until() const noexcept { return until_; }
-  /// Moves the deadline (a wait that goes on past it: shm's wait_longer).
+  /// Moves the deadline (a wait that goes on past it: the transports' wait_longer).
   void extend(deadline until) noexcept { until_ = until; }
 
  private:
