@@ -187,3 +187,40 @@ TEST_CASE("a rank that leaves its call blaming a rank of another level keeps the
             return e.peer() == 1 ? "" : "names peer " + std::to_string(e.peer()) + ": " + what;
           })) == "");
 }
+
+TEST_CASE("a rank that finished a nonblocking call in a wait at once is not seen as waiting in it",
+          "[shm][blame][nonblocking]") {
+  // Rank 0 looks at its all-gather once (the look publishes its wait
+  // record: it waits for rank 1), then finishes it with wait(), which
+  // completed at its first poll and left that record as it was. Rank 1's
+  // timeout in the next call then read rank 0 as still waiting for it in
+  // the finished call (found by the two-level test under TSan, where the
+  // stale record hid that rank 0 was at its other level).
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    std::vector<int> mine(2, comm.rank()), all(4, -1);
+    if (comm.rank() == 1) std::this_thread::sleep_for(100ms);  // rank 0's look finds it absent
+    auto first = plait::iall_gather<plait::ring>(comm, mine, all);
+    if (comm.rank() == 0) {
+      if (first.test()) return "the look completed the call: nothing was published";
+      std::this_thread::sleep_for(200ms);  // rank 1 sends meanwhile: wait() completes at once
+      first.wait();
+      std::this_thread::sleep_for(1000ms);  // never enters the next call
+      return {};
+    }
+    first.wait();
+    comm.set_timeout(300ms);
+    try {
+      plait::all_gather<plait::ring>(comm, mine, all);
+      return "the call went through";
+    } catch (const plait::error& e) {
+      const std::string what = e.what();
+      if (what.find("rank 0 never entered all_gather<ring> #2 (its last call was #1)") == std::string::npos ||
+          what.find("it waits in") != std::string::npos) {
+        return "wrong blame: " + what;
+      }
+    }
+    return {};
+  });
+  for (const auto& v : verdicts) CHECK(v.empty());
+}

@@ -549,6 +549,14 @@ class communicator : public communicator_core, public blocking_calls<communicato
   void publish_wait(std::span<request> requests, bool label) noexcept;
   /// Marks the published wait over.
   void end_wait() noexcept;
+  /// Ends the record a test_all look published, if any: the wait it
+  /// describes may complete elsewhere (wait_all at its first poll, which
+  /// publishes nothing), and a stale record would show this rank waiting in
+  /// a call it has left.
+  void end_looked_wait() noexcept {
+    if (test_published_) end_wait();
+    test_published_ = false;
+  }
   /// Every rank's wait record as it reads now; this rank's from `requests`.
   [[nodiscard]] std::vector<plait::detail::wait_record> wait_records(std::span<request> requests) const;
 

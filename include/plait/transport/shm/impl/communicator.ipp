@@ -242,7 +242,10 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
     bool waited_longer = false;
     for (;;) {
       const bool moved = progress();
-      if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) return;
+      if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) {
+        end_looked_wait();
+        return;
+      }
       if (moved) {
         loop.moved();
         continue;
@@ -290,8 +293,7 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
   try {
     progress();
     if (all_complete()) {
-      if (test_published_) end_wait();
-      test_published_ = false;
+      end_looked_wait();
       return true;
     }
     // A wait made of looks publishes its record now and then, as wait_all
@@ -306,7 +308,10 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
     const bool look_for_lost = ++test_looks_ % 1024 == 0;
     if (look_for_lost && !peers_alive(requests)) {
       progress();
-      if (all_complete()) return true;  // the record ends at the next look or wait
+      if (all_complete()) {
+        end_looked_wait();
+        return true;
+      }
       throw lost_process(requests);
     }
     // The caller's deadline, or where wait_longer extended it to.
@@ -315,7 +320,10 @@ PLAIT_DECL bool communicator::test_all(std::span<request> requests, deadline unt
       // As wait_all: a peer process that ended may have left its last bytes
       // in the channel; one more pass decides between lost and slow.
       progress();
-      if (all_complete()) return true;
+      if (all_complete()) {
+        end_looked_wait();
+        return true;
+      }
       if (!peers_alive(requests)) throw lost_process(requests);
       if (extended || !wait_longer(requests)) throw timed_out(requests, extended);
       extension_.extend(until, deadline_from_now());
