@@ -16,6 +16,7 @@
 #include <chrono>
 
 #include "plait/core/backoff.hpp"
+#include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 
 namespace plait {
@@ -59,8 +60,19 @@ class wait_loop {
   void pause() noexcept { pacing_.pause(); }
   /// The deadline.
   [[nodiscard]] deadline until() const noexcept { return until_; }
-  /// Moves the deadline (a wait that goes on past it: the transports' wait_longer).
-  void extend(deadline until) noexcept { until_ = until; }
+  /// After expired(): whether the wait goes on for `more` from now. It does
+  /// once, where `worth_it()` says so (a rank to blame held at the other
+  /// level of a two-level call, core/blame.hpp: the transports'
+  /// wait_longer); the next expiry ends the wait. `worth_it` runs only then.
+  template <class WorthIt>
+  [[nodiscard]] bool extend_once(WorthIt&& worth_it, clock::duration more) {
+    if (extended_ || !worth_it()) return false;
+    until_ = after(more);
+    extended_ = true;
+    return true;
+  }
+  /// Whether extend_once moved the deadline.
+  [[nodiscard]] bool extended() const noexcept { return extended_; }
 
  private:
   static constexpr unsigned clock_polls = 16;  // spinning polls per clock read
@@ -71,6 +83,7 @@ class wait_loop {
   unsigned slow_polls_ = 0;
   clock::time_point started_{};    // expired()'s first clock read
   clock::time_point last_read_{};  // and its latest
+  bool extended_ = false;
 };
 
 /// For a wait made of looks whose deadline is its caller's (test_all): the

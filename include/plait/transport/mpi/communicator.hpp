@@ -199,7 +199,6 @@ class communicator : public communicator_core, public blocking_calls<communicato
     // before it sleeps: MPI moves bytes only inside a poll.
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
     unsigned idle_polls = 0;
-    bool waited_longer = false;
     for (;;) {
       int done = 0;
       const int code = MPI_Testall(static_cast<int>(handles_.size()), handles_.data(), &done, statuses_.data());
@@ -209,10 +208,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
       }
       if (done != 0) break;
       if (watch_notices_) check_notices("wait_all", requests);
-      if (loop.expired()) {
-        if (waited_longer || !wait_longer(requests)) timed_out(requests, loop.waited());
-        waited_longer = true;
-        loop.extend(deadline_from_now());
+      if (loop.expired() && !loop.extend_once([&] { return wait_longer(requests); }, timeout())) {
+        timed_out(requests, loop.waited());
       }
       // A peer whose wait timed out asks what this rank waits for
       // (detail::blame_message): answered from here, at every poll once the
@@ -694,17 +691,12 @@ class communicator : public communicator_core, public blocking_calls<communicato
   void match_all(std::span<request> requests, deadline until) {
     plait::detail::wait_loop loop(until, busy_poll(), 200000, 64, busy_yield);
     unsigned idle_polls = 0;
-    bool waited_longer = false;
     for (;;) {
       match_probed(requests);
       if (!any_unmatched(requests)) return;
       if (watch_notices_) check_notices("wait_all", requests);
       if (loop.expired()) {
-        if (!waited_longer && wait_longer(requests)) {
-          waited_longer = true;
-          loop.extend(deadline_from_now());
-          continue;
-        }
+        if (loop.extend_once([&] { return wait_longer(requests); }, timeout())) continue;
         collect_handles(requests);
         timed_out(requests, loop.waited());
       }

@@ -239,7 +239,6 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
   try {
     plait::detail::wait_loop loop(until, busy_poll());
     bool labelled = false;
-    bool waited_longer = false;
     for (;;) {
       const bool moved = progress();
       if (std::all_of(requests.begin(), requests.end(), [this](const request& r) { return complete(r); })) {
@@ -255,10 +254,8 @@ PLAIT_DECL void communicator::wait_all(std::span<request> requests, deadline unt
         published.self = this;
       }
       check_group(first_waiting(requests));
-      if (loop.expired()) {
-        if (waited_longer || !wait_longer(requests)) throw timed_out(requests, waited_longer);
-        waited_longer = true;
-        loop.extend(deadline_from_now());
+      if (loop.expired() && !loop.extend_once([&] { return wait_longer(requests); }, timeout())) {
+        throw timed_out(requests, loop.extended());
       }
       if (!loop.slow_check_due()) {
         loop.pause();

@@ -121,7 +121,6 @@ PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round) {
   bool published = false;
   try {
     plait::detail::wait_loop loop(deadline_from_now(), busy_poll());
-    bool waited_longer = false;
     for (;;) {
       while (peer < size() && (peer == rank() || reached(peer))) ++peer;
       if (peer == size()) break;
@@ -141,10 +140,8 @@ PLAIT_DECL void communicator::await_slot_peers(std::uint64_t round) {
         published = true;
       }
       check_group(peer);
-      if (loop.expired()) {
-        if (waited_longer || !wait_longer({})) slot_round_timed_out(peer, waited_longer);
-        waited_longer = true;
-        loop.extend(deadline_from_now());
+      if (loop.expired() && !loop.extend_once([&] { return wait_longer({}); }, timeout())) {
+        slot_round_timed_out(peer, loop.extended());
       }
       if (slow && detail::process_ended(detail::atomic(segment_->record(peer).pid).load(std::memory_order_relaxed)) &&
           !reached(peer)) {
