@@ -634,12 +634,18 @@ TEST_CASE("two_level's census queues behind collectives in flight on its levels"
 }
 
 namespace {
+/// How rank 1 waits for rank 0: in the same two-level call (at their intra
+/// level, in wait_all), or in a flat blocking all_gather<direct> on their
+/// intra communicator, which at these sizes waits in a shared-slot round
+/// (op/slot_run.hpp; a two-level body's steps never take that path).
+enum class rank_one_calls { the_two_level_call, a_flat_direct_call };
+
 /// Rank 2 never calls, on two nodes of two (block: node 1 is ranks 2 and
 /// 3). Rank 0 waits at its inter level for rank 2 (for `inter_timeout`)
 /// while rank 1 waits at their intra level for rank 0 (for 300 ms, so it
 /// times out first). Each rank's error; none where it returned.
 std::vector<std::optional<plait::error>> rank_one_waits_for_a_rank_at_its_other_level(
-    bool reduce, std::chrono::milliseconds inter_timeout) {
+    bool reduce, std::chrono::milliseconds inter_timeout, rank_one_calls how = rank_one_calls::the_two_level_call) {
   using namespace std::chrono_literals;
   std::vector<std::optional<plait::error>> errors(4);
   const auto verdicts = on_levels(4, 2, placement::block, [&](auto& levels, auto& world) -> std::string {
@@ -652,7 +658,20 @@ std::vector<std::optional<plait::error>> rank_one_waits_for_a_rank_at_its_other_
     std::vector<int> mine(2, world.rank());
     std::vector<int> all(reduce ? 2 : 8);
     try {
-      if (reduce) {
+      if (world.rank() == 1 && how == rank_one_calls::a_flat_direct_call) {
+        all.resize(reduce ? 2 : 4);
+        const std::uint64_t rounds_before = levels.intra().slot_rounds();
+        try {
+          if (reduce) {
+            plait::all_reduce<plait::direct>(levels.intra(), mine, all, plait::sum{});
+          } else {
+            plait::all_gather<plait::direct>(levels.intra(), mine, all);
+          }
+        } catch (...) {
+          if (levels.intra().slot_rounds() == rounds_before) return "rank 1 did not wait in a shared-slot round";
+          throw;
+        }
+      } else if (reduce) {
         plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all, plait::sum{});
       } else {
         plait::all_gather<plait::hierarchical<plait::ring, plait::ring>>(levels, mine, all);
@@ -703,6 +722,44 @@ TEST_CASE("a rank that waits for a rank still at its other level after one timeo
   CHECK(e.code() == plait::errc::timeout);
   CHECK(e.peer() == 0);
   CHECK(text.find("timed out after 0.6 s") != std::string::npos);
+  CHECK(text.find("it is at the other level of a two-level call") != std::string::npos);
+  CHECK(errors[0]->peer() == 2);
+}
+
+TEST_CASE("a rank that waits in a shared-slot round for a rank held at its other level takes that level's error",
+          "[two_level][errors]") {
+  // Rank 1's flat call on the intra communicator is not rank 0's, but rank
+  // 0's all-gather goes inter level first, where rank 2, which never
+  // called, holds it: rank 1's slot round waits one timeout more too, and
+  // takes the failure of rank 0's two-level call, which names rank 2. (An
+  // all-reduce goes intra first: rank 0 would meet rank 1's other call
+  // there and rightly blame it.)
+  using namespace std::chrono_literals;
+  // Rank 1's call is on the intra communicator, where rank 2 has no
+  // number: its error names rank 0, whose failure it is, and the text the
+  // rank to blame.
+  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 400ms, rank_one_calls::a_flat_direct_call);
+  REQUIRE(errors[0]);
+  REQUIRE(errors[1]);
+  CHECK(errors[0]->peer() == 2);
+  const std::string text = errors[1]->what();
+  INFO(text);
+  CHECK(errors[1]->peer() == 0);
+  CHECK(text.find("the group failed: rank 0 failed: whole-group rank 2 is to blame") != std::string::npos);
+}
+
+TEST_CASE("a rank that waits in a shared-slot round for a rank still at its other level says where it is",
+          "[two_level][errors]") {
+  using namespace std::chrono_literals;
+  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 900ms, rank_one_calls::a_flat_direct_call);
+  REQUIRE(errors[0]);
+  REQUIRE(errors[1]);
+  const plait::error& e = *errors[1];
+  const std::string text = e.what();
+  INFO(text);
+  CHECK(e.code() == plait::errc::timeout);
+  CHECK(e.peer() == 0);
+  CHECK(text.find("timed out after 0.6 s waiting for rank 0 to post its shared slot") != std::string::npos);
   CHECK(text.find("it is at the other level of a two-level call") != std::string::npos);
   CHECK(errors[0]->peer() == 2);
 }
