@@ -124,6 +124,22 @@ TEST_CASE("a rank held up in an earlier call by a rank stuck there passes the bl
   CHECK(find_guilty(records, 0).rank == 2);
 }
 
+TEST_CASE("a rank held up in an earlier call by a rank busy there in no wait passes the blame to that rank",
+          "[blame]") {
+  // Found by the soak: rank 1 is delayed inside call #12 (in it, in no
+  // wait); rank 2 waits there for it, and rank 0, already in call #13, waits
+  // for rank 2. Rank 0 blamed rank 2, "never entered #13".
+  std::vector<wait_record> records{waiting_for(2), idle(12), waiting_for(1)};
+  records[0].call = 13;
+  records[0].entered = 13;
+  const auto found = find_guilty(records, 0);
+  CHECK(found.rank == 1);
+  CHECK(found.busy);  // looked at again before it is blamed, as in one call
+  CHECK_FALSE(found.stuck);
+  CHECK(found.chain == ", which waits in all_gather<ring> #12 for rank 1");
+  CHECK(found.sentence == "rank 1 entered all_gather<ring> #12 but has not waited in it since (busy, or stopped)");
+}
+
 TEST_CASE("a rank at the other level of a two-level call is blamed as away, for its level to name the cause",
           "[blame]") {
   // Rank 1 waits for rank 0, which never entered #12 here: it waits at the

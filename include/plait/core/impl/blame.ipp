@@ -100,13 +100,15 @@ namespace detail {
       out.sentence = who + " has left " + call_text(mine) + " behind: its last call was #" + std::to_string(r.entered) +
                      ", and it waits in none";
     } else if (r.entered < mine.call) {
-      // Still in an earlier call: if a rank stuck there holds it up, that
-      // rank is the cause of both waits.
+      // Still in an earlier call: if a rank stuck there, or busy there in no
+      // wait (delayed inside the call), holds it up, that rank is the cause
+      // of both waits (a busy one is looked at again, as in one call).
       if (r.waiting && r.call != 0 && r.call < mine.call) {
         const blame earlier = find_guilty(records, next);
-        if (earlier.stuck && earlier.rank >= 0) {
+        if ((earlier.stuck || earlier.busy) && earlier.rank >= 0) {
           out.rank = earlier.rank;
-          out.stuck = true;
+          out.stuck = earlier.stuck;
+          out.busy = earlier.busy;
           out.chain += ", which waits in " + call_text(r) + " for rank " + std::to_string(r.peer) + earlier.chain;
           out.sentence = earlier.sentence;
           return out;
