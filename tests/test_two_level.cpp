@@ -711,9 +711,12 @@ TEST_CASE("a rank that waits for a rank still at its other level after one timeo
           "[two_level][errors]") {
   // Rank 0's inter level waits 900 ms, longer than rank 1's 300 ms and the
   // 300 ms more: rank 1 fails first, naming rank 0 as held at the other
-  // level, and the time it waited in all.
+  // level, and the time it waited in all; in wait_all, or in a shared-slot
+  // round (a flat all_gather<direct> on the intra communicator).
   using namespace std::chrono_literals;
-  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 900ms);
+  const rank_one_calls how = GENERATE(rank_one_calls::the_two_level_call, rank_one_calls::a_flat_direct_call);
+  CAPTURE(how == rank_one_calls::a_flat_direct_call);
+  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 900ms, how);
   REQUIRE(errors[0]);
   REQUIRE(errors[1]);
   const plait::error& e = *errors[1];
@@ -721,7 +724,9 @@ TEST_CASE("a rank that waits for a rank still at its other level after one timeo
   INFO(text);
   CHECK(e.code() == plait::errc::timeout);
   CHECK(e.peer() == 0);
-  CHECK(text.find("timed out after 0.6 s") != std::string::npos);
+  CHECK(text.find(how == rank_one_calls::a_flat_direct_call
+                      ? "timed out after 0.6 s waiting for rank 0 to post its shared slot"
+                      : "timed out after 0.6 s waiting for rank 0 (rank 0 of the intra level)") != std::string::npos);
   CHECK(text.find("it is at the other level of a two-level call") != std::string::npos);
   CHECK(errors[0]->peer() == 2);
 }
@@ -731,13 +736,12 @@ TEST_CASE("a rank that waits in a shared-slot round for a rank held at its other
   // Rank 1's flat call on the intra communicator is not rank 0's, but rank
   // 0's all-gather goes inter level first, where rank 2, which never
   // called, holds it: rank 1's slot round waits one timeout more too, and
-  // takes the failure of rank 0's two-level call, which names rank 2. (An
-  // all-reduce goes intra first: rank 0 would meet rank 1's other call
-  // there and rightly blame it.)
+  // takes the failure of rank 0's two-level call, which names rank 2. Rank
+  // 2 has no number on the intra communicator: rank 1's error names rank
+  // 0, whose failure it is, and its text the rank to blame. (An all-reduce
+  // goes intra first: rank 0 would meet rank 1's other call there and
+  // rightly blame it.)
   using namespace std::chrono_literals;
-  // Rank 1's call is on the intra communicator, where rank 2 has no
-  // number: its error names rank 0, whose failure it is, and the text the
-  // rank to blame.
   const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 400ms, rank_one_calls::a_flat_direct_call);
   REQUIRE(errors[0]);
   REQUIRE(errors[1]);
@@ -746,20 +750,4 @@ TEST_CASE("a rank that waits in a shared-slot round for a rank held at its other
   INFO(text);
   CHECK(errors[1]->peer() == 0);
   CHECK(text.find("the group failed: rank 0 failed: whole-group rank 2 is to blame") != std::string::npos);
-}
-
-TEST_CASE("a rank that waits in a shared-slot round for a rank still at its other level says where it is",
-          "[two_level][errors]") {
-  using namespace std::chrono_literals;
-  const auto errors = rank_one_waits_for_a_rank_at_its_other_level(false, 900ms, rank_one_calls::a_flat_direct_call);
-  REQUIRE(errors[0]);
-  REQUIRE(errors[1]);
-  const plait::error& e = *errors[1];
-  const std::string text = e.what();
-  INFO(text);
-  CHECK(e.code() == plait::errc::timeout);
-  CHECK(e.peer() == 0);
-  CHECK(text.find("timed out after 0.6 s waiting for rank 0 to post its shared slot") != std::string::npos);
-  CHECK(text.find("it is at the other level of a two-level call") != std::string::npos);
-  CHECK(errors[0]->peer() == 2);
 }
