@@ -156,3 +156,26 @@ TEST_CASE("a rank at the other level of a two-level call is blamed as away, for 
   records[0].away = false;
   CHECK_FALSE(find_guilty(records, 1).away);
 }
+
+TEST_CASE("a rank whose call conflicts with a peer's is the odd one only where more ranks run the peer's", "[blame]") {
+  using plait::detail::outvoted;
+  constexpr std::uint32_t ints = 0x51;
+  constexpr std::uint32_t floats = 0x52;
+  const std::vector<std::uint32_t> four{ints, ints, floats, ints};
+  CHECK(outvoted(four, 2, 1) == "rank 0 and rank 3 run rank 1's call too: this rank's is the odd one");
+  CHECK(outvoted(four, 2, 0) == "rank 1 and rank 3 run rank 0's call too: this rank's is the odd one");
+  CHECK(outvoted(four, 3, 2).empty());  // the receiver of the odd rank's message blames it
+  const std::vector<std::uint32_t> five{ints, ints, floats, ints, ints};
+  CHECK(outvoted(five, 2, 0) == "rank 1, rank 3 and rank 4 run rank 0's call too: this rank's is the odd one");
+  // Unknown stamps (0: not waiting in the call) count for neither side.
+  CHECK(outvoted(std::vector<std::uint32_t>{ints, 0, floats, 0}, 2, 0).empty());
+  CHECK(outvoted(std::vector<std::uint32_t>{ints, ints, floats, 0}, 2, 1) ==
+        "rank 0 runs rank 1's call too: this rank's is the odd one");
+  // A pair alone, or a tie: the peer is blamed, as before.
+  CHECK(outvoted(std::vector<std::uint32_t>{ints, floats}, 1, 0).empty());
+  CHECK(outvoted(std::vector<std::uint32_t>{ints, ints, floats, floats}, 2, 0).empty());
+  // Nonsense in, nothing out.
+  CHECK(outvoted(four, 2, 2).empty());
+  CHECK(outvoted(four, 7, 1).empty());
+  CHECK(outvoted(std::vector<std::uint32_t>{ints, ints, ints}, 2, 1).empty());
+}

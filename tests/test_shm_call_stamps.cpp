@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/harness.hpp"
@@ -190,6 +191,54 @@ TEST_CASE("ranks that call the same all_to_all with different layouts fail namin
         {"all_to_all (algorithm and layout digest", "where this rank runs all_to_all"}, recv, 1 - comm.rank());
   });
   REQUIRE(conflict_failures(verdicts) == "");
+}
+
+TEST_CASE("of four ranks, the one whose element type differs is blamed, also where it sees the conflict first",
+          "[shm][stamps][element]") {
+  // Rank 2 all-gathers floats where the others all-gather int32s of the
+  // same bytes. A pair alone cannot tell which of them is wrong; the other
+  // ranks can. direct at 8 bytes runs a shared-slot round, where every rank
+  // has posted its stamp when rank 2 reads them. In the ring rank 2 comes
+  // 50 ms late and rank 3 150 ms: rank 2 then sees rank 1's message first,
+  // while ranks 0 and 1 wait in the call, and their wait records say what
+  // they run. Before, rank 2 blamed rank 1 (slots: rank 0), and in the ring
+  // every other rank's peer_lost named rank 1 too.
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const bool slots = GENERATE(true, false);
+  CAPTURE(slots);
+  const auto verdicts = plait_test::run_ranks(m, 4, [slots](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(5s);
+    if (!slots && comm.rank() >= 2) std::this_thread::sleep_for(comm.rank() == 2 ? 50ms : 150ms);
+    std::vector<int> ints(2, 1), int_all(8, -1);
+    std::vector<float> floats(2, 1.0F), float_all(8, -1.0F);
+    const auto gather = [&](auto& mine, auto& all) {
+      if (slots) {
+        plait::all_gather<plait::direct>(comm, mine, all);
+      } else {
+        plait::all_gather<plait::ring>(comm, mine, all);
+      }
+    };
+    try {
+      if (comm.rank() == 2) {
+        gather(floats, float_all);
+      } else {
+        gather(ints, int_all);
+      }
+      return "the mismatched call went through";
+    } catch (const plait::error& e) {
+      const std::string what = e.what();
+      // Rank 2 itself: it saw the conflict and names itself, or another
+      // rank's verdict (naming rank 2) ended its wait, and a rank never
+      // names itself in peer_lost.
+      if (comm.rank() == 2 && e.code() == plait::errc::peer_lost) return {};
+      if (e.peer() != 2) return "names rank " + std::to_string(e.peer()) + ": " + what;
+      if (comm.rank() == 2 && what.find("'s call too: this rank's is the odd one") == std::string::npos) {
+        return "does not say why it is the odd one: " + what;
+      }
+      return {};
+    }
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
 }
 
 TEST_CASE("matching calls still work, and automatic matches the algorithm it runs", "[shm][stamps]") {

@@ -110,6 +110,15 @@ struct blame {
 /// waits for rank 0"): a record that cuts it short keeps the cause.
 [[gnu::cold]] std::string group_reason(const blame& found, int self);
 
+/// A pair of ranks whose calls conflict (a message's stamp differs from the
+/// receiver's) cannot tell which of them is wrong; the other ranks of the
+/// call can. `stamps[q]`: rank q's call_stamp::bits() in the call, 0 where
+/// unknown. Where more ranks run `peer`'s call than `self`'s, `self` is the
+/// odd one: returns why ("rank 0 and rank 3 run rank 1's call too: this
+/// rank's is the odd one"); else empty (the peer is to blame, as the pair
+/// alone would say, a tie included).
+[[gnu::cold]] std::string outvoted(std::span<const std::uint32_t> stamps, int self, int peer);
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

@@ -143,6 +143,30 @@ namespace detail {
          std::to_string(found.first_peer) + found.chain;
 }
 
+[[gnu::cold, gnu::noinline]] PLAIT_DECL std::string outvoted(std::span<const std::uint32_t> stamps, int self,
+                                                             int peer) {
+  const int size = static_cast<int>(stamps.size());
+  if (self < 0 || self >= size || peer < 0 || peer >= size || self == peer) return {};
+  const std::uint32_t mine = stamps[static_cast<std::size_t>(self)];
+  const std::uint32_t theirs = stamps[static_cast<std::size_t>(peer)];
+  if (mine == 0 || theirs == 0 || mine == theirs) return {};
+  std::vector<int> with_peer;
+  std::size_t with_me = 0;
+  for (int q = 0; q < size; ++q) {
+    if (q == self || q == peer) continue;
+    const std::uint32_t stamp = stamps[static_cast<std::size_t>(q)];
+    if (stamp == theirs) with_peer.push_back(q);
+    if (stamp == mine) ++with_me;
+  }
+  if (with_peer.size() <= with_me) return {};
+  std::string out;
+  for (std::size_t i = 0; i < with_peer.size(); ++i) {
+    out += (i == 0 ? "rank " : i + 1 == with_peer.size() ? " and rank " : ", rank ") + std::to_string(with_peer[i]);
+  }
+  return out + " run" + (with_peer.size() == 1 ? "s" : "") + " rank " + std::to_string(peer) +
+         "'s call too: this rank's is the odd one";
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace plait

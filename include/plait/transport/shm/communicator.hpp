@@ -515,6 +515,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
   void await_slot_peers(std::uint64_t round);
   void publish_slot_wait(int peer, bool label) noexcept;
   [[noreturn, gnu::cold]] void slot_round_timed_out(int peer, bool waited_longer);
+  /// A conflict with `peer`'s stamp in this round: why this rank is the odd
+  /// one, if more ranks posted the peer's stamp (detail::outvoted); else empty.
+  [[nodiscard, gnu::cold]] std::string slot_round_outvoted(int peer) const;
 
   // ---- liveness (impl/liveness.ipp) ------------------------------------
 
@@ -559,6 +562,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
   }
   /// Every rank's wait record as it reads now; this rank's from `requests`.
   [[nodiscard]] std::vector<plait::detail::wait_record> wait_records(std::span<request> requests) const;
+  /// Where this rank's call `call` conflicts with `peer`'s (stamps `mine`
+  /// and `theirs`): why this rank is the odd one, if more of the ranks
+  /// waiting in the call run the peer's (detail::outvoted); else empty.
+  [[nodiscard, gnu::cold]] std::string outvoted_in_call(int peer, std::uint32_t call, std::uint32_t mine,
+                                                        std::uint32_t theirs) const;
 
   std::shared_ptr<detail::segment> segment_;
   std::vector<peer_state> peers_;

@@ -185,13 +185,18 @@ PLAIT_DECL bool communicator::progress_recvs(int peer) {
                           {"message with tag ", header.tag, " arrived where tag ", m.tag,
                            " was expected: the ranks called different operations or in a different order"},
                           at);
-    case detail::slot_problem::stamp_mismatch:
+    case detail::slot_problem::stamp_mismatch: {
+      // Blamed on the peer, unless the ranks waiting in the call side with it.
+      const std::string odd = outvoted_in_call(peer, static_cast<std::uint32_t>(m.tag), m.stamp, header.stamp);
+      const std::string sender = odd.empty() ? std::string("peer") : plait::detail::concat({"rank ", peer});
       plait::detail::fail(
           errc::size_mismatch,
-          {"peer's message of call ", header.tag, " is from ", describe(call_stamp::from_bits(header.stamp)),
+          {sender, "'s message of call ", header.tag, " is from ", describe(call_stamp::from_bits(header.stamp)),
            " where this rank runs ", describe(call_stamp::from_bits(m.stamp)),
-           ": the ranks called different collectives, or with different algorithms, layouts or element types"},
-          at);
+           ": the ranks called different collectives, or with different algorithms, layouts or element types",
+           odd.empty() ? "" : "; ", odd},
+          odd.empty() ? at : where("irecv", rank()));
+    }
     case detail::slot_problem::size_mismatch:
       plait::detail::fail(errc::size_mismatch,
                           {"peer sent ", header.message_bytes, " bytes where this rank expects ", m.bytes,

@@ -165,6 +165,27 @@ PLAIT_DECL void communicator::end_wait() noexcept {
   detail::atomic(segment_->record(rank()).waiting).store(0, std::memory_order_release);
 }
 
+[[gnu::noinline]] PLAIT_DECL std::string communicator::outvoted_in_call(int peer, std::uint32_t call,
+                                                                        std::uint32_t mine,
+                                                                        std::uint32_t theirs) const {
+  try {
+    std::vector<std::uint32_t> stamps(static_cast<std::size_t>(size()), 0);
+    for (int q = 0; q < size(); ++q) {
+      detail::rank_record& record = segment_->record(q);
+      // A peer's words, only compared; a record being rewritten reads as another call or none.
+      if (detail::atomic(record.waiting).load(std::memory_order_acquire) != 0 &&
+          detail::atomic(record.wait_call).load(std::memory_order_relaxed) == call) {
+        stamps[static_cast<std::size_t>(q)] = detail::atomic(record.wait_stamp).load(std::memory_order_relaxed);
+      }
+    }
+    stamps[static_cast<std::size_t>(rank())] = mine;
+    stamps[static_cast<std::size_t>(peer)] = theirs;
+    return plait::detail::outvoted(stamps, rank(), peer);
+  } catch (...) {  // out of memory: blame the peer, as without records
+    return {};
+  }
+}
+
 [[gnu::noinline]] PLAIT_DECL std::vector<plait::detail::wait_record> communicator::wait_records(
     std::span<request> requests) const {
   std::vector<plait::detail::wait_record> records(static_cast<std::size_t>(size()));

@@ -71,13 +71,16 @@ PLAIT_DECL bool communicator::post_slot_round(std::size_t bytes, std::size_t pay
     }
     const call_stamp stamp = call_stamp::from_bits(detail::atomic(theirs.stamp).load(std::memory_order_relaxed));
     if (stamps_conflict(stamp, call_stamp::from_bits(slot_stamp_))) [[unlikely]] {
+      // Every rank has posted this round: its stamps say which side is odd.
+      const std::string odd = slot_round_outvoted(peer);
       const error e(errc::size_mismatch,
                     plait::detail::concat({"rank ", peer, "'s shared slot of call ", slot_tag_, " is from ",
                                            plait::describe(stamp), " where this rank runs ",
                                            plait::describe(call_stamp::from_bits(slot_stamp_)),
                                            ": the ranks called different collectives, or with different algorithms, "
-                                           "layouts or element types"}),
-                    where(slot_operation_, peer, slot_step_));
+                                           "layouts or element types",
+                                           odd.empty() ? "" : "; ", odd}),
+                    where(slot_operation_, odd.empty() ? peer : rank(), slot_step_));
       poison_group(e);
       throw e;
     }
@@ -179,6 +182,20 @@ PLAIT_DECL void communicator::publish_slot_wait(int peer, bool label) noexcept {
     detail::atomic(record.label_call).store(static_cast<std::uint32_t>(slot_tag_), std::memory_order_release);
   }
   detail::atomic(record.waiting).store(1, std::memory_order_release);
+}
+
+[[gnu::noinline]] PLAIT_DECL std::string communicator::slot_round_outvoted(int peer) const {
+  try {
+    std::vector<std::uint32_t> stamps(static_cast<std::size_t>(size()), 0);
+    for (int q = 0; q < size(); ++q) {
+      const auto& theirs = segment_->shared_slots(q).rounds[slot_round_ % 2];
+      stamps[static_cast<std::size_t>(q)] =
+          q == rank() ? slot_stamp_ : detail::atomic(theirs.stamp).load(std::memory_order_relaxed);
+    }
+    return plait::detail::outvoted(stamps, rank(), peer);
+  } catch (...) {  // out of memory: blame the peer
+    return {};
+  }
 }
 
 [[gnu::noinline]] PLAIT_DECL void communicator::slot_round_timed_out(int peer, bool waited_longer) {
