@@ -659,14 +659,10 @@ std::vector<std::optional<plait::error>> rank_one_waits_for_a_rank_at_its_other_
     std::vector<int> all(reduce ? 2 : 8);
     try {
       if (world.rank() == 1 && how == rank_one_calls::a_flat_direct_call) {
-        all.resize(reduce ? 2 : 4);
+        all.resize(4);
         const std::uint64_t rounds_before = levels.intra().slot_rounds();
         try {
-          if (reduce) {
-            plait::all_reduce<plait::direct>(levels.intra(), mine, all, plait::sum{});
-          } else {
-            plait::all_gather<plait::direct>(levels.intra(), mine, all);
-          }
+          plait::all_gather<plait::direct>(levels.intra(), mine, all);
         } catch (...) {
           if (levels.intra().slot_rounds() == rounds_before) return "rank 1 did not wait in a shared-slot round";
           throw;
