@@ -1,5 +1,4 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
 // Aliasing (issue 29, item 3): an element shared by two recv members of a
 // bundle, or by a send member and another member's recv, or a recv view that
 // names an element twice (a stride of 0), is errc::invalid_argument on the

@@ -1,5 +1,5 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
+// plait-test-also: header-only
 // plait-test-timeout: 300
 // The foundation's shared test body for all-gather on the shared-memory
 // transport: threads and processes, P = 1..8, sizes 0, 1, odd and >= 8 MiB in

@@ -1,5 +1,4 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
 // Bad input is rejected with a clear plait::error before any byte moves: the
 // recv buffer is untouched and no peer is left waiting (every rank makes the
 // same bad call and throws locally).

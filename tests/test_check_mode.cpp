@@ -1,5 +1,5 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
+// plait-test-also: header-only
 // Check mode: ranks that disagree on a call fail on every rank with
 // size_mismatch naming both ranks and their calls, instead of hanging or
 // returning silently wrong data, even when the disagreeing calls move the same

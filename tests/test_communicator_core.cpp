@@ -1,5 +1,5 @@
 // plait-test-labels: quick sanitize
-// plait-test-also: compiled
+// plait-test-also: header-only
 // The shared communicator core: each behaviour every transport gets from it,
 // checked once here (the transports' own tests check that they use it).
 #include <plait/core/wait_loop.hpp>

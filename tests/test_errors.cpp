@@ -1,5 +1,5 @@
 // plait-test-labels: quick
-// plait-test-also: compiled
+// plait-test-also: header-only
 // plait::error and plait::errc: codes, categories and messages.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,4 @@
 // plait-test-labels: quick shm
-// plait-test-also: compiled
 // plait-test-timeout: 300
 // Layouts on the shared-memory transport, the quick part: every algorithm x
 // along<0/1/2> (and in place) and x redistribute<1,0 / 0,1 / 0,0 / 2,2 / 2,0>

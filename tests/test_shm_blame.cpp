@@ -1,5 +1,4 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
 // Who is to blame when a rank never calls: the rank that times out names the
 // rank it waited for, its peers' peer_lost names that first failure and why,
 // check mode's timeout names the collective, and errors on a split

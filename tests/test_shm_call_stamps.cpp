@@ -1,5 +1,4 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
 // Call stamps without check mode: every shm message carries a 32-bit stamp of
 // its call (kind, algorithm and layout) next to its tag, so ranks that run
 // different collectives under the same call sequence fail naming both calls

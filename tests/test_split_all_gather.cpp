@@ -1,5 +1,5 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: compiled
+// plait-test-also: header-only
 // plait-test-timeout: 300
 // split/all-gather across a pipeline boundary, both stages on shm threads:
 // receivers rebuild the exact tensor, and the inter-stage traffic is exactly
