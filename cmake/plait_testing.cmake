@@ -15,8 +15,9 @@
 # header-only, every test file compiled the shm transport and the executor again,
 # about half of a test file's compile time (ASan+UBSan: 25 s of 36 s for
 # test_all_gather). Both modes run the same code; the tests marked
-# `also: header-only`, the header check, the examples, the documentation's
-# blocks and the install test keep the header-only mode covered.
+# `also: header-only`, the header check (which also links its header-only
+# objects into one program), the examples, the documentation's blocks and the
+# install test keep the header-only mode covered.
 #
 # Labels: `quick` runs in CI (scripts/test), `full` only in scripts/test-full,
 # `sanitize` is what the asan/tsan presets build and run. Every test case gets

@@ -1,5 +1,4 @@
 // plait-test-labels: quick shm sanitize
-// plait-test-also: header-only
 // plait-test-timeout: 300
 // Two-level collectives with both levels on shm threads: a world split into
 // nodes (intra) and same-local-rank groups (inter), composed as
