@@ -79,8 +79,8 @@ function(plait_add_header_check)
   # template): two files of one program that include the same header would
   # otherwise define it twice. The tests link the compiled core, so this link
   # is where a missing `inline` shows: every header-only object of the check
-  # in one program, where a second definition is an error and symbols left
-  # undefined (MPI's, a test's main's) are not.
+  # in one program, where a second definition is an error and a symbol that
+  # no object defines (MPI's, for one) is not.
   if(host_sources AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
     set(one_program_objects $<TARGET_OBJECTS:plait_header_check>)
     if(TARGET plait_header_check_mpi)
