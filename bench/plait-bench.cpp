@@ -32,6 +32,9 @@
 //               the call's time hidden, (call + compute - overlapped) / call
 //   mpi         the MPI library's own MPI_Allgather / MPI_Alltoall (MPI_Allgatherv /
 //               MPI_Alltoallv for the v-forms, two MPI_Alltoall for a bundle)
+//   oneccl      (--oneccl, in a build with oneCCL: scripts/bench --oneccl) Intel
+//               oneCCL's allgatherv, alltoall, reduce_scatter and allreduce on the
+//               same processes and buffers (out of place; bench/oneccl.hpp)
 //   memcpy      every rank copies (P-1)/P x size bytes (what it must receive)
 //               between two private buffers, all ranks at once: the rate a
 //               copy-based transport cannot beat, so its busbw is the ceiling
@@ -73,6 +76,9 @@
 #include <plait/algorithm/algorithm_id.hpp>
 
 #include "harness.hpp"
+#ifdef PLAIT_BENCH_ONECCL
+#include "oneccl.hpp"
+#endif
 #include "reference.hpp"
 
 namespace {
@@ -90,6 +96,7 @@ struct options {
   bool in_place = false;     // all_gather only: the shard is already in its slice of recv
   bool nonblocking = false;  // add iall_* + wait() variants (all_gather, all_to_all)
   bool persistent = false;   // add *_init, start() + wait() variants (all_gather, all_to_all)
+  bool oneccl = false;       // add oneCCL's collective (a build with oneCCL only)
   double overlap_us = 0;     // > 0: add compute and iall + compute + wait variants
   int processes = 2;         // without MPI only
   std::string json;
@@ -138,6 +145,8 @@ std::string loadavg();
                "                           (and MPI_Allgather_init/MPI_Alltoall_init where the MPI has them)\n"
                "  --overlap US             also time a compute loop of US microseconds alone and behind an\n"
                "                           iall_* (test() between tenths of it), and print the share hidden\n"
+               "  --oneccl                 also time Intel oneCCL's collective on the same buffers (out of\n"
+               "                           place; a build with oneCCL: scripts/bench --oneccl)\n"
                "  --json FILE, --csv FILE  also write the results there\n"
                "size = the gathered buffer (all_gather, all_gather_v) or one rank's send buffer\n"
                "(all_to_all, all_to_all_v, bundle, reduce_scatter, all_reduce);\n"
@@ -211,7 +220,14 @@ options parse(int argc, char** argv) {
         o.nonblocking = true;
       else if (arg == "--persistent")
         o.persistent = true;
-      else if (arg == "--overlap")
+      else if (arg == "--oneccl") {
+#ifdef PLAIT_BENCH_ONECCL
+        o.oneccl = true;
+#else
+        std::fprintf(stderr, "plait-bench: --oneccl needs a build with oneCCL (scripts/bench --oneccl makes one)\n");
+        usage(2);
+#endif
+      } else if (arg == "--overlap")
         o.overlap_us = std::strtod(std::string(value(i)).c_str(), nullptr);
       else if (arg == "-p" || arg == "--processes")
         o.processes = integer(i);
@@ -457,6 +473,14 @@ struct buffers {
 /// where the library has none.
 using native_persistent_maker = std::function<std::function<void()>(const std::string& op, buffers&)>;
 
+/// Another collectives library timed beside the native MPI (--oneccl): its
+/// column's name and its call for an operation and buffers (empty where it
+/// has none).
+struct library_baseline {
+  std::string name;
+  std::function<std::function<void()>(const std::string& op, buffers&)> bind;
+};
+
 /// plait's shared-memory communicators under test (null when not measured).
 struct shm_variants {
   plait::shm::communicator* plain = nullptr;
@@ -468,12 +492,14 @@ struct shm_variants {
 /// Runs the sweep. `Timing` is the communicator used to reduce times across
 /// ranks (the world's, with MPI); `shm` and `mpi` are plait's transports under
 /// test (null when not measured); `native` runs the MPI baseline (empty
-/// without MPI); `barrier` separates samples.
+/// without MPI); `barrier` separates samples; `libraries` are further
+/// baselines.
 template <class Timing, class Mpi>
 std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_variants& shm, Mpi* mpi,
                               const std::function<void(const std::string& op, buffers&)>& native_setup,
                               const std::function<void()>& native, const std::function<void()>& barrier,
-                              const native_persistent_maker& native_persistent = {}) {
+                              const native_persistent_maker& native_persistent = {},
+                              const std::vector<library_baseline>& libraries = {}) {
   const int rank = timing.rank();
   const int ranks = timing.size();
   std::vector<bench::row> rows;
@@ -605,6 +631,15 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
             names.emplace_back("mpi-persistent");
             results.push_back(b.recv);
             variants.push_back(std::move(bound));
+          }
+        }
+      }
+      if (o.baselines) {
+        for (const auto& library : libraries) {
+          if (auto call = library.bind(op_name, b)) {
+            names.push_back(library.name);
+            results.push_back(b.recv);
+            variants.push_back(std::move(call));
           }
         }
       }
@@ -871,9 +906,22 @@ int main(int argc, char** argv) {
         return {};  // MPI 3 (Open MPI 4.1) has no persistent collectives
 #endif
       };
+      std::vector<library_baseline> libraries;
+      std::vector<std::pair<std::string, std::string>> meta;
+#ifdef PLAIT_BENCH_ONECCL
+      std::optional<bench::oneccl::library> oneccl;
+      if (o.oneccl) {
+        oneccl.emplace(native_comm);
+        libraries.push_back({"oneccl", [&](const std::string& op, buffers& b) -> std::function<void()> {
+                               if (op == "all_gather" && o.in_place) return {};  // measured out of place only
+                               return oneccl->bind(op, b.send.data(), b.recv.data(), b.recv.size());
+                             }});
+        meta.emplace_back("oneccl", bench::oneccl::library::description());
+      }
+#endif
       const shm_variants shms{shm ? &*shm : nullptr, shm_chunked ? &*shm_chunked : nullptr,
                               shm_shared ? &*shm_shared : nullptr, shm_pool ? &*shm_pool : nullptr};
-      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier, native_persistent);
+      const auto rows = sweep(o, world, shms, mpi, native_setup, native, barrier, native_persistent, libraries);
       char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int length = 0;
       MPI_Get_library_version(library, &length);
@@ -881,8 +929,8 @@ int main(int argc, char** argv) {
       if (const auto newline = mpi_library.find('\n'); newline != std::string::npos) mpi_library.resize(newline);
       // Some libraries count the terminating NUL (and trailing blanks) in `length`.
       while (!mpi_library.empty() && (mpi_library.back() == '\0' || mpi_library.back() == ' ')) mpi_library.pop_back();
-      if (world.rank() == 0 &&
-          !report(o, rows, {{"ranks", std::to_string(ranks)}, {"launcher", "mpirun"}, {"mpi", mpi_library}})) {
+      meta.insert(meta.begin(), {{"ranks", std::to_string(ranks)}, {"launcher", "mpirun"}, {"mpi", mpi_library}});
+      if (world.rank() == 0 && !report(o, rows, std::move(meta))) {
         status = 1;
       }
     } catch (const std::exception& e) {
