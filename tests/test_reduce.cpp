@@ -938,9 +938,11 @@ TEST_CASE("on shm a reduction folds each arriving partial in as it comes, from a
           "[reduce][fused]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(1, 2, 3, 5);
-  // Empty; chunks through the slots; one reference; a reference that another
-  // process reads in several 64 KiB pieces.
-  const std::size_t block = GENERATE(std::size_t{0}, std::size_t{16}, std::size_t{8192}, std::size_t{40000});
+  // Empty; chunks through the slots; one reference; one that another process
+  // reads in one piece; one it reads in several (plus a part piece: 2.3 MiB
+  // of int32 against combine_piece_bytes, 1 MiB).
+  const std::size_t block =
+      GENERATE(std::size_t{0}, std::size_t{16}, std::size_t{8192}, std::size_t{40000}, std::size_t{600000});
   CAPTURE(plait_test::to_string(m), ranks, block);
   const auto verdicts = plait_test::run_ranks(
       m, ranks, [&](plait::shm::communicator& comm) -> std::string { return combined_as_they_arrive(comm, block); });

@@ -263,7 +263,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// (core/receive_combine.hpp): a chunk straight out of its slot, a
   /// reference from the peer's memory where this rank reads it with plain
   /// loads (a thread's buffer, a shared buffer, a pool segment), else in
-  /// pieces of at most 64 KiB read with process_vm_readv into a buffer that
+  /// pieces of at most 1 MiB read with process_vm_readv into a buffer that
   /// stays in cache. `how` and its operand stay valid until completion;
   /// combines_on_receive(how.granule) must hold.
   request irecv_combine(int peer, std::span<std::byte> into, const receive_combine& how, int tag = user_tag);

@@ -72,11 +72,14 @@ inline constexpr std::size_t process_vector_piece_bytes = std::size_t{2} << 10;
 
 /// A combining receive (irecv_combine) of another process's buffer reads
 /// pieces of this size with process_vm_readv and combines each while it is
-/// in cache: the staging a whole message would take (written to memory,
-/// read back for the combine) never leaves L2. The same size as
-/// copy_for_both's pieces, which measured best for a read followed by a
-/// second pass (bench/cma-vs-copy).
-inline constexpr std::size_t combine_piece_bytes = std::size_t{64} << 10;
+/// in cache, instead of staging the whole message in memory and reading it
+/// back. Measured on the combine path (scripts/bench-compare, 2 ranks, user
+/// buffers, 6 ABBA rounds, 2-vCPU EPYC VM with 1 MiB of L2): against 64 KiB
+/// pieces, 1 MiB took 0.88-0.92x the time of an all_reduce at 1-16 MiB and
+/// 0.85-0.97x of a reduce_scatter from 256 KiB (64 KiB messages, one piece
+/// either way: 1.00-1.02x); 4 MiB pieces were 1.09-1.16x slower than 1 MiB
+/// at 4-16 MiB.
+inline constexpr std::size_t combine_piece_bytes = std::size_t{1} << 20;
 
 /// From a shared buffer, single copy pays off much earlier: the receiver reads
 /// with a plain memcpy, the only cost over chunks is the acknowledgement.
