@@ -77,8 +77,8 @@ inline constexpr std::size_t process_vector_piece_bytes = std::size_t{2} << 10;
 /// buffers, 6 ABBA rounds, 2-vCPU EPYC VM with 1 MiB of L2): against 64 KiB
 /// pieces, 1 MiB took 0.88-0.92x the time of an all_reduce at 1-16 MiB and
 /// 0.85-0.97x of a reduce_scatter from 256 KiB (64 KiB messages, one piece
-/// either way: 1.00-1.02x); 4 MiB pieces were 1.09-1.16x slower than 1 MiB
-/// at 4-16 MiB.
+/// either way: 1.00-1.02x); at 4-16 MiB, 4 MiB pieces took 1.09-1.16x the
+/// time of 1 MiB ones (all_reduce; reduce_scatter 1.02-1.05x).
 inline constexpr std::size_t combine_piece_bytes = std::size_t{1} << 20;
 
 /// From a shared buffer, single copy pays off much earlier: the receiver reads
