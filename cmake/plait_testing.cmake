@@ -10,6 +10,8 @@
 #   // plait-test-needs: openmp                (links OpenMP::OpenMP_CXX; built only when OpenMP is found)
 #   // plait-test-also: header-only            (also built as <name>_header_only against the header-only
 #                                                library; not in the sanitizer builds)
+#   // plait-test-optimization: -O1            (this file's flag instead of PLAIT_TEST_OPTIMIZATION, for
+#                                                tests whose own loops are most of their run time)
 #
 # A test links plait::compiled, the separately compiled core (plait/core/config.hpp):
 # header-only, every test file compiled the shm transport and the executor again,
@@ -22,9 +24,16 @@
 # Labels: `quick` runs in CI (scripts/test), `full` only in scripts/test-full,
 # `sanitize` is what the asan/tsan presets build and run. Every test case gets
 # a TIMEOUT, so a hang fails the run instead of stalling it.
+#
+# Single test cases opt out of a build through Catch2 tags and PLAIT_TEST_SPEC,
+# the Catch2 test spec every executable's cases are discovered with: the tsan
+# preset sets `~[one-thread]`, so cases tagged [one-thread] (one thread of one
+# process throughout: nothing for ThreadSanitizer to find) are not registered
+# there. They still run in the default and asan builds.
 
 set(PLAIT_DEFAULT_TEST_TIMEOUT 120)
 set(PLAIT_DEFAULT_TEST_LABELS quick)
+set(PLAIT_TEST_SPEC "" CACHE STRING "Catch2 test spec the test cases are discovered with (empty: every case)")
 
 # OpenMP, for tests that need it (Thrust's OMP back end); optional.
 if(NOT TARGET OpenMP::OpenMP_CXX)
@@ -66,6 +75,7 @@ function(plait_read_markers file prefix marker)
   set(timeout "")
   set(needs "")
   set(also "")
+  set(optimization "")
   foreach(line IN LISTS head)
     if(line MATCHES "^[ \t]*//[ \t]*${marker}-labels:(.*)$")
       separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
@@ -78,6 +88,8 @@ function(plait_read_markers file prefix marker)
     elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-also:(.*)$")
       separate_arguments(more UNIX_COMMAND "${CMAKE_MATCH_1}")
       list(APPEND also ${more})
+    elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-optimization:[ \t]*(-O[0-3gs])[ \t]*$")
+      set(optimization "${CMAKE_MATCH_1}")
     elseif(line MATCHES "^[ \t]*//[ \t]*${marker}-")
       message(FATAL_ERROR "plait: ${file}: unknown marker line `${line}`")
     endif()
@@ -96,6 +108,7 @@ function(plait_read_markers file prefix marker)
   endforeach()
   set(${prefix}_NEEDS "${needs}" PARENT_SCOPE)
   set(${prefix}_ALSO "${also}" PARENT_SCOPE)
+  set(${prefix}_OPTIMIZATION "${optimization}" PARENT_SCOPE)
 endfunction()
 
 # plait_needs_met(<out-var> <needs...>): whether this build can satisfy them.
@@ -116,19 +129,19 @@ endfunction()
 # plait_add_catch_test needs Catch.cmake included at directory scope (its
 # discovery script path is a directory variable); tests/CMakeLists.txt does it.
 # plait_add_catch_test(<name> SOURCES <src...> [LABELS <l...>] [TIMEOUT <s>] [NEEDS <n...>]
-#                      [ALSO header-only] [HEADER_ONLY])
+#                      [ALSO header-only] [HEADER_ONLY] [OPTIMIZATION <-Ox>])
 # One Catch2 executable linked with the shared main and the compiled core,
 # registered test case by test case as `<name>.<case>`. Usable from tests/mpi/
 # and other subdirectories. HEADER_ONLY builds against the header-only library
 # instead; ALSO header-only adds that variant as `<name>_header_only`.
 function(plait_add_catch_test name)
-  cmake_parse_arguments(arg "HEADER_ONLY" "TIMEOUT" "SOURCES;LABELS;NEEDS;ALSO" ${ARGN})
+  cmake_parse_arguments(arg "HEADER_ONLY" "TIMEOUT;OPTIMIZATION" "SOURCES;LABELS;NEEDS;ALSO" ${ARGN})
   if("header-only" IN_LIST arg_ALSO)
     set(header_only_labels ${arg_LABELS})
     list(REMOVE_ITEM header_only_labels sanitize)
     if(header_only_labels)
       plait_add_catch_test(${name}_header_only SOURCES ${arg_SOURCES} LABELS ${header_only_labels}
-                           TIMEOUT "${arg_TIMEOUT}" NEEDS ${arg_NEEDS} HEADER_ONLY)
+                           TIMEOUT "${arg_TIMEOUT}" NEEDS ${arg_NEEDS} OPTIMIZATION "${arg_OPTIMIZATION}" HEADER_ONLY)
     endif()
   endif()
   if(NOT arg_LABELS)
@@ -159,6 +172,10 @@ function(plait_add_catch_test name)
   add_executable(${name} ${arg_SOURCES})
   target_link_libraries(${name} PRIVATE plait::plait plait_catch_main plait_warnings)
   target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
+  # After the directory's PLAIT_TEST_OPTIMIZATION on the command line: the last -O wins.
+  if(arg_OPTIMIZATION AND PLAIT_TEST_OPTIMIZATION AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${arg_OPTIMIZATION}>")
+  endif()
   if(NOT arg_HEADER_ONLY)
     target_link_libraries(${name} PRIVATE plait::compiled)
   endif()
@@ -180,7 +197,11 @@ function(plait_add_catch_test name)
     endif()
   endif()
 
-  catch_discover_tests(${name} TEST_PREFIX "${name}." PROPERTIES TIMEOUT ${arg_TIMEOUT})
+  set(spec "")
+  if(PLAIT_TEST_SPEC)
+    set(spec TEST_SPEC "${PLAIT_TEST_SPEC}")
+  endif()
+  catch_discover_tests(${name} TEST_PREFIX "${name}." ${spec} PROPERTIES TIMEOUT ${arg_TIMEOUT})
 
   # Catch.cmake forwards PROPERTIES through a -D list and then splices it
   # unquoted, so a multi-label LABELS value would split into bogus property
@@ -200,7 +221,7 @@ function(plait_add_catch_test_from_file source)
   get_filename_component(name "${source}" NAME_WLE)
   plait_read_markers("${source}" test plait-test)
   plait_add_catch_test(${name} SOURCES "${source}" LABELS ${test_LABELS} TIMEOUT "${test_TIMEOUT}" NEEDS ${test_NEEDS}
-                       ALSO ${test_ALSO})
+                       ALSO ${test_ALSO} OPTIMIZATION "${test_OPTIMIZATION}")
 endfunction()
 
 # Sets <out_var> to the flags mpiexec needs to start more ranks than cores:

@@ -1,6 +1,7 @@
 // plait-test-labels: quick shm sanitize
 // plait-test-also: header-only
 // plait-test-timeout: 300
+// plait-test-optimization: -O1
 // The foundation's shared test body for all-gather on the shared-memory
 // transport: threads and processes, P = 1..8, sizes 0, 1, odd and >= 8 MiB in
 // total, element types of 1, 8 and 12 bytes, and in place.

@@ -1,5 +1,6 @@
 // plait-test-labels: quick shm sanitize
 // plait-test-timeout: 300
+// plait-test-optimization: -O1
 // plait::shm::allocator<T> and comm.memory_resource(): containers in a rank's
 // own shared-memory pool, which peers map the first time a message refers to
 // it. Checked here: vectors that grow between collectives give what plain

@@ -1,5 +1,6 @@
 // plait-test-labels: quick shm sanitize
 // plait-test-timeout: 300
+// plait-test-optimization: -O1
 // isend_with_copy: a send whose bytes the sender also needs in a second buffer
 // of its own (an all-gather's own shard, which also belongs in its result).
 // Where the receiver reads the message with a memcpy and can write that buffer

@@ -1,5 +1,6 @@
 // plait-test-labels: quick shm sanitize
 // plait-test-timeout: 180
+// plait-test-optimization: -O1
 // Streaming copies (core/stream_copy.hpp): large copies into a collective's
 // result use non-temporal stores (the own shard or block in prepare(), the
 // shm transport's reads from a thread peer's buffer or from a shared buffer,
@@ -90,7 +91,8 @@ std::string check_every_alignment(Copy&& copy, std::initializer_list<std::size_t
 
 }  // namespace
 
-TEST_CASE("stream_copy equals memcpy at every destination alignment and leaves neighbours alone", "[stream_copy]") {
+TEST_CASE("stream_copy equals memcpy at every destination alignment and leaves neighbours alone",
+          "[stream_copy][one-thread]") {
   auto stream = [](std::byte* d, const std::byte* s, std::size_t n) {
     plait::detail::stream_copy(d, s, n);
     plait::detail::stream_fence();
@@ -104,7 +106,7 @@ TEST_CASE("stream_copy equals memcpy at every destination alignment and leaves n
 #if PLAIT_SHM_STREAM_COPY_X86
 // stream_copy() picks the AVX-512 loop where the CPU has it; the SSE2 loop
 // (every other x86-64) is checked here directly so it runs on such CPUs too.
-TEST_CASE("the SSE2 streaming loop equals memcpy at every destination alignment", "[stream_copy]") {
+TEST_CASE("the SSE2 streaming loop equals memcpy at every destination alignment", "[stream_copy][one-thread]") {
   auto stream = [](std::byte* d, const std::byte* s, std::size_t n) {
     plait::detail::stream_copy_sse2(reinterpret_cast<unsigned char*>(d), reinterpret_cast<const unsigned char*>(s), n);
     plait::detail::stream_fence();
@@ -115,7 +117,7 @@ TEST_CASE("the SSE2 streaming loop equals memcpy at every destination alignment"
 }
 #endif
 
-TEST_CASE("copy_bytes is exact below, at and above the streaming threshold", "[stream_copy]") {
+TEST_CASE("copy_bytes is exact below, at and above the streaming threshold", "[stream_copy][one-thread]") {
   const stream_threshold lowered(1000);
   auto copy = [](std::byte* d, const std::byte* s, std::size_t n) { plait::detail::copy_bytes(d, s, n); };
   for (std::size_t n : {0, 999, 1000, 1001, 4099}) {
