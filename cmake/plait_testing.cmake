@@ -173,8 +173,15 @@ function(plait_add_catch_test name)
   target_link_libraries(${name} PRIVATE plait::plait plait_catch_main plait_warnings)
   target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
   # After the directory's PLAIT_TEST_OPTIMIZATION on the command line: the last -O wins.
+  set(own_flags OFF)
   if(arg_OPTIMIZATION AND PLAIT_TEST_OPTIMIZATION AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${arg_OPTIMIZATION}>")
+    set(own_flags ON)
+  endif()
+  # The shared precompiled header (tests/CMakeLists.txt), for test files
+  # compiled with exactly its flags.
+  if(TARGET plait_test_pch AND NOT own_flags AND NOT arg_HEADER_ONLY AND NOT arg_NEEDS)
+    target_precompile_headers(${name} REUSE_FROM plait_test_pch)
   endif()
   if(NOT arg_HEADER_ONLY)
     target_link_libraries(${name} PRIVATE plait::compiled)
