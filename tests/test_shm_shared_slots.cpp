@@ -229,12 +229,18 @@ TEST_CASE("Automatic takes the shared slots for small blocks and the channels fo
     std::uint64_t before = comm.slot_rounds();
     plait::all_gather(comm, small, small_all);
     if (comm.slot_rounds() != before + 1) return "a 64-byte all_gather did not take the shared slots";
-    std::vector<std::int32_t> large(2048, comm.rank()), large_all(2 * 2048);
+    // automatic's limit, plait::detail::shared_slot_block_bytes: 8 KiB blocks in, one element more out.
+    std::vector<std::int32_t> limit(2048, comm.rank()), limit_all(2 * 2048);
+    before = comm.slot_rounds();
+    plait::all_gather(comm, limit, limit_all);
+    if (comm.slot_rounds() != before + 1) return "an all_gather of 8 KiB blocks did not take the shared slots";
+    std::vector<std::int32_t> large(2049, comm.rank()), large_all(2 * 2049);
     before = comm.slot_rounds();
     plait::all_gather(comm, large, large_all);
-    if (comm.slot_rounds() != before) return "an 8 KiB all_gather took the shared slots";
+    if (comm.slot_rounds() != before) return "an all_gather of 8 KiB + 4 B blocks took the shared slots";
     for (int r = 0; r < 2; ++r) {
-      if (small_all[static_cast<std::size_t>(r) * 16] != r || large_all[static_cast<std::size_t>(r) * 2048] != r) {
+      const auto at = static_cast<std::size_t>(r);
+      if (small_all[at * 16] != r || limit_all[at * 2048 + 2047] != r || large_all[at * 2049 + 2048] != r) {
         return "wrong result";
       }
     }

@@ -139,8 +139,10 @@ choice automatic_choice(int rank, int size, std::size_t block_bytes) {
 /// Blocks of at most this many bytes run through a transport's shared
 /// slots under automatic (direct's schedule, one round per step) where the
 /// rounds fit: measured faster there than any schedule through the channels
-/// (docs/pmpi.md, *Measured*).
-inline constexpr std::size_t shared_slot_block_bytes = std::size_t{4} << 10;
+/// (docs/pmpi.md, *Measured*). 8 KiB, the largest block of two that fits a
+/// 16 KiB slot with its table: at P = 2 the 16 KiB collectives took 0.73-0.92x
+/// the time they took through the channels (docs/algorithms.md).
+inline constexpr std::size_t shared_slot_block_bytes = std::size_t{8} << 10;
 
 /// Whether automatic runs Op through Transport's shared slots (a transport
 /// that has them says `static constexpr std::size_t shared_slot_bytes`):
