@@ -126,6 +126,20 @@ function(plait_needs_met out)
   set(${out} ${ok} PARENT_SCOPE)
 endfunction()
 
+# plait_override_test_optimization(<target> <-Ox> <out_var>): compiles
+# <target>'s C++ at <-Ox> instead of PLAIT_TEST_OPTIMIZATION, where that is
+# set (tests/CMakeLists.txt; the sanitizer presets leave it empty and every
+# test keeps their -O1); <out_var> says whether it did, since the flags then
+# differ from the test precompiled header's. The flag goes after the
+# directory's on the command line: the last -O wins.
+function(plait_override_test_optimization target flag out_var)
+  set(${out_var} OFF PARENT_SCOPE)
+  if(PLAIT_TEST_OPTIMIZATION AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${flag}>")
+    set(${out_var} ON PARENT_SCOPE)
+  endif()
+endfunction()
+
 # plait_add_catch_test needs Catch.cmake included at directory scope (its
 # discovery script path is a directory variable); tests/CMakeLists.txt does it.
 # plait_add_catch_test(<name> SOURCES <src...> [LABELS <l...>] [TIMEOUT <s>] [NEEDS <n...>]
@@ -172,11 +186,9 @@ function(plait_add_catch_test name)
   add_executable(${name} ${arg_SOURCES})
   target_link_libraries(${name} PRIVATE plait::plait plait_catch_main plait_warnings)
   target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
-  # After the directory's PLAIT_TEST_OPTIMIZATION on the command line: the last -O wins.
   set(own_flags OFF)
-  if(arg_OPTIMIZATION AND PLAIT_TEST_OPTIMIZATION AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${arg_OPTIMIZATION}>")
-    set(own_flags ON)
+  if(arg_OPTIMIZATION)
+    plait_override_test_optimization(${name} "${arg_OPTIMIZATION}" own_flags)
   endif()
   # The shared precompiled header (tests/CMakeLists.txt), for test files
   # compiled with exactly its flags.
