@@ -949,6 +949,37 @@ TEST_CASE("on shm a reduction folds each arriving partial in as it comes, from a
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+TEST_CASE("on shm a reduction's messages to another process go in chunks unless single copy is asked for",
+          "[reduce][fused]") {
+  const int ranks = GENERATE(2, 3);
+  const bool by_reference = GENERATE(false, true);
+  // One piece of process_vm_readv, and several (combine_piece_bytes, 1 MiB).
+  const std::size_t block = GENERATE(std::size_t{40000}, std::size_t{600000});
+  CAPTURE(ranks, by_reference, block);
+  const auto verdicts =
+      plait_test::run_ranks(mode::processes, ranks, [&](plait::shm::communicator& comm) -> std::string {
+        if (by_reference) comm.set_single_copy_bytes(16 << 10);
+        const std::uint64_t before = comm.bytes_read_from_processes();
+        std::string v = combined_as_they_arrive(comm, block);
+        const std::uint64_t read = comm.bytes_read_from_processes() - before;
+        // Ring: all_reduce's P - 1 folded and P - 1 placed arrivals, reduce_scatter's P - 1 folded.
+        const std::uint64_t all = 3 * static_cast<std::uint64_t>(comm.size() - 1) * block * sizeof(std::int32_t);
+        if (v.empty() && read != (by_reference ? all : 0)) {
+          v = "read " + std::to_string(read) + " bytes from other processes, expected " +
+              std::to_string(by_reference ? all : 0);
+        }
+        // A plain message of that size still goes by reference.
+        std::vector<std::int32_t> mine(block, comm.rank()), gathered(block * static_cast<std::size_t>(comm.size()));
+        const std::uint64_t before_gather = comm.bytes_read_from_processes();
+        plait::all_gather<plait::ring>(comm, mine, gathered);
+        if (v.empty() && comm.bytes_read_from_processes() == before_gather)
+          v = "an all_gather read nothing by reference";
+        if (v.empty() && gathered.back() != comm.size() - 1) v = "wrong all_gather result";
+        return v;
+      });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("where process_vm_readv is refused a reduction still folds partials in as they arrive through the slots",
           "[reduce][fused]") {
   const auto verdicts = plait_test::run_ranks(mode::processes, 3, [](plait::shm::communicator& comm) -> std::string {

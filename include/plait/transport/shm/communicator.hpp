@@ -21,7 +21,9 @@
 //     first time a message refers to it;
 //   - a combining receive (irecv_combine, a reduction's) takes either way
 //     but folds each arriving piece into its destination with the reduction
-//     instead of copying it (core/receive_combine.hpp).
+//     instead of copying it (core/receive_combine.hpp); a reduction's
+//     message to another process goes in chunks at every size, so that the
+//     sender's copies and the receiver's folds run on two cores at once.
 // Besides the channels, each rank has two shared-slot buffers in the segment
 // that a lockstep schedule's blocking call uses a round at a time (every rank
 // writes once, posts one flag and reads its peers in place: op/slot_run.hpp).
@@ -54,6 +56,7 @@
 #include <vector>
 
 #include "plait/core/blocking_calls.hpp"
+#include "plait/core/call_stamp.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/cost_model.hpp"
@@ -132,7 +135,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// us against 1.6 us for 8 KiB ones; an all-reduce by recursive doubling
   /// (one two-block exchange) 15, 23 and 47 us at 16, 32 and 64 KiB against
   /// ring's (two one-block steps) 4.4, 9.7 and 14-17, which the default
-  /// model ranks the other way.
+  /// model ranks the other way. One model serves every operation, so it
+  /// charges that round trip to a reduction's messages too, which go in
+  /// chunks since (process_fold_single_copy_bytes).
   static constexpr plait::cost_model cost_model() noexcept {
     plait::cost_model m;
     m.rendezvous_bytes = detail::process_single_copy_bytes;
@@ -196,15 +201,23 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   /// Messages of at least this many bytes are copied once, straight from the
   /// sender's buffer; smaller ones through the slots. The default depends on
-  /// the peer: 4 KiB to a thread of this process, 16 KiB to another process
-  /// (see detail::thread_single_copy_bytes); this sets both. 0: never.
+  /// the peer: 4 KiB to a thread of this process, 16 KiB to another process,
+  /// never for a reduction's message to another process (see
+  /// detail::thread_single_copy_bytes, detail::process_fold_single_copy_bytes);
+  /// this sets all three. 0: never.
   void set_single_copy_bytes(std::size_t bytes) noexcept {
-    single_copy_bytes_ = process_single_copy_bytes_ = bytes == 0 ? SIZE_MAX : bytes;
+    single_copy_bytes_ = process_single_copy_bytes_ = process_fold_single_copy_bytes_ = bytes == 0 ? SIZE_MAX : bytes;
   }
   /// The threshold to a peer that is a thread of this process ...
   [[nodiscard]] std::size_t single_copy_bytes() const noexcept { return single_copy_bytes_; }
-  /// ... and to a peer in another process.
+  /// ... to a peer in another process ...
   [[nodiscard]] std::size_t process_single_copy_bytes() const noexcept { return process_single_copy_bytes_; }
+  /// ... and for a reduction's message to a peer in another process (SIZE_MAX: never).
+  [[nodiscard]] std::size_t process_fold_single_copy_bytes() const noexcept { return process_fold_single_copy_bytes_; }
+  /// Payload bytes this rank read out of another process's private memory
+  /// with process_vm_readv (single copy of a contiguous message, plain or
+  /// combined): how to tell that path was taken.
+  [[nodiscard]] std::uint64_t bytes_read_from_processes() const noexcept { return bytes_read_from_processes_; }
 
   /// Posts a send of `bytes` to `peer`; `bytes` must stay untouched until the send completes.
   request isend(int peer, std::span<const std::byte> bytes, int tag = user_tag);
@@ -440,8 +453,18 @@ class communicator : public communicator_core, public blocking_calls<communicato
     // From a shared buffer the receiver reads its own mapping: no kernel
     // permission involved, so a refused pair still may.
     if (m.window != 0) return m.bytes >= std::min(single_copy_bytes_, detail::window_single_copy_bytes);
-    const std::size_t threshold = segment_->is_local(peer) ? single_copy_bytes_ : process_single_copy_bytes_;
+    const std::size_t threshold = segment_->is_local(peer)     ? single_copy_bytes_
+                                  : folded_on_arrival(m.stamp) ? process_fold_single_copy_bytes_
+                                                               : process_single_copy_bytes_;
     return m.bytes >= threshold && !p.single_copy_refused;
+  }
+
+  /// Whether a message of the call stamped `stamp` is a reduction's, which
+  /// its receiver folds (a built-in reduction: an operation of one's own
+  /// has no kind the transport knows to fold).
+  [[nodiscard]] static bool folded_on_arrival(std::uint32_t stamp) noexcept {
+    const call_kind kind = call_stamp::from_bits(stamp).kind;
+    return kind == call_kind::reduce_scatter || kind == call_kind::reduce_scatter_v || kind == call_kind::all_reduce;
   }
 
   /// Moves every pending transfer as far as the channels allow. True if any byte moved.
@@ -577,6 +600,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   std::uint64_t bytes_sent_vectored_ = 0;
   std::uint64_t bytes_copied_vectored_ = 0;
   std::uint64_t bytes_combined_on_receive_ = 0;
+  std::uint64_t bytes_read_from_processes_ = 0;
   std::vector<std::byte> combine_piece_;    // a combining receive's piece read from another process
   mutable std::uint64_t send_lookups_ = 0;  // counted by the const locate_send
   unsigned test_looks_ = 0;                 // test_all calls, to look for lost peer processes now and then
@@ -585,6 +609,8 @@ class communicator : public communicator_core, public blocking_calls<communicato
       detail::single_copy_bytes_from_environment().value_or(detail::thread_single_copy_bytes);
   std::size_t process_single_copy_bytes_ =
       detail::single_copy_bytes_from_environment().value_or(detail::process_single_copy_bytes);
+  std::size_t process_fold_single_copy_bytes_ =
+      detail::single_copy_bytes_from_environment().value_or(detail::process_fold_single_copy_bytes);
   std::vector<std::weak_ptr<detail::window>> windows_;  // buffers from allocate; owned by them
   std::uint64_t window_count_ = 0;
   std::uint64_t slot_round_ = 0;                // shared-slot rounds begun (every rank counts alike)

@@ -191,6 +191,7 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
   if (m.combine != nullptr) {
     const int reason = combine_from_process(pid, address, m, copied);
     if (reason == 0) {
+      bytes_read_from_processes_ += m.bytes;
       finish(detail::reference_state::done);
       return true;
     }
@@ -219,6 +220,7 @@ PLAIT_DECL bool communicator::copy_reference(int peer, pending& m) {
                         {"cannot read the sender's buffer (process_vm_readv: ", std::strerror(reason), ")"},
                         where("irecv", peer));
   }
+  bytes_read_from_processes_ += m.bytes;
   finish(detail::reference_state::done);
   return true;
 }
