@@ -22,7 +22,7 @@
 //   - a combining receive (irecv_combine, a reduction's) takes either way
 //     but folds each arriving piece into its destination with the reduction
 //     instead of copying it (core/receive_combine.hpp); a reduction's
-//     message to another process goes in chunks at every size, so that the
+//     message to another process goes in chunks up to 1 MiB, so that the
 //     sender's copies and the receiver's folds run on two cores at once.
 // Besides the channels, each rank has two shared-slot buffers in the segment
 // that a lockstep schedule's blocking call uses a round at a time (every rank
@@ -137,7 +137,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// ring's (two one-block steps) 4.4, 9.7 and 14-17, which the default
   /// model ranks the other way. One model serves every operation, so it
   /// charges that round trip to a reduction's messages too, which go in
-  /// chunks since (process_fold_single_copy_bytes).
+  /// chunks up to 1 MiB since (process_fold_single_copy_bytes).
   static constexpr plait::cost_model cost_model() noexcept {
     plait::cost_model m;
     m.rendezvous_bytes = detail::process_single_copy_bytes;
@@ -202,7 +202,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// Messages of at least this many bytes are copied once, straight from the
   /// sender's buffer; smaller ones through the slots. The default depends on
   /// the peer: 4 KiB to a thread of this process, 16 KiB to another process,
-  /// never for a reduction's message to another process (see
+  /// 1 MiB for a reduction's message to another process (see
   /// detail::thread_single_copy_bytes, detail::process_fold_single_copy_bytes);
   /// this sets all three. 0: never.
   void set_single_copy_bytes(std::size_t bytes) noexcept {
@@ -212,7 +212,7 @@ class communicator : public communicator_core, public blocking_calls<communicato
   [[nodiscard]] std::size_t single_copy_bytes() const noexcept { return single_copy_bytes_; }
   /// ... to a peer in another process ...
   [[nodiscard]] std::size_t process_single_copy_bytes() const noexcept { return process_single_copy_bytes_; }
-  /// ... and for a reduction's message to a peer in another process (SIZE_MAX: never).
+  /// ... and for a reduction's message to a peer in another process.
   [[nodiscard]] std::size_t process_fold_single_copy_bytes() const noexcept { return process_fold_single_copy_bytes_; }
   /// Payload bytes this rank read out of another process's private memory
   /// with process_vm_readv (single copy of a contiguous message, plain or

@@ -30,14 +30,16 @@ inline constexpr std::size_t process_single_copy_bytes = std::size_t{16} << 10;
 
 /// A reduction's message to another process (a call that folds what
 /// arrives: reduce_scatter, reduce_scatter_v, all_reduce) goes by reference
-/// from this size: never. In chunks the sender copies each into a slot while
-/// the receiver folds the one before out of its slot, the work split over
-/// both ranks' cores; by reference the receiver alone reads with
-/// process_vm_readv and folds. Measured at P = 2 on a 2-vCPU EPYC VM (user
-/// buffers, plait-bench's shm against shm-chunked interleaved, float sum):
-/// chunks took 0.33-0.88x the time of an all_reduce or reduce_scatter at
-/// every size from 32 KiB to 64 MiB (docs/performance.md).
-inline constexpr std::size_t process_fold_single_copy_bytes = SIZE_MAX;
+/// from this size, not process_single_copy_bytes. In chunks the sender
+/// copies each into a slot while the receiver folds the one before, the
+/// work split over both ranks' cores; by reference the receiver alone reads
+/// with process_vm_readv and folds. Measured at P = 2 on a 2-vCPU EPYC VM
+/// (user buffers, float sum, interleaved runs of both ways): chunks took
+/// 0.44-0.82x the time from 32 KiB to 512 KiB in every setting (Open MPI's
+/// launcher alone, beside a spinning process, in oneCCL's bench build);
+/// from 1 MiB they were 0.59-0.97x in two of those and 1.05-1.46x in the
+/// third, so from there the message keeps single copy (docs/performance.md).
+inline constexpr std::size_t process_fold_single_copy_bytes = std::size_t{1} << 20;
 
 /// How long a wait polls without yielding when the group has a core per rank
 /// (as MPI's blocking calls and plait::mpi do; see core/backoff.hpp). Measured
