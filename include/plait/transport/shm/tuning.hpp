@@ -35,10 +35,11 @@ inline constexpr std::size_t process_single_copy_bytes = std::size_t{16} << 10;
 /// work split over both ranks' cores; by reference the receiver alone reads
 /// with process_vm_readv and folds. Measured at P = 2 on a 2-vCPU EPYC VM
 /// (user buffers, float sum, interleaved runs of both ways): chunks took
-/// 0.44-0.82x the time from 32 KiB to 512 KiB in every setting (Open MPI's
+/// 0.44-0.99x the time from 32 KiB to 512 KiB in every setting (Open MPI's
 /// launcher alone, beside a spinning process, in oneCCL's bench build);
-/// from 1 MiB they were 0.59-0.97x in two of those and 1.05-1.46x in the
-/// third, so from there the message keeps single copy (docs/performance.md).
+/// from 1 MiB 0.59-0.97x in the first two, but in the third all_reduce
+/// 0.84-1.07x and reduce_scatter 1.09-1.46x, so from there the message
+/// keeps single copy (docs/performance.md).
 inline constexpr std::size_t process_fold_single_copy_bytes = std::size_t{1} << 20;
 
 /// How long a wait polls without yielding when the group has a core per rank
