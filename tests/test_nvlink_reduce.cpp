@@ -314,6 +314,20 @@ TEST_CASE("nvlink emulation: a copy engine that folds on its device runs prepare
         }
       }
     }
+    // all_reduce of strided views (along<1>: slabs packed and unpacked on the engine).
+    std::vector<float> spread(tensor.size() * 2, -1.0f);  // every other float of it is the result
+    const std::array<std::size_t, 3> spread_strides{whole[1] * 4 * 2, 4 * 2, 2};
+    plait::all_reduce<plait::automatic, plait::along<1>>(
+        gpu, plait::tensor_view<const float, 3>(tensor.data(), whole),
+        plait::tensor_view<float, 3>(spread.data(), whole, spread_strides), plait::sum{});
+    for (std::size_t at = 0; at < tensor.size(); ++at) {
+      float total = 0;
+      for (int r = 0; r < ranks; ++r) total += exact(r, at);
+      if (spread[2 * at] != total || spread[2 * at + 1] != -1.0f) {
+        v += "all_reduce along<1> element " + std::to_string(at) + "\n";
+        break;
+      }
+    }
     const std::vector<std::size_t> counts{5, 0, 9};
     std::vector<float> parts(14);
     for (std::size_t i = 0; i < parts.size(); ++i) parts[i] = exact(gpu.rank(), i);

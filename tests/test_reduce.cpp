@@ -853,6 +853,91 @@ TEMPLATE_LIST_TEST_CASE("reduce_scatter along a tensor dimension gives each rank
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+namespace {
+/// all_reduce along dimension D of a [7, 5] tensor whose send view takes
+/// every other row of a [14, 5] buffer and whose recv view is column-major
+/// (stride order reversed): 7 and 5 split unevenly over 2, 3 and 5 ranks,
+/// and leave empty slabs on 8. Out of place, in place on a strided view
+/// (the rows between must stay as they were), nonblocking and persistent.
+template <class Algorithm, std::size_t D>
+std::string all_reduce_along(plait::shm::communicator& comm) {
+  constexpr std::size_t rows = 7;
+  constexpr std::size_t cols = 5;
+  const auto value = [](int rank, std::size_t i, std::size_t j) {
+    return static_cast<std::int64_t>(rank * 1000 + static_cast<int>(i * 10 + j));
+  };
+  const auto want = [&](std::size_t i, std::size_t j) {
+    std::int64_t sum = 0;
+    for (int r = 0; r < comm.size(); ++r) sum += value(r, i, j);
+    return sum;
+  };
+  const std::int64_t untouched = -7;
+  std::vector<std::int64_t> padded(2 * rows * cols, untouched);  // rows 0, 2, 4, ... of [14, 5]
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) padded[2 * i * cols + j] = value(comm.rank(), i, j);
+  }
+  const std::array<std::size_t, 2> shape{rows, cols};
+  const std::array<std::size_t, 2> every_other_row{2 * cols, 1};
+  const std::array<std::size_t, 2> column_major{1, rows};
+  const plait::tensor_view<const std::int64_t, 2> send(padded.data(), shape, every_other_row);
+  const std::string name = "along<" + std::to_string(D) + ">";
+
+  const auto recv_wrong = [&](const std::vector<std::int64_t>& out, const char* form) -> std::string {
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < cols; ++j) {
+        if (out[j * rows + i] != want(i, j)) return name + " " + form + ": wrong element";
+      }
+    }
+    return {};
+  };
+  std::vector<std::int64_t> out(rows * cols, -1);
+  plait::all_reduce<Algorithm, plait::along<D>>(
+      comm, send, plait::tensor_view<std::int64_t, 2>(out.data(), shape, column_major), plait::sum{});
+  if (std::string v = recv_wrong(out, "out of place"); !v.empty()) return v;
+
+  std::vector<std::int64_t> nonblocking(rows * cols, -1);
+  plait::iall_reduce<Algorithm, plait::along<D>>(
+      comm, send, plait::tensor_view<std::int64_t, 2>(nonblocking.data(), shape, column_major), plait::sum{})
+      .wait();
+  if (std::string v = recv_wrong(nonblocking, "nonblocking"); !v.empty()) return v;
+
+  std::vector<std::int64_t> bound(rows * cols, -1);
+  auto persistent = plait::all_reduce_init<Algorithm, plait::along<D>>(
+      comm, send, plait::tensor_view<std::int64_t, 2>(bound.data(), shape, column_major), plait::sum{});
+  for (int start = 0; start < 2; ++start) {
+    std::fill(bound.begin(), bound.end(), -1);
+    persistent.start();
+    persistent.wait();
+    if (std::string v = recv_wrong(bound, "persistent"); !v.empty()) return v;
+  }
+
+  std::vector<std::int64_t> buffer = padded;
+  plait::all_reduce<Algorithm, plait::along<D>>(
+      comm, plait::in_place, plait::tensor_view<std::int64_t, 2>(buffer.data(), shape, every_other_row), plait::sum{});
+  for (std::size_t i = 0; i < 2 * rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      const std::int64_t expected = i % 2 == 0 ? want(i / 2, j) : untouched;
+      if (buffer[i * cols + j] != expected) return name + " in place: wrong element or a row between written";
+    }
+  }
+  return {};
+}
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("all_reduce along a tensor dimension combines strided views of one shape element by element",
+                        "[reduce][layout]", plait_test::algorithms_for<any_all_reduce>) {
+  using Algorithm = TestType;
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
+    std::string v = all_reduce_along<Algorithm, 0>(comm);
+    if (v.empty()) v = all_reduce_along<Algorithm, 1>(comm);
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("reductions on comm.allocate and plait::shm::allocator buffers equal those on plain vectors",
           "[reduce][allocate]") {
   const mode m = GENERATE(mode::threads, mode::processes);

@@ -21,6 +21,7 @@
 // The expect-error lines are regexes matched one line each, so clang-format
 // must not reflow them.
 // clang-format off
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -70,6 +71,11 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
   plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, send, recv, plait::sum{});
   plait::all_reduce<plait::hierarchical<plait::direct, plait::chain>>(levels, send, recv, plait::ordered<plait::sum>{});
   plait::reduce_scatter(levels, send, block, plait::avg{});
+  const std::array<std::size_t, 2> shape{2, 2 * p};
+  plait::all_reduce<plait::ring, plait::along<1>>(comm, plait::tensor_view<const float, 2>(send.data(), shape),
+                                                  plait::tensor_view<float, 2>(recv.data(), shape), plait::sum{});
+  plait::all_reduce<plait::direct, plait::along<0>>(comm, plait::in_place,
+                                                    plait::tensor_view<float, 2>(recv.data(), shape), plait::sum{});
 
 // expect-error(ring_ordered): (plait: this algorithm cannot keep the order this reduction needs.*keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>|keeps_order_of<plait::[v0:]*ring, plait::[v0:]*op::all_reduce<plait::[v0:]*op::fold_order::left>, plait::[v0:]*works_with<plait::[v0:]*direct, plait::[v0:]*chain, plait::[v0:]*automatic>.*plait: this algorithm cannot keep the order this reduction needs)
 // max-lines(ring_ordered): 20
@@ -141,6 +147,21 @@ constexpr mat2 multiply(const mat2& x, const mat2& y) {
 // max-lines(ordered_on_ring_levels): 20
 #if defined(PLAIT_CASE_ordered_on_ring_levels)
   plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>>(levels, send, recv, plait::ordered<plait::sum>{});
+#endif
+
+// expect-error(all_reduce_along_out_of_range): plait: the layout names a dimension the view does not have
+// max-lines(all_reduce_along_out_of_range): 40
+#if defined(PLAIT_CASE_all_reduce_along_out_of_range)
+  plait::all_reduce<plait::ring, plait::along<2>>(comm, plait::tensor_view<const float, 2>(send.data(), shape),
+                                                  plait::tensor_view<float, 2>(recv.data(), shape), plait::sum{});
+#endif
+
+// expect-error(all_reduce_along_on_two_level): plait: reductions on a plait::two_level take 1-D contiguous ranges \(or bundles of them\) with plait::contiguous; tensor layouts run flat on the whole communicator
+// max-lines(all_reduce_along_on_two_level): 40
+#if defined(PLAIT_CASE_all_reduce_along_on_two_level)
+  plait::all_reduce<plait::hierarchical<plait::ring, plait::ring>, plait::along<0>>(
+      levels, plait::tensor_view<const float, 2>(send.data(), shape), plait::tensor_view<float, 2>(recv.data(), shape),
+      plait::sum{});
 #endif
 
 // expect-error(bit_xor_on_float): plait::bit_and, bit_or and bit_xor accept integral types and std::byte \(not floating types\)

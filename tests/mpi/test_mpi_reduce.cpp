@@ -991,3 +991,62 @@ TEST_CASE("mpi check mode reports ranks that reduce with different reductions", 
   CAPTURE(orders);
   CHECK(::plait_test::on_all_ranks(orders.empty()));
 }
+
+TEMPLATE_LIST_TEST_CASE("mpi all_reduce along a dimension of strided views equals MPI_Allreduce of their elements",
+                        "[mpi][reduce][differential][layout]", plait_test::algorithms_for<any_all_reduce>) {
+  using Algorithm = TestType;
+  CAPTURE(plait::algorithm_name<Algorithm>());
+  plait::mpi::communicator comm = world();
+  if (!plait_test::runs_on<Algorithm, any_all_reduce>(comm.size())) return;
+  // Every other row of a [14, 5] buffer: a [7, 5] view of row stride 10. 7
+  // rows and 5 columns split unevenly over most P, and leave empty slabs at
+  // P = 8. MPI reduces the view's elements copied out in row-major order
+  // (Open MPI's MPI_SUM refuses a vector datatype).
+  constexpr std::size_t rows = 7;
+  constexpr std::size_t cols = 5;
+  std::vector<std::int64_t> padded(2 * rows * cols);
+  for (std::size_t i = 0; i < padded.size(); ++i) {
+    padded[i] = static_cast<std::int64_t>(comm.rank() * 1000) + static_cast<std::int64_t>(i);
+  }
+  std::vector<std::int64_t> summed(rows * cols);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) summed[i * cols + j] = padded[2 * i * cols + j];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, summed.data(), static_cast<int>(summed.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  std::vector<std::int64_t> in_place_reference = padded;  // the rows between stay as they were
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) in_place_reference[2 * i * cols + j] = summed[i * cols + j];
+  }
+
+  const std::array<std::size_t, 2> shape{rows, cols};
+  const std::array<std::size_t, 2> row_stride_10{2 * cols, 1};
+  const std::array<std::size_t, 2> column_major{1, rows};
+  std::string v;
+  const auto run_along = [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
+    std::vector<std::int64_t> buffer = padded;
+    v += outcome([&] {
+      plait::all_reduce<Algorithm, plait::along<D>>(
+          comm, plait::in_place, plait::tensor_view<std::int64_t, 2>(buffer.data(), shape, row_stride_10),
+          plait::sum{});
+    });
+    if (buffer != in_place_reference) v += "along<" + std::to_string(D) + "> in place differs from MPI_Allreduce\n";
+    std::vector<std::int64_t> transposed(rows * cols, -1);
+    v += outcome([&] {
+      plait::all_reduce<Algorithm, plait::along<D>>(
+          comm, plait::tensor_view<const std::int64_t, 2>(padded.data(), shape, row_stride_10),
+          plait::tensor_view<std::int64_t, 2>(transposed.data(), shape, column_major), plait::sum{});
+    });
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < cols; ++j) {
+        if (transposed[j * rows + i] != summed[i * cols + j]) {
+          v += "along<" + std::to_string(D) + "> into a column-major view differs from MPI_Allreduce\n";
+          return;
+        }
+      }
+    }
+  };
+  run_along(std::integral_constant<std::size_t, 0>{});
+  run_along(std::integral_constant<std::size_t, 1>{});
+  CAPTURE(v);
+  PLAIT_REQUIRE_ALL(v.empty());
+}

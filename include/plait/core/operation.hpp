@@ -164,6 +164,13 @@ struct all_reduce {
   static constexpr bool needs_finally(int /*rank*/, int /*block*/, int /*size*/) noexcept { return true; }
 };
 
+/// Whether Op is an all-reduce (any fold order): a layout that cuts one
+/// tensor into P blocks serves it, the cut being the schedule's business.
+template <class Op>
+inline constexpr bool is_all_reduce = false;
+template <fold_order Order>
+inline constexpr bool is_all_reduce<all_reduce<Order>> = true;
+
 }  // namespace op
 
 /// True for the operation tags plait knows (the block model above).

@@ -32,10 +32,12 @@ struct along {
   static constexpr std::size_t dimension = D;
   /// The name errors show.
   static constexpr std::string_view name = "along";
-  /// along<D> serves the all-gather (recv concatenated along D) and the
-  /// reduce-scatter (send split along D: layout/along_folds.hpp).
+  /// along<D> serves the all-gather (recv concatenated along D), the
+  /// reduce-scatter (send split along D) and the all-reduce (send and recv of
+  /// one shape, its blocks slabs along D: layout/along_folds.hpp).
   template <class Op>
-  static constexpr bool serves = std::is_same_v<Op, op::all_gather> || op::is_reduce_scatter<Op>;
+  static constexpr bool serves =
+      std::is_same_v<Op, op::all_gather> || op::is_reduce_scatter<Op> || op::is_all_reduce<Op>;
 };
 
 namespace detail {

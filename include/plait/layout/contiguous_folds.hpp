@@ -35,6 +35,7 @@ inline contiguous_fold_plan one_member(std::span<const std::byte> contributions,
                                            all_results,
                                            in_place,
                                            {},
+                                           {},
                                            {}}});
 }
 

@@ -117,7 +117,9 @@ class kept_reduction {
 /// reduce_scatter; in place, the block's place in `contributions`) or every
 /// block (all_reduce). `offsets` (P + 1 element offsets) cuts the blocks by
 /// counts; empty, evenly. A tensor layout (along<D>) gives each block's
-/// region in `blocks` and this rank's result region in `own_result` instead.
+/// region in `blocks` instead, and the results' regions: this rank's in
+/// `own_result` (reduce_scatter), every block's in `result_blocks`
+/// (all_reduce).
 struct fold_member {
   std::span<const std::byte> contributions;
   std::span<std::byte> results;
@@ -128,8 +130,9 @@ struct fold_member {
   int size = 1;
   bool all_results = true;
   bool in_place = false;
-  std::vector<region> blocks;  // tensor layouts: block b's contribution, else empty
-  region own_result;           // tensor layouts: where this rank's block goes
+  std::vector<region> blocks;         // tensor layouts: block b's contribution, else empty
+  region own_result;                  // tensor layouts: where this rank's block goes
+  std::vector<region> result_blocks;  // tensor layouts of all_reduce: where block b's result goes
   // elements / size and elements % size, set by cut_evenly() (fold_plan_of
   // calls it): a small call asks for blocks' bounds a dozen times, and each
   // division costs more than the rest of the lookup.
@@ -163,6 +166,7 @@ struct fold_member {
   }
   /// Where `block`'s result goes (a block this rank ends with).
   [[nodiscard]] region result(int block) const {
+    if (!result_blocks.empty()) return result_blocks[static_cast<std::size_t>(block)];
     if (!blocks.empty()) return own_result;
     const std::size_t at = all_results || in_place ? first_element(block) * kernel().element_bytes : 0;
     return region::contiguous(results.data() + at, elements_in(block) * kernel().element_bytes);

@@ -24,27 +24,30 @@ using all_reduce_for = op::all_reduce<is_reduction_v<Reduction> ? fold_order_of<
 /// all-reduce of `send` into `recv` (the same number of elements) with
 /// `reduction` (plait::sum{}, plait::ordered<plait::sum>{}, ...). With
 /// `plait::in_place` as send, `recv` holds this rank's contribution and
-/// receives the result.
+/// receives the result. With plait::along<D> as the layout, send and recv
+/// are tensor views of one shape (any strides), moved in slabs along D
+/// (layout/along_folds.hpp).
 ///   plait::all_reduce<plait::ring>(comm, grads, summed, plait::sum{});
-template <class Algorithm = automatic, class Comm, class Send, class Recv, class Reduction>
+///   plait::all_reduce<plait::automatic, plait::along<0>>(comm, rows_in, rows_out, plait::sum{});
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Reduction>
 void all_reduce(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
-  run_reduction<detail::all_reduce_for<Reduction>, Algorithm, contiguous>(comm, std::forward<Send>(send),
-                                                                          std::forward<Recv>(recv), reduction);
+  run_reduction<detail::all_reduce_for<Reduction>, Algorithm, Layout>(comm, std::forward<Send>(send),
+                                                                      std::forward<Recv>(recv), reduction);
 }
 
 /// all_reduce, nonblocking: returns a request at once (docs/nonblocking.md).
-template <class Algorithm = automatic, class Comm, class Send, class Recv, class Reduction>
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Reduction>
 [[nodiscard]] collective_request iall_reduce(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
-  return start_reduction<detail::all_reduce_for<Reduction>, Algorithm, contiguous>(comm, std::forward<Send>(send),
-                                                                                   std::forward<Recv>(recv), reduction);
+  return start_reduction<detail::all_reduce_for<Reduction>, Algorithm, Layout>(comm, std::forward<Send>(send),
+                                                                               std::forward<Recv>(recv), reduction);
 }
 
 /// all_reduce, persistent: checks and plans once; every start() reduces the
 /// buffers' contents as they are then.
-template <class Algorithm = automatic, class Comm, class Send, class Recv, class Reduction>
+template <class Algorithm = automatic, class Layout = contiguous, class Comm, class Send, class Recv, class Reduction>
 [[nodiscard]] persistent_collective all_reduce_init(Comm& comm, Send&& send, Recv&& recv, const Reduction& reduction) {
-  return init_reduction<detail::all_reduce_for<Reduction>, Algorithm, contiguous>(comm, std::forward<Send>(send),
-                                                                                  std::forward<Recv>(recv), reduction);
+  return init_reduction<detail::all_reduce_for<Reduction>, Algorithm, Layout>(comm, std::forward<Send>(send),
+                                                                              std::forward<Recv>(recv), reduction);
 }
 
 }  // namespace v0
