@@ -281,6 +281,8 @@ class fold_plan_of {
       if (!m.widened() && to.is_contiguous()) {
         if (to.data != from) on.copy_bytes(to.data, from, bytes);  // equal: folded there (result_as_is)
         if (k.finish != nullptr) on.finish(k, to.data, n, m.size);
+      } else if (!m.widened() && k.finish == nullptr) {
+        on.unpack(from, to);  // nothing to finish: straight into the strided result, no copy first
       } else {
         auto finished = on.allocate(bytes);
         on.copy_bytes(finished.data(), from, bytes);
