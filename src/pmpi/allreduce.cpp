@@ -1,10 +1,13 @@
 // MPI_Allreduce: plait::all_reduce on one node's shared-memory group, or
-// node by node across nodes (node_aware.hpp).
+// node by node across nodes (node_aware.hpp); a datatype with gaps packed
+// (reduction_buffers.hpp).
 #include <span>
 #include <type_traits>
+#include <vector>
 
 #include "datatype.hpp"
 #include "node_aware.hpp"
+#include "reduction_buffers.hpp"
 #include "reduction_dispatch.hpp"
 #include "serve.hpp"
 
@@ -27,20 +30,25 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
   const std::uint64_t bytes = payload_bytes(count, datatype);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
-      const std::size_t n = static_cast<std::size_t>(count) * static_cast<std::size_t>(scale);
-      const std::span<T> recv{static_cast<T*>(recvbuf), n};
+      const bool in_place = sendbuf == MPI_IN_PLACE;
+      const std::size_t n = count_of(count) * static_cast<std::size_t>(scale);
+      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+      const std::span<T> recv = output_values<T>(e, recvbuf, count, n, in_place, recv_scratch);
+      const std::span<const T> send =
+          in_place ? std::span<const T>{} : input_values<T>(e, sendbuf, count, n, send_scratch);
       on_levels(*state, [&](auto& group) {
-        const T* send = sendbuf == MPI_IN_PLACE ? nullptr : static_cast<const T*>(sendbuf);
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
-          if (all_reduce_by_nodes(group, send, recv, reduction)) return;
+          if (all_reduce_by_nodes(group, in_place ? nullptr : send.data(), recv, reduction)) return;
         }
-        if (send == nullptr) {
+        if (in_place) {
           plait::all_reduce<reduction_algorithm>(group, plait::in_place, recv, reduction);
         } else {
-          plait::all_reduce<reduction_algorithm>(group, std::span<const T>{send, n}, recv, reduction);
+          plait::all_reduce<reduction_algorithm>(group, send, recv, reduction);
         }
       });
+      finish_values(recv, recvbuf, count, datatype, recv_scratch);
     });
   });
 }

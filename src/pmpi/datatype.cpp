@@ -244,6 +244,11 @@ std::span<const std::byte> gather_bytes(const void* buffer, int count, MPI_Datat
   return {scratch.data(), bytes};
 }
 
+packing_scratch& packing_scratch_of_this_thread() noexcept {
+  thread_local packing_scratch scratch;
+  return scratch;
+}
+
 std::span<std::byte> receive_bytes(void* buffer, int count, MPI_Datatype type, std::vector<std::byte>& scratch) {
   const type_layout l = layout_of(type);
   const std::size_t bytes = l.size * static_cast<std::size_t>(count);
@@ -313,17 +318,68 @@ element_type base_element_of(MPI_Datatype type) {
   return inner;
 }
 
+/// The one element type every predefined type `type` is built of names (one
+/// element of it, per_item 1), or none: a mix of types, a pair (whose
+/// holes only the layouts read above keep right), or a type no reduction
+/// takes. Any constructor: vector, subarray, indexed, struct, ...
+element_type leaf_element_of(MPI_Datatype type) {  // NOLINT(misc-no-recursion): types nest
+  if (const int index = named_index(type); index >= 0) {
+    element_type e = named_element(index, type);
+    return is_pair(e) ? element_type{} : e;
+  }
+  int integers = 0;
+  int addresses = 0;
+  int types = 0;
+  int combiner = 0;
+  require(PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner), "MPI_Type_get_envelope");
+  if (combiner == MPI_COMBINER_NAMED || types < 1) return {};
+  std::vector<int> ints(static_cast<std::size_t>(integers));
+  std::vector<MPI_Aint> addrs(static_cast<std::size_t>(addresses));
+  std::vector<MPI_Datatype> bases(static_cast<std::size_t>(types));
+  require(PMPI_Type_get_contents(type, integers, addresses, types, ints.data(), addrs.data(), bases.data()),
+          "MPI_Type_get_contents");
+  element_type leaf;
+  bool mixed = false;
+  for (std::size_t i = 0; i < bases.size(); ++i) {
+    if (!mixed) {
+      const element_type inner = leaf_element_of(bases[i]);
+      if (inner.kind == element_class::none) {
+        mixed = true;
+      } else if (i == 0) {
+        leaf = inner;
+      } else if (inner.kind != leaf.kind || inner.width != leaf.width) {
+        mixed = true;
+      }
+    }
+    // get_contents hands out a new handle for each derived base type.
+    int base_integers = 0;
+    int base_addresses = 0;
+    int base_types = 0;
+    int base_combiner = 0;
+    if (PMPI_Type_get_envelope(bases[i], &base_integers, &base_addresses, &base_types, &base_combiner) == MPI_SUCCESS &&
+        base_combiner != MPI_COMBINER_NAMED) {
+      PMPI_Type_free(&bases[i]);
+    }
+  }
+  return mixed ? element_type{} : leaf;
+}
+
 }  // namespace
 
 element_type element_of(MPI_Datatype type) {
   element_type e = base_element_of(type);
   const type_layout l = layout_of(type);
+  if (e.kind == element_class::none && named_index(type) < 0) {
+    // Any other derived type of one predefined type: its elements are the
+    // same values whatever its gaps (the reductions read them through views
+    // or pack them, reduction_buffers.hpp).
+    e = leaf_element_of(type);
+    if (e.kind == element_class::none || e.width <= 0 || l.size % static_cast<std::size_t>(e.width) != 0) return {};
+    e.per_item = static_cast<int>(l.size / static_cast<std::size_t>(e.width));
+  }
   e.type = type;
   e.extent = l.extent;
   e.contiguous_bytes = l.contiguous ? static_cast<int>(l.size) : 0;
-  // A pair type has a hole after its value where the struct has padding;
-  // its extent is checked against plait's value_index where it is used.
-  if (e.kind != element_class::integer_pair && e.kind != element_class::floating_pair && !l.contiguous) e = {};
   return e;
 }
 

@@ -1,5 +1,6 @@
 // MPI_Reduce_scatter: plait::reduce_scatter_v on one node's shared-memory
-// group, or node by node across nodes (node_aware.hpp).
+// group, or node by node across nodes (node_aware.hpp); a datatype with gaps
+// packed (reduction_buffers.hpp).
 #include <algorithm>
 #include <span>
 #include <type_traits>
@@ -7,6 +8,7 @@
 
 #include "datatype.hpp"
 #include "node_aware.hpp"
+#include "reduction_buffers.hpp"
 #include "reduction_dispatch.hpp"
 #include "serve.hpp"
 
@@ -35,9 +37,11 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       // plait's counts are in T elements: each datatype element is `scale` of them.
       std::vector<std::size_t> counts(static_cast<std::size_t>(P));
       std::size_t total = 0;
+      int total_items = 0;  // MPI's: the counts' sum fits an int (the send buffer holds it)
       for (int i = 0; i < P; ++i) {
         counts[static_cast<std::size_t>(i)] = static_cast<std::size_t>(recvcounts[i]) * static_cast<std::size_t>(scale);
         total += counts[static_cast<std::size_t>(i)];
+        total_items += recvcounts[i];
       }
       const std::size_t n = counts[static_cast<std::size_t>(rank)];
       // In place the input is all of recvbuf and the result its start. Open
@@ -45,9 +49,12 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       // while plait in place would leave partials there: reduce out of place
       // into scratch instead.
       const bool in_place = sendbuf == MPI_IN_PLACE;
-      std::vector<T> scratch(in_place ? n : 0);
-      const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf), total};
-      const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
+      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+      const std::span<const T> all = input_values<T>(e, in_place ? recvbuf : sendbuf, total_items, total, send_scratch);
+      std::vector<T> result(in_place ? n : 0);
+      const std::span<T> mine =
+          in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcounts[rank], n, false, recv_scratch);
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -55,7 +62,13 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
         }
         plait::reduce_scatter_v<reduction_algorithm>(group, all, mine, counts, reduction);
       });
-      if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
+      if (in_place) {
+        const std::span<T> first = output_values<T>(e, recvbuf, recvcounts[rank], n, false, recv_scratch);
+        std::copy(result.begin(), result.end(), first.begin());
+        finish_values(first, recvbuf, recvcounts[rank], datatype, recv_scratch);
+      } else {
+        finish_values(mine, recvbuf, recvcounts[rank], datatype, recv_scratch);
+      }
     });
   });
 }

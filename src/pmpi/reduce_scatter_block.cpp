@@ -1,5 +1,6 @@
 // MPI_Reduce_scatter_block: plait::reduce_scatter on one node's shared-memory
-// group, or node by node across nodes (node_aware.hpp).
+// group, or node by node across nodes (node_aware.hpp); a datatype with gaps
+// packed (reduction_buffers.hpp).
 #include <algorithm>
 #include <span>
 #include <type_traits>
@@ -7,6 +8,7 @@
 
 #include "datatype.hpp"
 #include "node_aware.hpp"
+#include "reduction_buffers.hpp"
 #include "reduction_dispatch.hpp"
 #include "serve.hpp"
 
@@ -30,16 +32,21 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
   const int P = size_of(comm);
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
-      const std::size_t n = static_cast<std::size_t>(recvcount) * static_cast<std::size_t>(scale);
       // In place the input is all of recvbuf and the result its first block.
       // Open MPI leaves the other blocks as they were and programs check it
       // (mpi4py's tests), while plait in place would leave partials there:
       // reduce out of place into scratch instead.
       const bool in_place = sendbuf == MPI_IN_PLACE;
-      std::vector<T> scratch(in_place ? n : 0);
-      const std::span<const T> all{static_cast<const T*>(in_place ? recvbuf : sendbuf),
-                                   n * static_cast<std::size_t>(P)};
-      const std::span<T> mine = in_place ? std::span<T>{scratch} : std::span<T>{static_cast<T*>(recvbuf), n};
+      const std::size_t items = count_of(recvcount);
+      const void* input = in_place ? recvbuf : sendbuf;
+      const std::size_t n = items * static_cast<std::size_t>(scale);
+      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+      const std::span<const T> all = input_values<T>(e, input, recvcount * P, n * static_cast<std::size_t>(P),
+                                                     send_scratch);  // MPI counts are int: P * recvcount fits
+      std::vector<T> result(in_place ? n : 0);
+      const std::span<T> mine =
+          in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcount, n, false, recv_scratch);
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -48,7 +55,13 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
         }
         plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction);
       });
-      if (in_place) std::copy(scratch.begin(), scratch.end(), static_cast<T*>(recvbuf));
+      if (in_place) {
+        const std::span<T> first = output_values<T>(e, recvbuf, recvcount, n, false, recv_scratch);
+        std::copy(result.begin(), result.end(), first.begin());
+        finish_values(first, recvbuf, recvcount, datatype, recv_scratch);
+      } else {
+        finish_values(mine, recvbuf, recvcount, datatype, recv_scratch);
+      }
     });
   });
 }
