@@ -32,8 +32,9 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const bool in_place = sendbuf == MPI_IN_PLACE;
       const std::size_t n = count_of(count) * static_cast<std::size_t>(scale);
-      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
-      std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+      packing_scratch& scratch = packing_scratch_of_this_thread();
+      std::vector<std::byte>& send_scratch = scratch.send;
+      std::vector<std::byte>& recv_scratch = scratch.recv;
       const std::span<T> recv = output_values<T>(e, recvbuf, count, n, in_place, recv_scratch);
       const std::span<const T> send =
           in_place ? std::span<const T>{} : input_values<T>(e, sendbuf, count, n, send_scratch);

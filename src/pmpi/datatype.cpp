@@ -213,7 +213,7 @@ element_type named_element(int index, MPI_Datatype type) {
   const int size = static_cast<int>(named_layout(index, type).size);
   // A pair's size is its value's and an int's.
   const bool pair = kind == element_class::integer_pair || kind == element_class::floating_pair;
-  return {kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0};
+  return {kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0, 0};
 }
 
 }  // namespace
@@ -318,10 +318,10 @@ element_type base_element_of(MPI_Datatype type) {
   return inner;
 }
 
-/// The one element type every predefined type `type` is built of names (one
-/// element of it, per_item 1), or none: a mix of types, a pair (whose
-/// holes only the layouts read above keep right), or a type no reduction
-/// takes. Any constructor: vector, subarray, indexed, struct, ...
+/// The one predefined element type all of `type`'s data is made of (one
+/// element of it, per_item 1), or none: a mix of types, a pair (whose holes
+/// only base_element_of's contiguous chains keep right), or a type no
+/// reduction takes. Any constructor: vector, subarray, indexed, struct, ...
 element_type leaf_element_of(MPI_Datatype type) {  // NOLINT(misc-no-recursion): types nest
   if (const int index = named_index(type); index >= 0) {
     element_type e = named_element(index, type);
@@ -371,8 +371,8 @@ element_type element_of(MPI_Datatype type) {
   const type_layout l = layout_of(type);
   if (e.kind == element_class::none && named_index(type) < 0) {
     // Any other derived type of one predefined type: its elements are the
-    // same values whatever its gaps (the reductions read them through views
-    // or pack them, reduction_buffers.hpp).
+    // same values whatever its gaps (the reductions pack a type with gaps:
+    // reduction_buffers.hpp).
     e = leaf_element_of(type);
     if (e.kind == element_class::none || e.width <= 0 || l.size % static_cast<std::size_t>(e.width) != 0) return {};
     e.per_item = static_cast<int>(l.size / static_cast<std::size_t>(e.width));
@@ -380,6 +380,7 @@ element_type element_of(MPI_Datatype type) {
   e.type = type;
   e.extent = l.extent;
   e.contiguous_bytes = l.contiguous ? static_cast<int>(l.size) : 0;
+  e.true_lb = l.true_lb;
   return e;
 }
 

@@ -93,6 +93,7 @@ struct element_type {
   MPI_Datatype type = MPI_DATATYPE_NULL;  ///< the datatype itself (user ops get it)
   MPI_Aint extent = 0;                    ///< its extent
   int contiguous_bytes = 0;               ///< its size if laid out without gaps, else 0 (user ops)
+  MPI_Aint true_lb = 0;                   ///< where its data starts in an element
 };
 
 /// Whether `e` is one of MPI's pair types (MPI_MINLOC/MAXLOC's): read

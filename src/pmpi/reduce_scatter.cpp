@@ -49,8 +49,9 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       // while plait in place would leave partials there: reduce out of place
       // into scratch instead.
       const bool in_place = sendbuf == MPI_IN_PLACE;
-      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
-      std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+      packing_scratch& scratch = packing_scratch_of_this_thread();
+      std::vector<std::byte>& send_scratch = scratch.send;
+      std::vector<std::byte>& recv_scratch = scratch.recv;
       const std::span<const T> all = input_values<T>(e, in_place ? recvbuf : sendbuf, total_items, total, send_scratch);
       std::vector<T> result(in_place ? n : 0);
       const std::span<T> mine =

@@ -40,8 +40,9 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
       const std::size_t items = count_of(recvcount);
       const void* input = in_place ? recvbuf : sendbuf;
       const std::size_t n = items * static_cast<std::size_t>(scale);
-      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
-      std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+      packing_scratch& scratch = packing_scratch_of_this_thread();
+      std::vector<std::byte>& send_scratch = scratch.send;
+      std::vector<std::byte>& recv_scratch = scratch.recv;
       const std::span<const T> all = input_values<T>(e, input, recvcount * P, n * static_cast<std::size_t>(P),
                                                      send_scratch);  // MPI counts are int: P * recvcount fits
       std::vector<T> result(in_place ? n : 0);

@@ -40,6 +40,8 @@ template <class T>
 std::span<const T> input_values(const element_type& e, const void* buffer, int count, std::size_t n,
                                 std::vector<std::byte>& scratch) {
   if (is_pair(e)) return {static_cast<const T*>(buffer), n};
+  if (e.contiguous_bytes != 0)
+    return {reinterpret_cast<const T*>(static_cast<const std::byte*>(buffer) + e.true_lb), n};
   return values_of<T>(gather_bytes(buffer, count, e.type, scratch), n);
 }
 
@@ -49,6 +51,7 @@ template <class T>
 std::span<T> output_values(const element_type& e, void* buffer, int count, std::size_t n, bool holds_input,
                            std::vector<std::byte>& scratch) {
   if (is_pair(e)) return {static_cast<T*>(buffer), n};
+  if (e.contiguous_bytes != 0) return {reinterpret_cast<T*>(static_cast<std::byte*>(buffer) + e.true_lb), n};
   if (holds_input) {
     const std::span<const std::byte> in = gather_bytes(buffer, count, e.type, scratch);
     return values_of<T>(std::span<std::byte>{const_cast<std::byte*>(in.data()), in.size()}, n);
