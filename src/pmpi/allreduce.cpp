@@ -32,12 +32,8 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       const bool in_place = sendbuf == MPI_IN_PLACE;
       const std::size_t n = count_of(count) * static_cast<std::size_t>(scale);
-      packing_scratch& scratch = packing_scratch_of_this_thread();
-      std::vector<std::byte>& send_scratch = scratch.send;
-      std::vector<std::byte>& recv_scratch = scratch.recv;
-      const std::span<T> recv = output_values<T>(e, recvbuf, count, n, in_place, recv_scratch);
-      const std::span<const T> send =
-          in_place ? std::span<const T>{} : input_values<T>(e, sendbuf, count, n, send_scratch);
+      const std::span<T> recv = output_values<T>(e, recvbuf, count, n, in_place);
+      const std::span<const T> send = in_place ? std::span<const T>{} : input_values<T>(e, sendbuf, count, n);
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -49,7 +45,7 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
           plait::all_reduce<reduction_algorithm>(group, send, recv, reduction);
         }
       });
-      finish_values(recv, recvbuf, count, datatype, recv_scratch);
+      finish_values(e, recv, recvbuf, count);
     });
   });
 }

@@ -49,13 +49,10 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
       // while plait in place would leave partials there: reduce out of place
       // into scratch instead.
       const bool in_place = sendbuf == MPI_IN_PLACE;
-      packing_scratch& scratch = packing_scratch_of_this_thread();
-      std::vector<std::byte>& send_scratch = scratch.send;
-      std::vector<std::byte>& recv_scratch = scratch.recv;
-      const std::span<const T> all = input_values<T>(e, in_place ? recvbuf : sendbuf, total_items, total, send_scratch);
+      const std::span<const T> all = input_values<T>(e, in_place ? recvbuf : sendbuf, total_items, total);
       std::vector<T> result(in_place ? n : 0);
       const std::span<T> mine =
-          in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcounts[rank], n, false, recv_scratch);
+          in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcounts[rank], n, false);
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -64,11 +61,11 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
         plait::reduce_scatter_v<reduction_algorithm>(group, all, mine, counts, reduction);
       });
       if (in_place) {
-        const std::span<T> first = output_values<T>(e, recvbuf, recvcounts[rank], n, false, recv_scratch);
+        const std::span<T> first = output_values<T>(e, recvbuf, recvcounts[rank], n, false);
         std::copy(result.begin(), result.end(), first.begin());
-        finish_values(first, recvbuf, recvcounts[rank], datatype, recv_scratch);
+        finish_values(e, first, recvbuf, recvcounts[rank]);
       } else {
-        finish_values(mine, recvbuf, recvcounts[rank], datatype, recv_scratch);
+        finish_values(e, mine, recvbuf, recvcounts[rank]);
       }
     });
   });

@@ -40,14 +40,10 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
       const std::size_t items = count_of(recvcount);
       const void* input = in_place ? recvbuf : sendbuf;
       const std::size_t n = items * static_cast<std::size_t>(scale);
-      packing_scratch& scratch = packing_scratch_of_this_thread();
-      std::vector<std::byte>& send_scratch = scratch.send;
-      std::vector<std::byte>& recv_scratch = scratch.recv;
-      const std::span<const T> all = input_values<T>(e, input, recvcount * P, n * static_cast<std::size_t>(P),
-                                                     send_scratch);  // MPI counts are int: P * recvcount fits
+      const std::span<const T> all = input_values<T>(
+          e, input, recvcount * P, n * static_cast<std::size_t>(P));  // MPI counts are int: P * recvcount fits
       std::vector<T> result(in_place ? n : 0);
-      const std::span<T> mine =
-          in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcount, n, false, recv_scratch);
+      const std::span<T> mine = in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcount, n, false);
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -57,11 +53,11 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
         plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction);
       });
       if (in_place) {
-        const std::span<T> first = output_values<T>(e, recvbuf, recvcount, n, false, recv_scratch);
+        const std::span<T> first = output_values<T>(e, recvbuf, recvcount, n, false);
         std::copy(result.begin(), result.end(), first.begin());
-        finish_values(first, recvbuf, recvcount, datatype, recv_scratch);
+        finish_values(e, first, recvbuf, recvcount);
       } else {
-        finish_values(mine, recvbuf, recvcount, datatype, recv_scratch);
+        finish_values(e, mine, recvbuf, recvcount);
       }
     });
   });

@@ -34,24 +34,32 @@ auto values_of(std::span<Byte> bytes, std::size_t n) {
   return std::span<value>{reinterpret_cast<value*>(bytes.data()), n};
 }
 
+/// Whether buffers of `e`'s datatype are read and written where they lie
+/// (else packed into the thread's scratch): its elements abut, or it is a
+/// pair type.
+inline bool in_place_values(const element_type& e) noexcept { return is_pair(e) || e.contiguous_bytes != 0; }
+
 /// `count` elements of `e`'s datatype at `buffer` as `n` values of T to
-/// read: the buffer, or a packed copy in `scratch`.
+/// read: the buffer (a pair type's as it lies, another at its true lower
+/// bound), or a packed copy in the thread's send scratch, looked up only
+/// then (a small call's time is the library's own work).
 template <class T>
-std::span<const T> input_values(const element_type& e, const void* buffer, int count, std::size_t n,
-                                std::vector<std::byte>& scratch) {
-  if (is_pair(e)) return {static_cast<const T*>(buffer), n};
-  if (e.contiguous_bytes != 0)
-    return {reinterpret_cast<const T*>(static_cast<const std::byte*>(buffer) + e.true_lb), n};
-  return values_of<T>(gather_bytes(buffer, count, e.type, scratch), n);
+std::span<const T> input_values(const element_type& e, const void* buffer, int count, std::size_t n) {
+  if (in_place_values(e)) {
+    return {reinterpret_cast<const T*>(static_cast<const std::byte*>(buffer) + (is_pair(e) ? 0 : e.true_lb)), n};
+  }
+  return values_of<T>(gather_bytes(buffer, count, e.type, packing_scratch_of_this_thread().send), n);
 }
 
 /// The same, to write a result into (`holds_input`: read first, in place):
-/// the buffer, or `scratch`, which finish_values then unpacks into it.
+/// the buffer, or the thread's receive scratch, which finish_values then
+/// unpacks into it.
 template <class T>
-std::span<T> output_values(const element_type& e, void* buffer, int count, std::size_t n, bool holds_input,
-                           std::vector<std::byte>& scratch) {
-  if (is_pair(e)) return {static_cast<T*>(buffer), n};
-  if (e.contiguous_bytes != 0) return {reinterpret_cast<T*>(static_cast<std::byte*>(buffer) + e.true_lb), n};
+std::span<T> output_values(const element_type& e, void* buffer, int count, std::size_t n, bool holds_input) {
+  if (in_place_values(e)) {
+    return {reinterpret_cast<T*>(static_cast<std::byte*>(buffer) + (is_pair(e) ? 0 : e.true_lb)), n};
+  }
+  std::vector<std::byte>& scratch = packing_scratch_of_this_thread().recv;
   if (holds_input) {
     const std::span<const std::byte> in = gather_bytes(buffer, count, e.type, scratch);
     return values_of<T>(std::span<std::byte>{const_cast<std::byte*>(in.data()), in.size()}, n);
@@ -59,13 +67,10 @@ std::span<T> output_values(const element_type& e, void* buffer, int count, std::
   return values_of<T>(receive_bytes(buffer, count, e.type, scratch), n);
 }
 
-/// Unpacks `values` into `buffer` where output_values put them in `scratch`.
+/// Unpacks `values` into `buffer` where output_values put them in scratch.
 template <class T>
-void finish_values(std::span<T> values, void* buffer, int count, MPI_Datatype type,
-                   const std::vector<std::byte>& scratch) {
-  if (!values.empty() && static_cast<const void*>(values.data()) == static_cast<const void*>(scratch.data())) {
-    scatter_bytes(std::as_bytes(values), buffer, count, type);
-  }
+void finish_values(const element_type& e, std::span<T> values, void* buffer, int count) {
+  if (!in_place_values(e) && !values.empty()) scatter_bytes(std::as_bytes(values), buffer, count, e.type);
 }
 
 }  // namespace plait_pmpi
