@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "plait/core/call_site.hpp"
@@ -61,6 +62,36 @@ contiguous_fold_plan slices_fold_plan(std::size_t dim, const call_site& at, cons
   return contiguous_fold_plan({std::move(m)});
 }
 
+/// Both boxes of an out-of-place fold along a dimension, checked as every
+/// such fold checks them: present, of the shapes `check_extents` accepts,
+/// recv without repeated elements, the two apart (`overlap_hint` says what
+/// to pass instead).
+template <class SendTensor, class RecvTensor, class CheckExtents>
+auto checked_fold_boxes(const call_site& at, const SendTensor& s, const RecvTensor& r, const char* overlap_hint,
+                        CheckExtents check_extents) {
+  auto boxes = std::pair{to_box(s, at, "send"), to_box(r, at, "recv")};
+  check_view_not_null(at, s.data_handle(), boxes.first.elements(), "send");
+  check_view_not_null(at, r.data_handle(), boxes.second.elements(), "recv");
+  check_extents();
+  check_unique(boxes.second, at, "recv");
+  if (share_bytes(elements_of(boxes.first), elements_of(boxes.second))) {
+    at.fail(errc::invalid_argument, {"send and recv views overlap; ", overlap_hint});
+  }
+  return boxes;
+}
+
+/// The box of an in-place fold's one writable view, checked: present, and
+/// without repeated elements.
+template <class Tensor>
+auto checked_in_place_box(const call_site& at, const Tensor& buffer) {
+  static_assert(!std::is_const_v<typename Tensor::element_type>,
+                "plait: recv must be writable (a view of non-const elements)");
+  const auto box = to_box(buffer, at, "recv");
+  check_view_not_null(at, buffer.data_handle(), box.elements(), "recv");
+  check_unique(box, at, "recv");
+  return box;
+}
+
 template <std::size_t D, op::fold_order Order, tensor_argument Send, tensor_argument Recv, class Reduction>
 contiguous_fold_plan make_plan(along<D>, op::reduce_scatter<Order>, const call_site& at, Send&& send, Recv&& recv,
                                const Reduction& reduction) {
@@ -71,28 +102,22 @@ contiguous_fold_plan make_plan(along<D>, op::reduce_scatter<Order>, const call_s
   using element = std::remove_cv_t<typename recv_tensor::element_type>;
   const auto s = as_tensor(send);
   const auto r = as_tensor(recv);
-  const std::string layout = along_name(D);
-  const auto send_box = to_box(s, at, "send");
-  const auto recv_box = to_box(r, at, "recv");
-  check_view_not_null(at, s.data_handle(), send_box.elements(), "send");
-  check_view_not_null(at, r.data_handle(), recv_box.elements(), "recv");
-  for (std::size_t d = 0; d < recv_tensor::rank(); ++d) {
-    if (d == D) continue;
-    if (s.extent(d) != r.extent(d)) {
-      at.fail(errc::size_mismatch, {layout, ": dimension ", d, ": send extent ", s.extent(d), ", recv extent ",
-                                    r.extent(d), "; all but the split dimension must be equal"});
-    }
-  }
-  std::size_t need = 0;
-  if (mul_overflows(static_cast<std::size_t>(at.size), r.extent(D), need) || s.extent(D) != need) {
-    at.fail(errc::size_mismatch, {layout, ": dimension ", D, ": send extent ", s.extent(D), ", but ", at.size,
-                                  " ranks x recv extent ", r.extent(D), " need ", at.size, " x ", r.extent(D)});
-  }
-  check_unique(recv_box, at, "recv");
-  if (share_bytes(elements_of(send_box), elements_of(recv_box))) {
-    at.fail(errc::invalid_argument,
-            {"send and recv views overlap; for an in-place reduce_scatter pass plait::in_place as send"});
-  }
+  const auto [send_box, recv_box] =
+      checked_fold_boxes(at, s, r, "for an in-place reduce_scatter pass plait::in_place as send", [&] {
+        const std::string layout = along_name(D);
+        for (std::size_t d = 0; d < recv_tensor::rank(); ++d) {
+          if (d == D) continue;
+          if (s.extent(d) != r.extent(d)) {
+            at.fail(errc::size_mismatch, {layout, ": dimension ", d, ": send extent ", s.extent(d), ", recv extent ",
+                                          r.extent(d), "; all but the split dimension must be equal"});
+          }
+        }
+        std::size_t need = 0;
+        if (mul_overflows(static_cast<std::size_t>(at.size), r.extent(D), need) || s.extent(D) != need) {
+          at.fail(errc::size_mismatch, {layout, ": dimension ", D, ": send extent ", s.extent(D), ", but ", at.size,
+                                        " ranks x recv extent ", r.extent(D), " need ", at.size, " x ", r.extent(D)});
+        }
+      });
   return slices_fold_plan<element>(D, at, send_box, to_region(recv_box, at, "recv"),
                                    kept_reduction::of<element>(reduction), false);
 }
@@ -103,17 +128,13 @@ contiguous_fold_plan make_plan(along<D>, op::reduce_scatter<Order>, const call_s
   using recv_tensor = tensor_of<Recv>;
   layout_dimension_in_range<D, recv_tensor::rank()>();
   using element = std::remove_cv_t<typename recv_tensor::element_type>;
-  static_assert(!std::is_const_v<typename recv_tensor::element_type>,
-                "plait: recv must be writable (a view of non-const elements)");
   const auto b = as_tensor(buffer);
-  const auto box = to_box(b, at, "recv");
-  check_view_not_null(at, b.data_handle(), box.elements(), "recv");
+  const auto box = checked_in_place_box(at, b);
   const auto p = static_cast<std::size_t>(at.size);
   if (b.extent(D) % p != 0) {
     at.fail(errc::size_mismatch, {along_name(D), ": dimension ", D, ": in-place buffer extent ", b.extent(D),
                                   ", which ", p, " ranks do not divide"});
   }
-  check_unique(box, at, "recv");
   const std::size_t n = b.extent(D) / p;
   const region mine = to_region(box.slice(D, static_cast<std::size_t>(at.rank) * n, n), at, "recv");
   return slices_fold_plan<element>(D, at, box, mine, kept_reduction::of<element>(reduction), true);
@@ -160,21 +181,16 @@ contiguous_fold_plan make_plan(along<D>, op::all_reduce<Order>, const call_site&
   using element = std::remove_cv_t<typename recv_tensor::element_type>;
   const auto s = as_tensor(send);
   const auto r = as_tensor(recv);
-  const auto send_box = to_box(s, at, "send");
-  const auto recv_box = to_box(r, at, "recv");
-  check_view_not_null(at, s.data_handle(), send_box.elements(), "send");
-  check_view_not_null(at, r.data_handle(), recv_box.elements(), "recv");
-  for (std::size_t d = 0; d < recv_tensor::rank(); ++d) {
-    if (s.extent(d) != r.extent(d)) {
-      at.fail(errc::size_mismatch, {along_name(D), ": dimension ", d, ": send extent ", s.extent(d), ", recv extent ",
-                                    r.extent(d), "; all_reduce needs send and recv of one shape"});
-    }
-  }
-  check_unique(recv_box, at, "recv");
-  if (share_bytes(elements_of(send_box), elements_of(recv_box))) {
-    at.fail(errc::invalid_argument,
-            {"send and recv views overlap; for an in-place all_reduce pass plait::in_place and the one view"});
-  }
+  const auto [send_box, recv_box] =
+      checked_fold_boxes(at, s, r, "for an in-place all_reduce pass plait::in_place and the one view", [&] {
+        for (std::size_t d = 0; d < recv_tensor::rank(); ++d) {
+          if (s.extent(d) != r.extent(d)) {
+            at.fail(errc::size_mismatch,
+                    {along_name(D), ": dimension ", d, ": send extent ", s.extent(d), ", recv extent ", r.extent(d),
+                     "; all_reduce needs send and recv of one shape"});
+          }
+        }
+      });
   return slabs_fold_plan<element>(D, at, send_box, recv_box, kept_reduction::of<element>(reduction), false);
 }
 
@@ -184,12 +200,7 @@ contiguous_fold_plan make_plan(along<D>, op::all_reduce<Order>, const call_site&
   using recv_tensor = tensor_of<Recv>;
   layout_dimension_in_range<D, recv_tensor::rank()>();
   using element = std::remove_cv_t<typename recv_tensor::element_type>;
-  static_assert(!std::is_const_v<typename recv_tensor::element_type>,
-                "plait: recv must be writable (a view of non-const elements)");
-  const auto b = as_tensor(buffer);
-  const auto box = to_box(b, at, "recv");
-  check_view_not_null(at, b.data_handle(), box.elements(), "recv");
-  check_unique(box, at, "recv");
+  const auto box = checked_in_place_box(at, as_tensor(buffer));
   return slabs_fold_plan<element>(D, at, box, box, kept_reduction::of<element>(reduction), true);
 }
 
