@@ -10,6 +10,9 @@
 #   // plait-test-needs: openmp                (links OpenMP::OpenMP_CXX; built only when OpenMP is found)
 #   // plait-test-also: header-only            (also built as <name>_header_only against the header-only
 #                                                library; not in the sanitizer builds)
+#   // plait-test-also: avx2                   (also built as <name>_avx2 with -mavx2: the reduction kernels'
+#                                                32-byte vector path; only where the compiler takes the flag
+#                                                and the configuring machine runs AVX2)
 #   // plait-test-optimization: -O1            (this file's flag instead of PLAIT_TEST_OPTIMIZATION, for
 #                                                tests whose own loops are most of their run time)
 #
@@ -102,8 +105,8 @@ function(plait_read_markers file prefix marker)
   set(${prefix}_LABELS "${labels}" PARENT_SCOPE)
   set(${prefix}_TIMEOUT "${timeout}" PARENT_SCOPE)
   foreach(variant IN LISTS also)
-    if(NOT variant STREQUAL "header-only")
-      message(FATAL_ERROR "plait: ${file}: unknown variant `${variant}` (known: header-only)")
+    if(NOT variant MATCHES "^(header-only|avx2)$")
+      message(FATAL_ERROR "plait: ${file}: unknown variant `${variant}` (known: header-only avx2)")
     endif()
   endforeach()
   set(${prefix}_NEEDS "${needs}" PARENT_SCOPE)
@@ -126,6 +129,25 @@ function(plait_needs_met out)
   set(${out} ${ok} PARENT_SCOPE)
 endfunction()
 
+# plait_can_run_avx2(<out-var>): whether this compiler takes -mavx2 and this
+# machine runs what it builds with it (checked once per configure).
+function(plait_can_run_avx2 out)
+  if(NOT DEFINED PLAIT_CAN_RUN_AVX2)
+    include(CheckCXXSourceRuns)
+    set(CMAKE_REQUIRED_FLAGS -mavx2)
+    set(CMAKE_REQUIRED_QUIET ON)
+    check_cxx_source_runs("
+      using floats [[gnu::vector_size(32)]] = float;
+      int main(int argc, char**) {
+        volatile float seed = static_cast<float>(argc);
+        floats x = {seed, seed, seed, seed, seed, seed, seed, seed};
+        floats y = x + x;
+        return y[7] == 2 * seed ? 0 : 1;
+      }" PLAIT_CAN_RUN_AVX2)
+  endif()
+  set(${out} ${PLAIT_CAN_RUN_AVX2} PARENT_SCOPE)
+endfunction()
+
 # plait_override_test_optimization(<target> <-Ox> <out_var>): compiles
 # <target>'s C++ at <-Ox> instead of PLAIT_TEST_OPTIMIZATION, where that is
 # set (tests/CMakeLists.txt; the sanitizer presets leave it empty and every
@@ -143,13 +165,22 @@ endfunction()
 # plait_add_catch_test needs Catch.cmake included at directory scope (its
 # discovery script path is a directory variable); tests/CMakeLists.txt does it.
 # plait_add_catch_test(<name> SOURCES <src...> [LABELS <l...>] [TIMEOUT <s>] [NEEDS <n...>]
-#                      [ALSO header-only] [HEADER_ONLY] [OPTIMIZATION <-Ox>])
+#                      [ALSO header-only|avx2] [HEADER_ONLY] [OPTIMIZATION <-Ox>] [FLAGS <flag...>])
 # One Catch2 executable linked with the shared main and the compiled core,
 # registered test case by test case as `<name>.<case>`. Usable from tests/mpi/
 # and other subdirectories. HEADER_ONLY builds against the header-only library
-# instead; ALSO header-only adds that variant as `<name>_header_only`.
+# instead; ALSO header-only adds that variant as `<name>_header_only`, ALSO
+# avx2 one compiled with -mavx2 as `<name>_avx2`; FLAGS are the test source's
+# own compile options.
 function(plait_add_catch_test name)
-  cmake_parse_arguments(arg "HEADER_ONLY" "TIMEOUT;OPTIMIZATION" "SOURCES;LABELS;NEEDS;ALSO" ${ARGN})
+  cmake_parse_arguments(arg "HEADER_ONLY" "TIMEOUT;OPTIMIZATION" "SOURCES;LABELS;NEEDS;ALSO;FLAGS" ${ARGN})
+  if("avx2" IN_LIST arg_ALSO AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    plait_can_run_avx2(avx2)
+    if(avx2)
+      plait_add_catch_test(${name}_avx2 SOURCES ${arg_SOURCES} LABELS ${arg_LABELS} TIMEOUT "${arg_TIMEOUT}"
+                           NEEDS ${arg_NEEDS} OPTIMIZATION "${arg_OPTIMIZATION}" FLAGS -mavx2)
+    endif()
+  endif()
   if("header-only" IN_LIST arg_ALSO)
     set(header_only_labels ${arg_LABELS})
     list(REMOVE_ITEM header_only_labels sanitize)
@@ -189,6 +220,10 @@ function(plait_add_catch_test name)
   set(own_flags OFF)
   if(arg_OPTIMIZATION)
     plait_override_test_optimization(${name} "${arg_OPTIMIZATION}" own_flags)
+  endif()
+  if(arg_FLAGS)
+    target_compile_options(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${arg_FLAGS}>")
+    set(own_flags ON)
   endif()
   # The shared precompiled header (tests/CMakeLists.txt), for test files
   # compiled with exactly its flags.

@@ -1,4 +1,5 @@
 // plait-test-labels: quick
+// plait-test-also: avx2
 // The reduction values and their type-erased kernels, without any transport:
 // every built-in on every element type it accepts matches a serial reference
 // folded over "ranks"; integers wrap; min and max keep their NaN and
@@ -689,6 +690,17 @@ T rule_sum(T a, T b) {
   }
 }
 
+template <class T>
+T rule_prod(T a, T b) {
+  if (std::isnan(to_float(a))) return a;
+  if (std::isnan(to_float(b))) return b;
+  if constexpr (plait::detail::is_float16_v<T>) {
+    return T(to_float(a) * to_float(b));
+  } else {
+    return a * b;
+  }
+}
+
 template <bool Max, class T>
 T rule_extreme(T a, T b) {
   const float x = to_float(a), y = to_float(b);
@@ -698,6 +710,71 @@ T rule_extreme(T a, T b) {
   return std::signbit(x) == Max ? b : a;  // -0 < +0
 }
 
+TEMPLATE_TEST_CASE("one NaN at any position of a block is kept as it is, on either side and in place",
+                   "[reduction][floating][nan][alias]", float, double, bfloat16, half) {
+  using T = TestType;
+  // The vector path tests a whole block for NaNs (two vectors per compare
+  // on x86) before it stores it: one NaN operand, or one pair of infinities
+  // whose sum or product is a NaN, in any lane of any vector of any block
+  // must send that block through the rule. 136 elements: whole blocks of
+  // every vector width, then a remainder.
+  // The NaN is a signaling one: the rule keeps it as it is, where the
+  // hardware's add would return it quieted, so a block whose NaN the test
+  // missed shows in the bits. (Its bits are stored as an integer: g++ quiets
+  // a signaling NaN constant it folds as a float.)
+  constexpr std::size_t n = 136;
+  using bits = std::conditional_t<sizeof(T) == 8, std::uint64_t,
+                                  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint16_t>>;
+  constexpr bits signaling_nan = sizeof(T) == 8                ? bits(0x7ff000000000abcdull)
+                                 : sizeof(T) == 4              ? bits(0x7f80abcdu)
+                                 : std::is_same_v<T, bfloat16> ? bits(0x7f9bu)
+                                                               : bits(0x7c5bu);
+  const auto put_nan = [&](std::vector<T>& v, std::size_t i) {
+    if constexpr (plait::detail::is_float16_v<T>) {
+      v[i] = T::from_bits(signaling_nan);
+    } else {
+      std::memcpy(&v[i], &signaling_nan, sizeof(T));
+    }
+  };
+  const T infinity = as<T>(std::numeric_limits<float>::infinity());
+  const T minus_infinity = as<T>(-std::numeric_limits<float>::infinity());
+  const reduction_kernel add = kernel_for<T>(plait::sum{});
+  const reduction_kernel multiply = kernel_for<T>(plait::prod{});
+  std::vector<T> left(n), right(n);
+  std::size_t failures = 0;
+  const auto run = [&](const reduction_kernel& k, auto rule) {
+    std::vector<T> expected(n);
+    for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
+    std::vector<T> out(n), over_left = left, over_right = right;
+    const auto* l = reinterpret_cast<const std::byte*>(left.data());
+    const auto* r = reinterpret_cast<const std::byte*>(right.data());
+    k.combine(k.state, l, r, reinterpret_cast<std::byte*>(out.data()), n);
+    k.combine(k.state, reinterpret_cast<const std::byte*>(over_left.data()), r,
+              reinterpret_cast<std::byte*>(over_left.data()), n);
+    k.combine(k.state, l, reinterpret_cast<const std::byte*>(over_right.data()),
+              reinterpret_cast<std::byte*>(over_right.data()), n);
+    if (!same_bits(out, expected) || !same_bits(over_left, expected) || !same_bits(over_right, expected)) ++failures;
+  };
+  for (std::size_t at = 0; at < n; ++at) {
+    for (int side = 0; side < 3; ++side) {  // NaN on the left, on the right, inf and -inf (or 0) pair
+      for (std::size_t i = 0; i < n; ++i) {
+        left[i] = as<T>(static_cast<float>(i % 7) - 3.0f);
+        right[i] = as<T>(static_cast<float>(i % 5) + 0.5f);
+      }
+      if (side == 0) put_nan(left, at);
+      if (side == 1) put_nan(right, at);
+      if (side == 2) {
+        left[at] = infinity;
+        right[at] = minus_infinity;
+      }
+      run(add, rule_sum<T>);
+      if (side == 2) left[at] = as<T>(0.0f);
+      run(multiply, rule_prod<T>);
+    }
+  }
+  CHECK(failures == 0);
+}
+
 TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across vector lanes and the remainder",
                    "[reduction][floating][nan][zero][alias]", float, double, bfloat16, half) {
   using T = TestType;
@@ -705,8 +782,8 @@ TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across ve
   // loop, then a remainder. In the first half NaNs with distinct payloads
   // and both zeros land in every lane position, on either side; the second
   // half's blocks have no NaN operand (the vector path), with zeros and
-  // infinities whose sum is a NaN; the last element, in the remainder, is a
-  // NaN again.
+  // infinities whose sum or product is a NaN; the last element, in the
+  // remainder, is a NaN again. (Also built with -mavx2: test_reductions_avx2.)
   constexpr std::size_t n = 1001;
   std::vector<T> left(n), right(n);
   std::mt19937 rng(7);
@@ -755,6 +832,10 @@ TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across ve
         right[i] = minus_infinity;
         break;
       case 7: left[i] = infinity; break;
+      case 8:
+        left[i] = as<T>(0.0f);
+        right[i] = minus_infinity;
+        break;
       default: break;
     }
   }
@@ -784,6 +865,7 @@ TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across ve
     CHECK(same_bits(result(b), expected));
   };
   check(plait::sum{}, rule_sum<T>);
+  check(plait::prod{}, rule_prod<T>);
   check(plait::min{}, rule_extreme<false, T>);
   check(plait::max{}, rule_extreme<true, T>);
 }

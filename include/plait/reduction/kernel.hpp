@@ -148,10 +148,19 @@ void store_element(std::byte* data, std::size_t i, const T& value) {
 // and its straight-line vectoriser then leaves the NaN rule's selects of a
 // float block scalar: kept a loop, the block vectorises at -O2 and -O3.
 // (nvcc's front end rejects the pragma, and combines on the host anyway.)
+// The explicit vector path's loops over a block's few vectors, the other
+// way: unrolled whole, or g++ under AVX keeps the results in memory and
+// stores them through a loop of 16-byte copies (0.3-0.4x of the streaming
+// add in cache, where unrolled they run at 0.6-1.0x).
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define PLAIT_KERNEL_NO_UNROLL _Pragma("GCC unroll 1")
+#define PLAIT_KERNEL_UNROLL _Pragma("GCC unroll 16")
+#elif defined(__clang__)
+#define PLAIT_KERNEL_NO_UNROLL
+#define PLAIT_KERNEL_UNROLL _Pragma("clang loop unroll(full)")
 #else
 #define PLAIT_KERNEL_NO_UNROLL
+#define PLAIT_KERNEL_UNROLL
 #endif
 
 /// Bytes of the explicit vector path's vectors: the widest registers the
@@ -189,19 +198,85 @@ inline constexpr bool vector_element = std::is_same_v<T, float> || std::is_same_
 template <class R, class T>
 inline constexpr bool vector_arithmetic = plain_without_nans<R>&& vector_element<T>;
 
+/// The two halves of a vector OR'd, as a vector of half its size.
+template <class Half, class Vector>
+Half or_of_halves(const Vector& whole) {
+  static_assert(sizeof(Vector) == 2 * sizeof(Half));
+  Half low;
+  Half high;
+  std::memcpy(&low, &whole, sizeof(Half));
+  std::memcpy(&high, reinterpret_cast<const std::byte*>(&whole) + sizeof(Half), sizeof(Half));
+  return low | high;
+}
+
+/// Whether any lane of a vector of masks is set: halves OR'd down to 16
+/// bytes in vector registers, then its two words, not a test per lane.
+template <class Masks>
+bool any_lane(const Masks& masks) {
+  // Sizes spelled out: g++ drops vector_size from an alias whose size
+  // depends on a template parameter.
+  using words32 [[gnu::vector_size(32)]] = std::uint64_t;
+  using words16 [[gnu::vector_size(16)]] = std::uint64_t;
+  if constexpr (sizeof(Masks) == 64) {
+    return any_lane(or_of_halves<words32>(masks));
+  } else if constexpr (sizeof(Masks) == 32) {
+    return any_lane(or_of_halves<words16>(masks));
+  } else {
+    std::uint64_t words[2];
+    std::memcpy(words, &masks, sizeof(words));
+    return (words[0] | words[1]) != 0;
+  }
+}
+
+/// The lanes where `a` or `b` is a NaN, all bits set: one unordered compare
+/// for both on x86 (SSE, AVX), where the generic form costs two compares,
+/// their copies and an OR, and held the in-cache fp32 combine near 0.7x of
+/// a streaming add (docs/performance.md).
+template <class Masks, class Values>
+Masks nan_lanes(const Values& a, const Values& b) {
+  using element = std::remove_cvref_t<decltype(a[0])>;
+  constexpr bool single = std::is_same_v<element, float>;
+#if defined(__SSE2__)
+  if constexpr (sizeof(Values) == 16) {
+    using floats [[gnu::vector_size(16)]] = float;
+    using doubles [[gnu::vector_size(16)]] = double;
+    if constexpr (single) {
+      return std::bit_cast<Masks>(__builtin_ia32_cmpunordps(std::bit_cast<floats>(a), std::bit_cast<floats>(b)));
+    } else {
+      return std::bit_cast<Masks>(__builtin_ia32_cmpunordpd(std::bit_cast<doubles>(a), std::bit_cast<doubles>(b)));
+    }
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (sizeof(Values) == 32) {
+    using floats [[gnu::vector_size(32)]] = float;
+    using doubles [[gnu::vector_size(32)]] = double;
+    constexpr int unordered_quiet = 3;  // _CMP_UNORD_Q
+    if constexpr (single) {
+      return std::bit_cast<Masks>(
+          __builtin_ia32_cmpps256(std::bit_cast<floats>(a), std::bit_cast<floats>(b), unordered_quiet));
+    } else {
+      return std::bit_cast<Masks>(
+          __builtin_ia32_cmppd256(std::bit_cast<doubles>(a), std::bit_cast<doubles>(b), unordered_quiet));
+    }
+  }
+#endif
+  return (a != a) | (b != b);
+}
+
 /// One block of the combine, out = left op right (Swap: right op left), as
-/// plain vector adds or multiplies, stored only when no operand in the block
-/// is a NaN; false (nothing stored) otherwise, and the block then goes
-/// through the NaN rule element by element. Without NaNs the rule gives the
-/// same bits, and skipping it matters: at the x86-64 baseline (SSE2, where a
-/// select is three instructions) the rule's two compares and two selects
-/// cost more than the add, and the compilers' own vectorisation of the rule
-/// reached 0.3-0.4x of a streaming add where this reaches 0.6-0.9x
-/// (docs/performance.md). Every load comes before every store, so `out`
+/// plain vector adds or multiplies, stored only when no result in the block
+/// is a NaN (bfloat16: no operand); false (nothing stored) otherwise, and
+/// the block then goes through the NaN rule element by element. Without
+/// NaNs the rule gives the same bits, and skipping it matters: at the x86-64
+/// baseline (SSE2, where a select is three instructions) the rule's two
+/// compares and two selects cost more than the add, and the compilers' own
+/// vectorisation of the rule reached 0.3-0.4x of a streaming add where this
+/// reaches 0.8-1.1x in cache (docs/performance.md). Every load comes before every store, so `out`
 /// may be `left` or `right`. bfloat16 widens to float, adds and rounds back
 /// as bfloat16(float) does (round to nearest even, a NaN made quiet).
 template <class R, class T, bool Swap>
-bool vector_block(const std::byte* left, const std::byte* right, std::byte* out) {
+[[gnu::always_inline]] inline bool vector_block(const std::byte* left, const std::byte* right, std::byte* out) {
   constexpr bool multiply = std::is_same_v<R, prod>;
   if constexpr (std::is_same_v<T, bfloat16>) {
     // A 32-bit lane holds two bfloat16s, the first in its low half
@@ -220,6 +295,7 @@ bool vector_block(const std::byte* left, const std::byte* right, std::byte* out)
       const pairs is_nan = pairs((bits & 0x7fffffffu) > 0x7f800000u);
       return (quiet & is_nan) | (rounded & ~is_nan);
     };
+    PLAIT_KERNEL_UNROLL
     for (std::size_t k = 0; k < count; ++k) {
       pairs x;
       pairs y;
@@ -237,9 +313,8 @@ bool vector_block(const std::byte* left, const std::byte* right, std::byte* out)
           multiply ? (Swap ? high_y * high_x : high_x * high_y) : (Swap ? high_y + high_x : high_x + high_y);
       results[k] = round(std::bit_cast<pairs>(low)) | (round(std::bit_cast<pairs>(high)) << 16);
     }
-    for (std::size_t k = 0; k < vector_bytes / 2; ++k) {
-      if (nan[k] != 0) return false;
-    }
+    if (any_lane(nan)) return false;
+    PLAIT_KERNEL_UNROLL
     for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * vector_bytes, &results[k], vector_bytes);
   } else {
     using values [[gnu::vector_size(vector_bytes)]] = T;
@@ -247,19 +322,22 @@ bool vector_block(const std::byte* left, const std::byte* right, std::byte* out)
     constexpr std::size_t count = block_bytes / vector_bytes;
     values results[count];
     masks nan{};
+    PLAIT_KERNEL_UNROLL
     for (std::size_t k = 0; k < count; ++k) {
       values x;
       values y;
       std::memcpy(&x, left + k * vector_bytes, vector_bytes);
       std::memcpy(&y, right + k * vector_bytes, vector_bytes);
-      nan |= (x != x) | (y != y);
       const values& l = Swap ? y : x;
       const values& r = Swap ? x : y;
       results[k] = multiply ? l * r : l + r;
+      // A NaN operand makes the sum or product a NaN, so a test of the
+      // results finds it; a NaN from operands that are not (inf - inf,
+      // 0 * inf) goes through the rule too, which then stores the same.
+      if (k % 2 == 1) nan |= nan_lanes<masks>(results[k - 1], results[k]);
     }
-    for (std::size_t k = 0; k < vector_bytes / sizeof(T); ++k) {
-      if (nan[k] != 0) return false;
-    }
+    if (any_lane(nan)) return false;
+    PLAIT_KERNEL_UNROLL
     for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * vector_bytes, &results[k], vector_bytes);
   }
   return true;
