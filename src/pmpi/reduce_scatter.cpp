@@ -1,7 +1,6 @@
 // MPI_Reduce_scatter: plait::reduce_scatter_v on one node's shared-memory
 // group, or node by node across nodes (node_aware.hpp); a datatype with gaps
 // packed (reduction_buffers.hpp).
-#include <algorithm>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -44,15 +43,11 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
         total_items += recvcounts[i];
       }
       const std::size_t n = counts[static_cast<std::size_t>(rank)];
-      // In place the input is all of recvbuf and the result its start. Open
-      // MPI leaves the rest as it was and programs check it (mpi4py's tests),
-      // while plait in place would leave partials there: reduce out of place
-      // into scratch instead.
+      // In place the input is all of recvbuf and the result its start.
       const bool in_place = sendbuf == MPI_IN_PLACE;
       const std::span<const T> all = input_values<T>(e, in_place ? recvbuf : sendbuf, total_items, total);
-      std::vector<T> result(in_place ? n : 0);
-      const std::span<T> mine =
-          in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcounts[rank], n, false);
+      const reduce_scatter_result<T> result(e, recvbuf, recvcounts[rank], n, in_place);
+      const std::span<T> mine = result.values();
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -60,13 +55,7 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, con
         }
         plait::reduce_scatter_v<reduction_algorithm>(group, all, mine, counts, reduction);
       });
-      if (in_place) {
-        const std::span<T> first = output_values<T>(e, recvbuf, recvcounts[rank], n, false);
-        std::copy(result.begin(), result.end(), first.begin());
-        finish_values(e, first, recvbuf, recvcounts[rank]);
-      } else {
-        finish_values(e, mine, recvbuf, recvcounts[rank]);
-      }
+      result.finish();
     });
   });
 }

@@ -1,7 +1,6 @@
 // MPI_Reduce_scatter_block: plait::reduce_scatter on one node's shared-memory
 // group, or node by node across nodes (node_aware.hpp); a datatype with gaps
 // packed (reduction_buffers.hpp).
-#include <algorithm>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -33,17 +32,14 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
   return serve(f, comm, bytes, [&] {
     visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
       // In place the input is all of recvbuf and the result its first block.
-      // Open MPI leaves the other blocks as they were and programs check it
-      // (mpi4py's tests), while plait in place would leave partials there:
-      // reduce out of place into scratch instead.
       const bool in_place = sendbuf == MPI_IN_PLACE;
       const std::size_t items = count_of(recvcount);
       const void* input = in_place ? recvbuf : sendbuf;
       const std::size_t n = items * static_cast<std::size_t>(scale);
       const std::span<const T> all = input_values<T>(
           e, input, recvcount * P, n * static_cast<std::size_t>(P));  // MPI counts are int: P * recvcount fits
-      std::vector<T> result(in_place ? n : 0);
-      const std::span<T> mine = in_place ? std::span<T>{result} : output_values<T>(e, recvbuf, recvcount, n, false);
+      const reduce_scatter_result<T> result(e, recvbuf, recvcount, n, in_place);
+      const std::span<T> mine = result.values();
       on_levels(*state, [&](auto& group) {
         // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
         if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
@@ -52,13 +48,7 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
         }
         plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction);
       });
-      if (in_place) {
-        const std::span<T> first = output_values<T>(e, recvbuf, recvcount, n, false);
-        std::copy(result.begin(), result.end(), first.begin());
-        finish_values(e, first, recvbuf, recvcount);
-      } else {
-        finish_values(e, mine, recvbuf, recvcount);
-      }
+      result.finish();
     });
   });
 }

@@ -14,6 +14,7 @@
 // unpacked) where the contiguous one folds straight into the result.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <type_traits>
@@ -72,5 +73,49 @@ template <class T>
 void finish_values(const element_type& e, std::span<T> values, void* buffer, int count) {
   if (!in_place_values(e) && !values.empty()) scatter_bytes(std::as_bytes(values), buffer, count, e.type);
 }
+
+/// Where a reduce-scatter writes this rank's block of `n` values of T, and
+/// how it reaches `buffer` (`count` elements of `e`'s datatype). Out of
+/// place: output_values and finish_values. In place (MPI_IN_PLACE) the
+/// input is the whole buffer and the result belongs at its start; Open MPI
+/// leaves the rest as it was and programs check it (mpi4py's tests), where
+/// plait in place would leave partials there. So the call reduces out of
+/// place into the thread's receive scratch (free: a packed input is in the
+/// send one), and finish() copies or unpacks the block from there.
+template <class T>
+class reduce_scatter_result {
+ public:
+  reduce_scatter_result(const element_type& e, void* buffer, int count, std::size_t n, bool in_place)
+      : e_(e), buffer_(buffer), count_(count), in_place_(in_place) {
+    if (in_place) {
+      std::vector<std::byte>& scratch = packing_scratch_of_this_thread().recv;
+      scratch.resize(n * sizeof(T));
+      values_ = {reinterpret_cast<T*>(scratch.data()), n};
+    } else {
+      values_ = output_values<T>(e, buffer, count, n, false);
+    }
+  }
+
+  /// The block plait writes.
+  std::span<T> values() const noexcept { return values_; }
+
+  /// Puts the block where MPI's caller expects it, once plait returned.
+  void finish() const {
+    if (!in_place_) {
+      finish_values(e_, values_, buffer_, count_);
+    } else if (in_place_values(e_)) {
+      std::copy(values_.begin(), values_.end(), output_values<T>(e_, buffer_, count_, values_.size(), false).begin());
+    } else if (!values_.empty()) {
+      scatter_bytes(std::as_bytes(values_), buffer_, count_, e_.type);
+    }
+  }
+
+ private:
+  const element_type& e_;
+  void* buffer_;
+  int count_;
+  bool in_place_;
+  std::span<T> values_;
+};
 
 }  // namespace plait_pmpi
