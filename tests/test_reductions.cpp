@@ -179,6 +179,50 @@ TEST_CASE("signed sum and prod wrap instead of overflowing", "[reduction][intege
   CHECK(fold_with_kernel(plait::sum{}, inputs) == std::vector<int>{std::numeric_limits<int>::min()});
 }
 
+TEMPLATE_TEST_CASE("a long integer sum and product wrap in every lane of every block and the remainder",
+                   "[reduction][integer][alias]", std::int8_t, std::uint8_t, std::int16_t, std::uint16_t, std::int32_t,
+                   std::uint32_t, std::int64_t, std::uint64_t) {
+  using T = TestType;
+  // 1001 elements at an odd byte offset: whole blocks of the kernel's vector
+  // path (128 bytes, 256 under AVX-512), then a remainder; the extremes
+  // mixed in so that sums and products wrap in every lane position.
+  constexpr std::size_t n = 1001;
+  std::vector<T> left(n), right(n);
+  std::mt19937_64 random(11);
+  const std::array<T, 4> special = {std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), T(0),
+                                    static_cast<T>(-1)};
+  for (std::size_t i = 0; i < n; ++i) {
+    left[i] = i % 5 == 0 ? special[i / 5 % 4] : static_cast<T>(random());
+    right[i] = i % 7 == 0 ? special[i / 7 % 4] : static_cast<T>(random());
+  }
+  const auto check = [&](const auto& r, auto rule) {
+    std::vector<T> expected(n);
+    for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
+    const reduction_kernel k = kernel_for<T>(r);
+    constexpr std::size_t bytes = n * sizeof(T);
+    std::vector<std::byte> a(bytes + 1), b(bytes + 1), out(bytes + 1);
+    const auto load = [&] {
+      std::memcpy(a.data() + 1, left.data(), bytes);
+      std::memcpy(b.data() + 1, right.data(), bytes);
+    };
+    const auto result = [&](const std::vector<std::byte>& from) {
+      std::vector<T> got(n);
+      std::memcpy(got.data(), from.data() + 1, bytes);
+      return got;
+    };
+    load();
+    k.combine(k.state, a.data() + 1, b.data() + 1, out.data() + 1, n);
+    CHECK(result(out) == expected);
+    k.combine(k.state, a.data() + 1, b.data() + 1, a.data() + 1, n);  // over the left
+    CHECK(result(a) == expected);
+    load();
+    k.combine(k.state, a.data() + 1, b.data() + 1, b.data() + 1, n);  // over the right
+    CHECK(result(b) == expected);
+  };
+  check(plait::sum{}, wrapped_sum<T>);
+  check(plait::prod{}, wrapped_prod<T>);
+}
+
 TEMPLATE_TEST_CASE("every floating reduction matches a serial reference bit for bit", "[reduction][floating]", float,
                    double, bfloat16, half) {
   using T = TestType;

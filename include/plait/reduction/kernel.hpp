@@ -195,8 +195,16 @@ inline constexpr bool plain_without_nans =
 template <class T>
 inline constexpr bool vector_element = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                        (std::is_same_v<T, bfloat16> && std::endian::native == std::endian::little);
+/// Integers wrap and have no NaN: their sum is a plain lane-wise add of
+/// unsigned lanes (a wrapped sum's low bits depend only on the operands'
+/// low bits). Not prod: SSE2 has no 8- or 64-bit lane multiply, and the
+/// compiler's emulation measured slower than its own loop.
 template <class R, class T>
-inline constexpr bool vector_arithmetic = plain_without_nans<R>&& vector_element<T>;
+inline constexpr bool integer_vector_arithmetic =
+    std::is_same_v<R, sum>&& std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class R, class T>
+inline constexpr bool vector_arithmetic =
+    (plain_without_nans<R> && vector_element<T>) || integer_vector_arithmetic<R, T>;
 
 /// The two halves of a vector OR'd, as a vector of half its size.
 template <class Half, class Vector>
@@ -266,19 +274,32 @@ Masks nan_lanes(const Values& a, const Values& b) {
 
 /// One block of the combine, out = left op right (Swap: right op left), as
 /// plain vector adds or multiplies, stored only when no result in the block
-/// is a NaN (bfloat16: no operand); false (nothing stored) otherwise, and
-/// the block then goes through the NaN rule element by element. Without
-/// NaNs the rule gives the same bits, and skipping it matters: at the x86-64
-/// baseline (SSE2, where a select is three instructions) the rule's two
-/// compares and two selects cost more than the add, and the compilers' own
-/// vectorisation of the rule reached 0.3-0.4x of a streaming add where this
-/// reaches 0.8-1.1x in cache (docs/performance.md). Every load comes before every store, so `out`
-/// may be `left` or `right`. bfloat16 widens to float, adds and rounds back
-/// as bfloat16(float) does (round to nearest even, a NaN made quiet).
+/// is a NaN (bfloat16: no operand; integers: always); false (nothing
+/// stored) otherwise, and the block then goes through the NaN rule element
+/// by element. Without NaNs the rule gives the same bits, and skipping it
+/// matters: at the x86-64 baseline (SSE2, where a select is three
+/// instructions) the rule's two compares and two selects cost more than the
+/// add, and the compilers' own vectorisation of the rule reached 0.3-0.4x
+/// of a streaming add where this reaches 0.8-1.1x in cache
+/// (docs/performance.md). Every load comes before every store, so `out` may
+/// be `left` or `right`. bfloat16 widens to float, adds and rounds back as
+/// bfloat16(float) does (round to nearest even, a NaN made quiet).
 template <class R, class T, bool Swap>
 [[gnu::always_inline]] inline bool vector_block(const std::byte* left, const std::byte* right, std::byte* out) {
   constexpr bool multiply = std::is_same_v<R, prod>;
-  if constexpr (std::is_same_v<T, bfloat16>) {
+  if constexpr (integer_vector_arithmetic<R, T>) {
+    // Each lane's result depends on that lane alone: stored as computed.
+    using lanes [[gnu::vector_size(vector_bytes)]] = std::make_unsigned_t<T>;
+    PLAIT_KERNEL_UNROLL
+    for (std::size_t k = 0; k < block_bytes / vector_bytes; ++k) {
+      lanes x;
+      lanes y;
+      std::memcpy(&x, left + k * vector_bytes, vector_bytes);
+      std::memcpy(&y, right + k * vector_bytes, vector_bytes);
+      const lanes result = x + y;
+      std::memcpy(out + k * vector_bytes, &result, vector_bytes);
+    }
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
     // A 32-bit lane holds two bfloat16s, the first in its low half
     // (little-endian; see vector_arithmetic), each widened in place: no
     // vector wider than the target's registers, whose passing would change
