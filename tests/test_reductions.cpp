@@ -129,6 +129,34 @@ float to_float(T x) {
   return static_cast<float>(x);
 }
 
+/// `k` on `left` and `right` the three ways the engine calls it: out of
+/// place, over the left operand, over the right; every buffer at an odd
+/// byte offset. The three results, in that order.
+template <class T>
+std::array<std::vector<T>, 3> combine_three_ways(const reduction_kernel& k, const std::vector<T>& left,
+                                                 const std::vector<T>& right) {
+  const std::size_t n = left.size();
+  const std::size_t bytes = n * sizeof(T);
+  std::vector<std::byte> a(bytes + 1), b(bytes + 1), out(bytes + 1);
+  const auto load = [&] {
+    std::memcpy(a.data() + 1, left.data(), bytes);
+    std::memcpy(b.data() + 1, right.data(), bytes);
+  };
+  const auto result = [&](const std::vector<std::byte>& from) {
+    std::vector<T> got(n);
+    std::memcpy(got.data(), from.data() + 1, bytes);
+    return got;
+  };
+  load();
+  k.combine(k.state, a.data() + 1, b.data() + 1, out.data() + 1, n);
+  k.combine(k.state, a.data() + 1, b.data() + 1, a.data() + 1, n);
+  std::array<std::vector<T>, 3> results{result(out), result(a), {}};
+  load();
+  k.combine(k.state, a.data() + 1, b.data() + 1, b.data() + 1, n);
+  results[2] = result(b);
+  return results;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("every integer reduction matches a serial reference, wrapping on overflow", "[reduction][integer]",
@@ -198,26 +226,7 @@ TEMPLATE_TEST_CASE("a long integer sum and product wrap in every lane of every b
   const auto check = [&](const auto& r, auto rule) {
     std::vector<T> expected(n);
     for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
-    const reduction_kernel k = kernel_for<T>(r);
-    constexpr std::size_t bytes = n * sizeof(T);
-    std::vector<std::byte> a(bytes + 1), b(bytes + 1), out(bytes + 1);
-    const auto load = [&] {
-      std::memcpy(a.data() + 1, left.data(), bytes);
-      std::memcpy(b.data() + 1, right.data(), bytes);
-    };
-    const auto result = [&](const std::vector<std::byte>& from) {
-      std::vector<T> got(n);
-      std::memcpy(got.data(), from.data() + 1, bytes);
-      return got;
-    };
-    load();
-    k.combine(k.state, a.data() + 1, b.data() + 1, out.data() + 1, n);
-    CHECK(result(out) == expected);
-    k.combine(k.state, a.data() + 1, b.data() + 1, a.data() + 1, n);  // over the left
-    CHECK(result(a) == expected);
-    load();
-    k.combine(k.state, a.data() + 1, b.data() + 1, b.data() + 1, n);  // over the right
-    CHECK(result(b) == expected);
+    for (const std::vector<T>& got : combine_three_ways(kernel_for<T>(r), left, right)) CHECK(got == expected);
   };
   check(plait::sum{}, wrapped_sum<T>);
   check(plait::prod{}, wrapped_prod<T>);
@@ -789,15 +798,9 @@ TEMPLATE_TEST_CASE("one NaN at any position of a block is kept as it is, on eith
   const auto run = [&](const reduction_kernel& k, auto rule) {
     std::vector<T> expected(n);
     for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
-    std::vector<T> out(n), over_left = left, over_right = right;
-    const auto* l = reinterpret_cast<const std::byte*>(left.data());
-    const auto* r = reinterpret_cast<const std::byte*>(right.data());
-    k.combine(k.state, l, r, reinterpret_cast<std::byte*>(out.data()), n);
-    k.combine(k.state, reinterpret_cast<const std::byte*>(over_left.data()), r,
-              reinterpret_cast<std::byte*>(over_left.data()), n);
-    k.combine(k.state, l, reinterpret_cast<const std::byte*>(over_right.data()),
-              reinterpret_cast<std::byte*>(over_right.data()), n);
-    if (!same_bits(out, expected) || !same_bits(over_left, expected) || !same_bits(over_right, expected)) ++failures;
+    for (const std::vector<T>& got : combine_three_ways(k, left, right)) {
+      if (!same_bits(got, expected)) ++failures;
+    }
   };
   for (std::size_t at = 0; at < n; ++at) {
     for (int side = 0; side < 3; ++side) {  // NaN on the left, on the right, inf and -inf (or 0) pair
@@ -887,26 +890,9 @@ TEMPLATE_TEST_CASE("a long combine keeps the NaN and signed-zero rules across ve
   const auto check = [&](const auto& r, auto rule) {
     std::vector<T> expected(n);
     for (std::size_t i = 0; i < n; ++i) expected[i] = rule(left[i], right[i]);
-    const reduction_kernel k = kernel_for<T>(r);
-    constexpr std::size_t bytes = n * sizeof(T);
-    std::vector<std::byte> a(bytes + 1), b(bytes + 1), out(bytes + 1);
-    const auto load = [&] {
-      std::memcpy(a.data() + 1, left.data(), bytes);
-      std::memcpy(b.data() + 1, right.data(), bytes);
-    };
-    const auto result = [&](const std::vector<std::byte>& from) {
-      std::vector<T> got(n);
-      std::memcpy(got.data(), from.data() + 1, bytes);
-      return got;
-    };
-    load();
-    k.combine(k.state, a.data() + 1, b.data() + 1, out.data() + 1, n);
-    CHECK(same_bits(result(out), expected));
-    k.combine(k.state, a.data() + 1, b.data() + 1, a.data() + 1, n);  // over the left
-    CHECK(same_bits(result(a), expected));
-    load();
-    k.combine(k.state, a.data() + 1, b.data() + 1, b.data() + 1, n);  // over the right
-    CHECK(same_bits(result(b), expected));
+    for (const std::vector<T>& got : combine_three_ways(kernel_for<T>(r), left, right)) {
+      CHECK(same_bits(got, expected));
+    }
   };
   check(plait::sum{}, rule_sum<T>);
   check(plait::prod{}, rule_prod<T>);
