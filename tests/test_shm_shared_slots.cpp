@@ -104,8 +104,8 @@ std::string body(plait::shm::communicator& comm, std::size_t n) {
   if (auto v = plait_test::compare(in_place_sum, folded, "all_reduce in place" + at); !v.empty()) return v;
 
   // Every call above ran through the slots: one round per step of direct's
-  // schedules, and one for an all-reduce of at most 1 KiB in all.
-  const std::uint64_t all_reduce_rounds = n * p * sizeof(float) <= plait::detail::one_round_fold_bytes ? 1 : 2;
+  // schedules, and one for an all-reduce of at most one_round_fold_bytes(P) in all.
+  const std::uint64_t all_reduce_rounds = n * p * sizeof(float) <= plait::detail::one_round_fold_bytes(P) ? 1 : 2;
   const std::uint64_t direct_rounds = P == 1 ? 0 : 2 + (P - 1 + 7) / 8 + 1 + 3 * all_reduce_rounds + 1;
   if (comm.slot_rounds() - rounds_before != direct_rounds) {
     return "ran " + std::to_string(comm.slot_rounds() - rounds_before) + " shared-slot rounds, expected " +
@@ -169,7 +169,8 @@ TEST_CASE("Direct's small collectives run through the shm transport's shared slo
   if (m == mode::processes && (ranks == 4 || ranks == 5)) return;  // processes: 1, 2, 3, 8 (fork is the cost)
   INFO(plait_test::to_string(m) << ", P = " << ranks);
   const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) {
-    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{13}, std::size_t{64}}) {
+    // 200: an all-reduce of 1600 B takes one round on two ranks, two on more.
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{13}, std::size_t{64}, std::size_t{200}}) {
       if (auto v = body(comm, n); !v.empty()) return v;
     }
     return too_large(comm);
@@ -217,6 +218,31 @@ TEST_CASE("Back-to-back shared-slot calls on skewed ranks never overwrite a roun
     }
     const std::uint64_t rounds = comm.slot_rounds() - rounds_before;
     if (rounds != calls * 3) return "ran " + std::to_string(rounds) + " shared-slot rounds, expected 3 a call";
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("A one-round all-reduce whose ranks pass different counts fails on every rank, never a wrong sum",
+          "[shm][slots][bad_input]") {
+  // Each rank folds the whole vector at once where every peer's table of
+  // blocks equals its own; here rank 2's does not (16 floats against 12),
+  // and every rank must find that in the tables, not fold the bytes it finds.
+  const mode m = GENERATE(mode::threads, mode::processes);
+  INFO(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 3, [](plait::shm::communicator& comm) -> std::string {
+    const std::size_t n = comm.rank() == 2 ? 16 : 12;
+    std::vector<float> values(n, 1.0F), sums(n, -1.0F);
+    const std::uint64_t rounds_before = comm.slot_rounds();
+    try {
+      plait::all_reduce<plait::direct>(comm, values, sums, plait::sum{});
+      return "the all_reduce of different counts went through";
+    } catch (const plait::error& e) {
+      const std::string what = e.what();
+      if (e.code() != plait::errc::size_mismatch) return "not a size mismatch: " + what;
+      if (what.find("bytes of block") == std::string::npos) return "the error does not name the block: " + what;
+    }
+    if (comm.slot_rounds() != rounds_before + 1) return "the call did not take one shared-slot round";
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");

@@ -173,6 +173,14 @@ struct fold_member {
   }
 };
 
+/// A plan's blocks as one run of bytes (fold_plan_of::as_whole_run).
+struct whole_run {
+  bool usable = false;
+  const std::byte* contributions = nullptr;
+  std::byte* results = nullptr;
+  std::size_t bytes = 0;
+};
+
 /// A fold plan of `Members` members (one, or a bundle's).
 template <std::size_t Members>
 class fold_plan_of {
@@ -266,6 +274,24 @@ class fold_plan_of {
       requires(Members == 1) {
     const reduction_kernel& k = members_[0].kernel();
     k.combine(k.state, left, right, out, bytes / k.wire_bytes);
+  }
+  /// Every block of an all-reduce end to end, where a fold that takes them
+  /// all at once (op/slot_run.hpp's one round) may read and write them as
+  /// one run: one member cut evenly, contiguous (no tensor layout's
+  /// blocks), nothing to prepare or widen; else not usable.
+  [[nodiscard]] whole_run as_whole_run() const requires(Members == 1) {
+    const fold_member& m = members_[0];
+    if (!m.all_results || !m.blocks.empty() || !m.result_blocks.empty() || !m.offsets.empty() ||
+        m.kernel().prepare != nullptr || m.widened()) {
+      return {};
+    }
+    return {true, m.contributions.data(), m.results.data(), m.elements * m.kernel().element_bytes};
+  }
+  /// Finishes a whole run's combined results in place (avg's division).
+  void finish_whole_run(std::byte* results, std::size_t bytes) const requires(Members == 1) {
+    const fold_member& m = members_[0];
+    const reduction_kernel& k = m.kernel();
+    if (k.finish != nullptr) k.finish(k.state, results, bytes / k.element_bytes, m.size);
   }
   [[nodiscard]] bool has_result(int block) const { return members_[0].all_results || block == members_[0].rank; }
   /// `block`'s combined bytes into the results, finished (avg divides

@@ -86,12 +86,15 @@ struct slot_scratch {
   PLAIT_DECL static slot_scratch& of_this_thread() noexcept;
 };
 
-/// The largest all-reduce that takes one round: above it every rank folding
-/// all P blocks, out of the peers' whole rounds, costs more than the second
-/// round saves (P = 2, bench/slot-floor: at 1 KiB two rounds took 0.55-0.58
-/// us against one round's 0.60, and 0.21 against 0.26 with nothing around
-/// the protocol; at 4 KiB 1.7 against 2.4 us; docs/algorithms.md).
-inline constexpr std::size_t one_round_fold_bytes = 512;
+/// The largest all-reduce (bytes in all) that takes one round on `ranks`
+/// ranks. Above 512 B every rank folding all P blocks, out of the peers'
+/// whole rounds, reads (P - 1)(P - 2)/P times the data more than direct's
+/// two rounds, and the second round's flag costs less (bench/slot-floor,
+/// docs/algorithms.md). On two ranks one round reads what two do, the
+/// peer's whole vector, with one flag less: one round measured faster up to
+/// 4 KiB there (0.50-0.65 against 0.71-1.03 us at 1 KiB, 0.94-1.26 against
+/// 1.0-1.6 at 4 KiB), and no better above.
+constexpr std::size_t one_round_fold_bytes(int ranks) noexcept { return ranks == 2 ? 4096 : 512; }
 
 /// Where a slot run folds `block`: in its result where the plan allows
 /// (Plan::result_as_is), else at `elsewhere` (the run's own scratch).
@@ -103,14 +106,44 @@ std::byte* slot_accumulator(const Plan& plan, int block, std::byte* elsewhere) {
   return elsewhere;
 }
 
+/// The one round's fold of a plan whose blocks are one run (its
+/// as_whole_run()): every peer's table equals this rank's (the same blocks,
+/// end to end after it), so each peer's data is one run as well, folded
+/// in rank order with one combine per peer instead of one per block and
+/// peer. False, having written nothing, where some peer's table differs:
+/// the block-by-block fold then reads that peer (and names what is wrong).
+template <class Comm, class Plan>
+bool fold_whole_run(Comm& comm, const Plan& plan, const whole_run& whole, std::span<const std::byte> mine,
+                    std::size_t data_at, int blocks) {
+  const std::size_t table_bytes = sizeof(std::uint64_t) + static_cast<std::size_t>(blocks) * sizeof(slot_entry);
+  const int me = comm.rank();
+  for (int r = 0; r < blocks; ++r) {
+    if (r == me) continue;
+    const std::span<const std::byte> theirs = comm.peer_slot_round(r);
+    if (theirs.size() < data_at + whole.bytes || std::memcmp(theirs.data(), mine.data(), table_bytes) != 0) {
+      return false;
+    }
+  }
+  if (whole.bytes == 0) return true;
+  const auto run_of = [&](int r) { return (r == me ? mine.data() : comm.peer_slot_round(r).data()) + data_at; };
+  if (blocks == 1) {
+    std::memcpy(whole.results, run_of(0), whole.bytes);
+  } else {
+    plan.combine_part(run_of(0), run_of(1), whole.results, whole.bytes);
+    for (int r = 2; r < blocks; ++r) plan.combine_part(whole.results, run_of(r), whole.results, whole.bytes);
+  }
+  plan.finish_whole_run(whole.results, whole.bytes);
+  return true;
+}
+
 /// An all-reduce (every block a result) in one round: every rank writes its
-/// contributions to all P blocks and folds every block from all P slots in
-/// rank order, x0 op x1 op ... (its own at its place), which is what
-/// direct's two steps compute for block d on rank d, so every rank gets
-/// those bits in half the rounds. False, before any round, when its data is
-/// above one_round_fold_bytes or its round does not fit a slot (a decision
-/// every rank makes alike: an all-reduce's blocks are cut alike on every
-/// rank).
+/// contributions to all P blocks, end to end after the round's table, and
+/// folds every block from all P slots in rank order, x0 op x1 op ... (its
+/// own at its place), which is what direct's two steps compute for block d
+/// on rank d, so every rank gets those bits in half the rounds. False,
+/// before any round, when its data is above one_round_fold_bytes() or its
+/// round does not fit a slot (a decision every rank makes alike: an
+/// all-reduce's blocks are cut alike on every rank).
 template <class Comm, class Plan>
 bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag,
                            slot_scratch& scratch) {
@@ -119,26 +152,30 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
   for (int b = 0; b < blocks; ++b) {
     if (!plan.has_result(b)) return false;  // a reduce-scatter: its one step is one round already
   }
-  std::size_t used = slot_data_offset(static_cast<std::size_t>(blocks));
+  const std::size_t data_at = slot_data_offset(static_cast<std::size_t>(blocks));
   std::size_t largest = 0;
   std::size_t total = 0;
   for (int b = 0; b < blocks; ++b) {
-    used += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
     largest = std::max(largest, plan.block_bytes(b));
     total += plan.block_bytes(b);
   }
-  if (used > Comm::shared_slot_bytes || total > one_round_fold_bytes) return false;
+  const std::size_t used = data_at + total;
+  if (used > Comm::shared_slot_bytes || total > one_round_fold_bytes(blocks)) return false;
+  constexpr bool may_run_whole = requires { plan.as_whole_run(); };
+  whole_run whole;
+  if constexpr (may_run_whole) whole = plan.as_whole_run();
   std::span<std::byte> slot = comm.begin_slot_round(tag, operation, 0);
   auto* count = reinterpret_cast<std::uint64_t*>(slot.data());
   auto* table = reinterpret_cast<slot_entry*>(slot.data() + sizeof(std::uint64_t));
   *count = static_cast<std::uint64_t>(blocks);
-  std::size_t at = slot_data_offset(static_cast<std::size_t>(blocks));
+  std::size_t at = data_at;
   for (int b = 0; b < blocks; ++b) {
     const std::size_t bytes = plan.block_bytes(b);
     table[b] = {static_cast<std::uint32_t>(b), 0, at, bytes};
-    if (bytes != 0) plan.read_contribution(b, slot.data() + at, host);
-    at += (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+    if (!whole.usable && bytes != 0) plan.read_contribution(b, slot.data() + at, host);
+    at += bytes;
   }
+  if (whole.usable && total != 0) std::memcpy(slot.data() + data_at, whole.contributions, total);
   std::size_t payload = 0;  // what direct's sends carry, as bytes_sent() counts them on the channels
   for (const step& st : steps.steps) {
     for (const transfer& t : st.sends) {
@@ -148,6 +185,9 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
   if (!comm.post_slot_round(used, payload, true)) {
     throw error(errc::size_mismatch, "the ranks disagree on the all-reduce's size (a peer's call does not fit)",
                 error_context{comm.rank(), operation, 0, -1});
+  }
+  if constexpr (may_run_whole) {
+    if (whole.usable && fold_whole_run(comm, plan, whole, slot, data_at, blocks)) return true;
   }
   if (scratch.arena.size() < largest) scratch.arena.resize(largest);
   const int me = comm.rank();
