@@ -92,9 +92,9 @@ struct slot_scratch {
 /// two rounds, and the second round's flag costs less (bench/slot-floor,
 /// docs/algorithms.md). On two ranks one round reads what two do, the
 /// peer's whole vector, with one flag less: one round measured faster up to
-/// 4 KiB there (0.50-0.65 against 0.71-1.03 us at 1 KiB, 0.94-1.26 against
-/// 1.0-1.6 at 4 KiB), and no better above.
-constexpr std::size_t one_round_fold_bytes(int ranks) noexcept { return ranks == 2 ? 4096 : 512; }
+/// 2 KiB there (0.50-0.65 against 0.71-1.03 us at 1 KiB, 0.71-0.90 against
+/// 0.78-1.36 at 2 KiB), and no better from 4 KiB.
+constexpr std::size_t one_round_fold_bytes(int ranks) noexcept { return ranks == 2 ? 2048 : 512; }
 
 /// Where a slot run folds `block`: in its result where the plan allows
 /// (Plan::result_as_is), else at `elsewhere` (the run's own scratch).
