@@ -283,15 +283,16 @@ Masks nan_lanes(const Values& a, const Values& b) {
 /// of a streaming add where this reaches 0.8-1.1x in cache
 /// (docs/performance.md). Every load comes before every store, so `out` may
 /// be `left` or `right`. bfloat16 widens to float, adds and rounds back as
-/// bfloat16(float) does (round to nearest even, a NaN made quiet).
-template <class R, class T, bool Swap>
+/// bfloat16(float) does (round to nearest even, a NaN made quiet). `Count`
+/// vectors: a whole block, or one (the tail of a combine shorter than a block).
+template <class R, class T, bool Swap, std::size_t Count = block_bytes / vector_bytes>
 [[gnu::always_inline]] inline bool vector_block(const std::byte* left, const std::byte* right, std::byte* out) {
   constexpr bool multiply = std::is_same_v<R, prod>;
   if constexpr (integer_vector_arithmetic<R, T>) {
     // Each lane's result depends on that lane alone: stored as computed.
     using lanes [[gnu::vector_size(vector_bytes)]] = std::make_unsigned_t<T>;
     PLAIT_KERNEL_UNROLL
-    for (std::size_t k = 0; k < block_bytes / vector_bytes; ++k) {
+    for (std::size_t k = 0; k < Count; ++k) {
       lanes x;
       lanes y;
       std::memcpy(&x, left + k * vector_bytes, vector_bytes);
@@ -307,7 +308,7 @@ template <class R, class T, bool Swap>
     using pairs [[gnu::vector_size(vector_bytes)]] = std::uint32_t;
     using halves [[gnu::vector_size(vector_bytes)]] = std::int16_t;
     using floats [[gnu::vector_size(vector_bytes)]] = float;
-    constexpr std::size_t count = block_bytes / vector_bytes;
+    constexpr std::size_t count = Count;
     pairs results[count];
     halves nan{};
     const auto round = [](pairs bits) {  // bfloat16(float): nearest even, a NaN made quiet
@@ -340,7 +341,7 @@ template <class R, class T, bool Swap>
   } else {
     using values [[gnu::vector_size(vector_bytes)]] = T;
     using masks [[gnu::vector_size(vector_bytes)]] = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
-    constexpr std::size_t count = block_bytes / vector_bytes;
+    constexpr std::size_t count = Count;
     values results[count];
     masks nan{};
     PLAIT_KERNEL_UNROLL
@@ -357,6 +358,7 @@ template <class R, class T, bool Swap>
       // 0 * inf) goes through the rule too, which then stores the same.
       if (k % 2 == 1) nan |= nan_lanes<masks>(results[k - 1], results[k]);
     }
+    if constexpr (count % 2 == 1) nan |= nan_lanes<masks>(results[count - 1], results[count - 1]);
     if (any_lane(nan)) return false;
     PLAIT_KERNEL_UNROLL
     for (std::size_t k = 0; k < count; ++k) std::memcpy(out + k * vector_bytes, &results[k], vector_bytes);
@@ -367,11 +369,15 @@ template <class R, class T, bool Swap>
 template <class R, class T>
 inline constexpr bool vector_arithmetic = false;
 
-template <class R, class T, bool Swap>
+template <class R, class T, bool Swap, std::size_t Count = 1>
 bool vector_block(const std::byte*, const std::byte*, std::byte*) {
   return false;
 }
 #endif
+
+/// Elements of one vector of the explicit path (the combine's tail steps).
+template <class T>
+inline constexpr std::size_t tail_elements = vector_bytes / sizeof(T) > 0 ? vector_bytes / sizeof(T) : 1;
 
 /// out[i] = left[i] op right[i], with out, left and right disjoint.
 template <class T, class R>
@@ -386,6 +392,16 @@ void combine_disjoint(const R& r, const std::byte* __restrict left, const std::b
     PLAIT_KERNEL_NO_UNROLL
     for (std::size_t j = i; j < i + width; ++j) {
       store_element(out, j, r(load_element<T>(left, j), load_element<T>(right, j)));
+    }
+  }
+  if constexpr (vector_arithmetic<R, T>) {
+    // The tail a vector at a time: a small call's whole combine (16 floats
+    // one by one cost 260 instructions of a 64-byte all-reduce's 1,900).
+    for (; i + tail_elements<T> <= elements; i += tail_elements<T>) {
+      if (vector_block<R, T, false, 1>(left + i * sizeof(T), right + i * sizeof(T), out + i * sizeof(T))) continue;
+      for (std::size_t j = i; j < i + tail_elements<T>; ++j) {
+        store_element(out, j, r(load_element<T>(left, j), load_element<T>(right, j)));
+      }
     }
   }
   for (; i < elements; ++i) store_element(out, i, r(load_element<T>(left, i), load_element<T>(right, i)));
@@ -406,6 +422,15 @@ void combine_into(const R& r, std::byte* __restrict acc, const std::byte* __rest
     PLAIT_KERNEL_NO_UNROLL
     for (std::size_t j = i; j < i + width; ++j) {
       store_element(acc, j, one(load_element<T>(acc, j), load_element<T>(other, j)));
+    }
+  }
+  if constexpr (vector_arithmetic<R, T>) {
+    for (; i + tail_elements<T> <= elements; i += tail_elements<T>) {
+      std::byte* vector = acc + i * sizeof(T);
+      if (vector_block<R, T, !AccLeft, 1>(vector, other + i * sizeof(T), vector)) continue;
+      for (std::size_t j = i; j < i + tail_elements<T>; ++j) {
+        store_element(acc, j, one(load_element<T>(acc, j), load_element<T>(other, j)));
+      }
     }
   }
   for (; i < elements; ++i) store_element(acc, i, one(load_element<T>(acc, i), load_element<T>(other, i)));
