@@ -319,6 +319,15 @@ TEST_CASE("bad counts are refused before any byte moves", "[all_gather_v][all_to
       plait::all_gather_v<plait::ring>(comm, std::span(send.data(), 1), std::span(recv.data(), 6),
                                        std::vector<int>{2, 2, 2});
     });
+    // Contiguous ranges take their own plan (byte spans, no tensor boxes): the same checks.
+    out += expect_refused(comm, plait::errc::size_mismatch, "add up to", [&](std::vector<int>& recv) {
+      plait::all_gather_v<plait::ring>(comm, plait::in_place, std::span(recv.data(), 7), std::vector<int>{2, 2, 2});
+    });
+    out +=
+        expect_refused(comm, plait::errc::invalid_argument, "send and recv views overlap", [&](std::vector<int>& recv) {
+          plait::all_gather_v<plait::ring>(comm, std::span(recv.data() + 2, 2), std::span(recv.data(), 6),
+                                           std::vector<int>{2, 2, 2});
+        });
     out += expect_refused(comm, plait::errc::invalid_argument, "overflow", [&](std::vector<int>& recv) {
       const std::uint64_t huge = ~std::uint64_t{0} / 2;
       plait::all_gather_v<plait::ring>(comm, send, std::span(recv.data(), 6),
