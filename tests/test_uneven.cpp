@@ -341,6 +341,23 @@ TEST_CASE("bad counts are refused before any byte moves", "[all_gather_v][all_to
       plait::all_to_all_v<plait::pairwise>(comm, send, std::vector<long>{1, 1, 0}, std::span(recv.data(), 2),
                                            std::vector<long>{1, -1, 2});
     });
+    // all_to_all_v of ranges plans on byte spans too: its other checks.
+    out += expect_refused(comm, plait::errc::size_mismatch, "recv_counts add up to", [&](std::vector<int>& recv) {
+      plait::all_to_all_v<plait::pairwise>(comm, send, std::vector<int>{1, 1, 0}, std::span(recv.data(), 3),
+                                           std::vector<int>{1, 1, 0});
+    });
+    out += expect_refused(comm, plait::errc::size_mismatch, "sends itself 2 elements", [&](std::vector<int>& recv) {
+      std::vector<int> to_self(3, 0), from_self(3, 0);
+      to_self[static_cast<std::size_t>(comm.rank())] = 2;
+      from_self[static_cast<std::size_t>(comm.rank())] = 1;
+      plait::all_to_all_v<plait::pairwise>(comm, send, to_self, std::span(recv.data(), 1), from_self);
+    });
+    out +=
+        expect_refused(comm, plait::errc::invalid_argument, "send and recv views overlap", [&](std::vector<int>& recv) {
+          plait::all_to_all_v<plait::pairwise>(comm, std::span<const int>(recv.data() + 1, 2),
+                                               std::vector<int>{1, 1, 0}, std::span(recv.data(), 2),
+                                               std::vector<int>{1, 1, 0});
+        });
     return out;
   });
   REQUIRE(plait_test::failures(verdicts) == "");

@@ -82,6 +82,23 @@ std::size_t slice_elements(const tensor_view<T, Rank>& v, std::size_t dim) {
   return n;
 }
 
+/// all_gather_v's size checks, in one wording for every layout and path:
+/// this rank's send (null in place) holds its own count of slices along
+/// `dim`, and recv the counts' sum.
+inline void check_gather_v_sizes(const call_site& at, std::string_view layout, std::size_t dim,
+                                 const std::size_t* send_slices, std::size_t recv_slices,
+                                 const checked_counts& counts) {
+  const auto me = static_cast<std::size_t>(at.rank);
+  if (send_slices != nullptr && *send_slices != counts.count[me]) {
+    at.fail(errc::size_mismatch, {layout, ": send holds ", *send_slices, " slices along dimension ", dim,
+                                  ", but recv_counts[", at.rank, "] is ", counts.count[me]});
+  }
+  if (recv_slices != counts.total) {
+    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv_slices, " slices along dimension ", dim,
+                                  ", but recv_counts add up to ", counts.total});
+  }
+}
+
 /// all_gather_v along `dim`: rank j's recv_counts[j] slices at their running offset.
 template <class S, class R, std::size_t Rank, count_range Counts>
 tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, const call_site& at,
@@ -99,15 +116,8 @@ tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, cons
     }
   }
   const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
-  const auto me = static_cast<std::size_t>(at.rank);
-  if (send.extent(dim) != counts.count[me]) {
-    at.fail(errc::size_mismatch, {layout, ": send holds ", send.extent(dim), " slices along dimension ", dim,
-                                  ", but recv_counts[", at.rank, "] is ", counts.count[me]});
-  }
-  if (recv.extent(dim) != counts.total) {
-    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(dim), " slices along dimension ", dim,
-                                  ", but recv_counts add up to ", counts.total});
-  }
+  const std::size_t send_slices = send.extent(dim);
+  check_gather_v_sizes(at, layout, dim, &send_slices, recv.extent(dim), counts);
   check_unique(recv_box, at, "recv");
   check_disjoint<op::all_gather>(send_box, recv_box, at);
   std::vector<region> blocks;
@@ -127,10 +137,7 @@ tensor_gather_plan gather_v_along_in_place(std::string_view layout, std::size_t 
   const auto recv_box = to_box(recv, at, "recv");
   check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
   const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
-  if (recv.extent(dim) != counts.total) {
-    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(dim), " slices along dimension ", dim,
-                                  ", but recv_counts add up to ", counts.total});
-  }
+  check_gather_v_sizes(at, layout, dim, nullptr, recv.extent(dim), counts);
   check_unique(recv_box, at, "recv");
   std::vector<region> blocks;
   blocks.reserve(counts.count.size());
@@ -138,6 +145,38 @@ tensor_gather_plan gather_v_along_in_place(std::string_view layout, std::size_t 
     blocks.push_back(to_region(recv_box.slice(dim, counts.offset[j], counts.count[j]), at, "recv"));
   }
   return tensor_gather_plan(region{}, std::move(blocks), at.rank, true);
+}
+
+/// One side of an all_to_all_v: the dimension it is cut along, the slices
+/// it holds there, the elements in one slice and its counts.
+struct exchange_v_side {
+  std::size_t dim;
+  std::size_t slices;
+  std::size_t slice_elements;
+  const checked_counts& counts;
+};
+
+/// all_to_all_v's size checks, in one wording for every layout and path:
+/// each side holds its counts' sum, and what this rank sends itself is what
+/// it expects from itself.
+inline void check_exchange_v_sizes(const call_site& at, std::string_view layout, const exchange_v_side& send,
+                                   const exchange_v_side& recv) {
+  if (send.slices != send.counts.total) {
+    at.fail(errc::size_mismatch, {layout, ": send holds ", send.slices, " slices along dimension ", send.dim,
+                                  ", but send_counts add up to ", send.counts.total});
+  }
+  if (recv.slices != recv.counts.total) {
+    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.slices, " slices along dimension ", recv.dim,
+                                  ", but recv_counts add up to ", recv.counts.total});
+  }
+  const auto me = static_cast<std::size_t>(at.rank);
+  const std::size_t own_out = send.counts.count[me] * send.slice_elements;
+  const std::size_t own_in = recv.counts.count[me] * recv.slice_elements;
+  if (own_out != own_in) {
+    at.fail(errc::size_mismatch, {layout, ": this rank sends itself ", own_out, " elements (send_counts[", at.rank,
+                                  "] = ", send.counts.count[me], ") but expects ", own_in, " (recv_counts[", at.rank,
+                                  "] = ", recv.counts.count[me], ")"});
+  }
 }
 
 /// all_to_all_v splitting send along `split` by send_counts and concatenating
@@ -161,24 +200,12 @@ exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t spl
                                     recv.extent(r), "; all but the split and concat dimensions must be equal"});
     }
   }
-  const checked_counts out = read_counts(send_counts, at, "send_counts", slice_elements(send, split));
-  const checked_counts in = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, concat));
-  if (send.extent(split) != out.total) {
-    at.fail(errc::size_mismatch, {layout, ": send holds ", send.extent(split), " slices along dimension ", split,
-                                  ", but send_counts add up to ", out.total});
-  }
-  if (recv.extent(concat) != in.total) {
-    at.fail(errc::size_mismatch, {layout, ": recv holds ", recv.extent(concat), " slices along dimension ", concat,
-                                  ", but recv_counts add up to ", in.total});
-  }
-  const auto me = static_cast<std::size_t>(at.rank);
-  const std::size_t own_out = out.count[me] * slice_elements(send, split);
-  const std::size_t own_in = in.count[me] * slice_elements(recv, concat);
-  if (own_out != own_in) {
-    at.fail(errc::size_mismatch,
-            {layout, ": this rank sends itself ", own_out, " elements (send_counts[", at.rank, "] = ", out.count[me],
-             ") but expects ", own_in, " (recv_counts[", at.rank, "] = ", in.count[me], ")"});
-  }
+  const std::size_t send_unit = slice_elements(send, split);
+  const std::size_t recv_unit = slice_elements(recv, concat);
+  const checked_counts out = read_counts(send_counts, at, "send_counts", send_unit);
+  const checked_counts in = read_counts(recv_counts, at, "recv_counts", recv_unit);
+  check_exchange_v_sizes(at, layout, {split, send.extent(split), send_unit, out},
+                         {concat, recv.extent(concat), recv_unit, in});
   check_unique(recv_box, at, "recv");
   check_disjoint<op::all_to_all>(send_box, recv_box, at);
   std::vector<region> from;
@@ -200,15 +227,8 @@ exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t spl
 inline tensor_gather_plan gather_v_of_spans(const call_site& at, const std::span<const std::byte>* send,
                                             std::span<std::byte> recv, std::size_t element,
                                             const checked_counts& counts) {
-  const auto me = static_cast<std::size_t>(at.rank);
-  if (send != nullptr && send->size() / element != counts.count[me]) {
-    at.fail(errc::size_mismatch, {"contiguous: send holds ", send->size() / element,
-                                  " slices along dimension 0, but recv_counts[", at.rank, "] is ", counts.count[me]});
-  }
-  if (recv.size() / element != counts.total) {
-    at.fail(errc::size_mismatch, {"contiguous: recv holds ", recv.size() / element,
-                                  " slices along dimension 0, but recv_counts add up to ", counts.total});
-  }
+  const std::size_t send_slices = send != nullptr ? send->size() / element : 0;
+  check_gather_v_sizes(at, "contiguous", 0, send != nullptr ? &send_slices : nullptr, recv.size() / element, counts);
   if (send != nullptr && overlap(*send, recv)) fail_overlap<op::all_gather>(at, "send and recv views");
   std::vector<region> blocks;
   blocks.reserve(counts.count.size());
@@ -218,6 +238,25 @@ inline tensor_gather_plan gather_v_of_spans(const call_site& at, const std::span
   if (send == nullptr) return tensor_gather_plan(region{}, std::move(blocks), at.rank, true);
   return tensor_gather_plan(region::contiguous(const_cast<std::byte*>(send->data()), send->size()), std::move(blocks),
                             at.rank, false);
+}
+
+/// all_to_all_v of contiguous ranges: exchange_v_split_concat's checks and
+/// messages on byte spans, without the tensor boxes (as gather_v_of_spans).
+inline exchange_v_plan exchange_v_of_spans(const call_site& at, std::span<const std::byte> send,
+                                           const checked_counts& out, std::span<std::byte> recv,
+                                           const checked_counts& in, std::size_t element) {
+  check_exchange_v_sizes(at, "contiguous", {0, send.size() / element, 1, out}, {0, recv.size() / element, 1, in});
+  if (overlap(send, recv)) fail_overlap<op::all_to_all>(at, "send and recv views");
+  std::vector<region> from;
+  std::vector<region> into;
+  from.reserve(out.count.size());
+  into.reserve(in.count.size());
+  std::byte* const send_data = const_cast<std::byte*>(send.data());
+  for (std::size_t j = 0; j < out.count.size(); ++j) {
+    from.push_back(region::contiguous(send_data + out.offset[j] * element, out.count[j] * element));
+    into.push_back(region::contiguous(recv.data() + in.offset[j] * element, in.count[j] * element));
+  }
+  return exchange_v_plan(std::move(from), std::move(into), at.rank, at.size);
 }
 
 // ---- the layouts' v-plans, found by argument-dependent lookup ---------------
@@ -269,7 +308,16 @@ template <tensor_argument Send, tensor_argument Recv, count_range SendCounts, co
 exchange_v_plan make_v_plan(contiguous, op::all_to_all, const call_site& at, Send&& send, const SendCounts& send_counts,
                             Recv&& recv, const RecvCounts& recv_counts) {
   check_tensor_pair<tensor_of<Send>, tensor_of<Recv>>();
-  return exchange_v_split_concat("contiguous", 0, 0, at, as_tensor(send), send_counts, as_tensor(recv), recv_counts);
+  if constexpr (send_range<Send> && recv_range<Recv>) {
+    check_not_null(at, std::ranges::data(send), std::ranges::size(send), "send");
+    check_not_null(at, std::ranges::data(recv), std::ranges::size(recv), "recv");
+    const checked_counts out = read_counts(send_counts, at, "send_counts", 1);
+    const checked_counts in = read_counts(recv_counts, at, "recv_counts", 1);
+    return exchange_v_of_spans(at, const_bytes(send), out, mutable_bytes(recv), in,
+                               sizeof(std::ranges::range_value_t<Recv>));
+  } else {
+    return exchange_v_split_concat("contiguous", 0, 0, at, as_tensor(send), send_counts, as_tensor(recv), recv_counts);
+  }
 }
 
 template <std::size_t S, std::size_t C, tensor_argument Send, tensor_argument Recv, count_range SendCounts,
