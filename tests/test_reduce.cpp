@@ -793,6 +793,49 @@ TEST_CASE("without check mode, the call stamps tell ranks that reduce differentl
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+TEST_CASE("a rank that changes its reduction, element type or algorithm after a matching call is still caught",
+          "[reduce][stamp]") {
+  // Each thread keeps its last reduction stamp (op/fold_collective.hpp):
+  // here every rank first runs the same call, so the kept stamp is warm, and
+  // then rank 0 alone changes one input of the stamp. A key the memo missed
+  // would hand rank 0 the first call's stamp and combine unlike data.
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const std::string change = GENERATE(as<std::string>{}, "reduction", "element type", "algorithm");
+  CAPTURE(plait_test::to_string(m), change);
+  const auto verdicts = plait_test::run_ranks(m, 2, [&](plait::shm::communicator& comm) -> std::string {
+    comm.set_timeout(std::chrono::seconds(5));
+    // Small calls run direct through the shared slots and ring through
+    // messages, which never meet: the algorithm's case sends 64 KiB, which
+    // both send as messages, where the stamps meet.
+    const std::size_t n = change == "algorithm" ? 16384 : 4;
+    std::vector<std::int32_t> send(n, comm.rank() + 1);
+    std::vector<std::int32_t> recv(n, 0);
+    plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+    if (recv != std::vector<std::int32_t>(n, 3)) return "the matching call's sum is wrong";
+    try {
+      if (comm.rank() == 1) {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+      } else if (change == "reduction") {
+        plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
+      } else if (change == "element type") {
+        std::vector<float> send_float(n, 1.0F), recv_float(n, 0.0F);
+        plait::all_reduce<plait::direct>(comm, send_float, recv_float, plait::sum{});
+      } else {
+        plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+      }
+      return "the changed call went through: " + change;
+    } catch (const plait::error& e) {
+      if (e.code() != plait::errc::size_mismatch && e.code() != plait::errc::peer_lost) {
+        return std::string("wrong error: ") + e.what();
+      }
+      if (std::string(e.what()).find("all_reduce") == std::string::npos)
+        return "no call named: " + std::string(e.what());
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 namespace {
 /// reduce_scatter along dimension D of a [2, 3, 4]-per-rank-block tensor
 /// (the split dimension P times longer), out of place and in place.
