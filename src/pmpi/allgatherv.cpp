@@ -28,9 +28,9 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
   comm_state* state = d.state;
   const int P = size_of(comm);
   const int rank = rank_in(comm);
-  block_layout layout;
+  block_layout& layout = blocks_of_this_thread().recv;
   try {
-    layout = blocks_of(recvcounts, displs, recvtype, P);
+    blocks_of(recvcounts, displs, recvtype, P, layout);
   } catch (...) {
     return report_current_exception(comm, name(f));
   }

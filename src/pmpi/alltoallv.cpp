@@ -29,14 +29,15 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
   comm_state* state = d.state;
   const int P = size_of(comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  block_layout send_layout;
-  block_layout recv_layout;
+  v_call_blocks& blocks = blocks_of_this_thread();
   try {
-    recv_layout = blocks_of(recvcounts, rdispls, recvtype, P);
-    send_layout = in_place ? recv_layout : blocks_of(sendcounts, sdispls, sendtype, P);
+    blocks_of(recvcounts, rdispls, recvtype, P, blocks.recv);
+    if (!in_place) blocks_of(sendcounts, sdispls, sendtype, P, blocks.send);
   } catch (...) {
     return report_current_exception(comm, name(f));
   }
+  const block_layout& recv_layout = blocks.recv;
+  const block_layout& send_layout = in_place ? blocks.recv : blocks.send;
   return serve(f, comm, recv_layout.total, [&] {
     // As MPI_Allgatherv's: boxes with gaps in rank order go straight in and
     // out, on one node; in place, the send side is a packed copy.

@@ -6,25 +6,29 @@
 
 namespace plait_pmpi {
 
-block_layout blocks_of(const int* counts, const int* displs, MPI_Datatype type, int P) {
+void blocks_of(const int* counts, const int* displs, MPI_Datatype type, int P, block_layout& into) {
   const type_layout t = layout_of(type);
-  block_layout b;
-  b.bytes.resize(static_cast<std::size_t>(P));
-  b.offsets.resize(static_cast<std::size_t>(P));
+  into.bytes.resize(static_cast<std::size_t>(P));
+  into.offsets.resize(static_cast<std::size_t>(P));
+  into.total = 0;
   bool prefix = true;
   long long elements = 0;
   for (int i = 0; i < P; ++i) {
     const auto k = static_cast<std::size_t>(i);
-    b.bytes[k] = t.size * static_cast<std::size_t>(counts[i]);
-    b.offsets[k] = b.total;
-    b.total += b.bytes[k];
+    into.bytes[k] = t.size * static_cast<std::size_t>(counts[i]);
+    into.offsets[k] = into.total;
+    into.total += into.bytes[k];
     // A zero-count block may sit anywhere: it moves nothing.
     prefix = prefix && (counts[i] == 0 || displs[i] == elements);
     elements += counts[i];
   }
-  b.in_order = prefix;
-  b.direct = t.contiguous && prefix;
-  return b;
+  into.in_order = prefix;
+  into.direct = t.contiguous && prefix;
+}
+
+v_call_blocks& blocks_of_this_thread() noexcept {
+  thread_local v_call_blocks blocks;
+  return blocks;
 }
 
 std::span<const std::byte> gather_blocks(const void* buffer, const int* counts, const int* displs, MPI_Datatype type,
