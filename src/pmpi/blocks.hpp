@@ -25,7 +25,7 @@ struct block_layout {
 
 /// The packed form of P blocks of `type`, written over `into`, whose
 /// vectors keep their storage: a 64-byte MPI_Alltoallv's four allocations
-/// here, with their frees, were about a tenth of its instructions.
+/// here, with their frees, were about a fifth of its instructions.
 void blocks_of(const int* counts, const int* displs, MPI_Datatype type, int P, block_layout& into);
 
 /// This thread's block layouts for a v call's two sides. A served call never
