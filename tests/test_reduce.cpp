@@ -765,6 +765,25 @@ TEST_CASE("16-bit floats accumulated in float round once, and their partials tra
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+namespace {
+/// "" when `call`, whose ranks' stamps differ, fails naming all_reduce: the
+/// rank that sees the other's stamp says size_mismatch; the other learns of
+/// it as a peer that failed. `went_through` if the call returned.
+template <class Call>
+std::string stamp_conflict_verdict(Call&& call, const std::string& went_through) {
+  try {
+    call();
+    return went_through;
+  } catch (const plait::error& e) {
+    if (e.code() != plait::errc::size_mismatch && e.code() != plait::errc::peer_lost) {
+      return std::string("wrong error: ") + e.what();
+    }
+    if (std::string(e.what()).find("all_reduce") == std::string::npos) return "no call named: " + std::string(e.what());
+  }
+  return {};
+}
+}  // namespace
+
 TEST_CASE("without check mode, the call stamps tell ranks that reduce differently apart", "[reduce][stamp]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   CAPTURE(plait_test::to_string(m));
@@ -772,23 +791,15 @@ TEST_CASE("without check mode, the call stamps tell ranks that reduce differentl
     comm.set_timeout(std::chrono::seconds(5));
     std::vector<int> send(4, comm.rank() + 1);
     std::vector<int> recv(4, 0);
-    try {
-      if (comm.rank() == 0) {
-        plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
-      } else {
-        plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
-      }
-      return "sum and max were combined with each other";
-    } catch (const plait::error& e) {
-      // The rank that sees the other's stamp says size_mismatch; the other
-      // learns of it as a peer that failed. Either names the reductions' call.
-      if (e.code() != plait::errc::size_mismatch && e.code() != plait::errc::peer_lost) {
-        return std::string("wrong error: ") + e.what();
-      }
-      if (std::string(e.what()).find("all_reduce") == std::string::npos)
-        return "no call named: " + std::string(e.what());
-    }
-    return {};
+    return stamp_conflict_verdict(
+        [&] {
+          if (comm.rank() == 0) {
+            plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+          } else {
+            plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
+          }
+        },
+        "sum and max were combined with each other");
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
@@ -812,26 +823,20 @@ TEST_CASE("a rank that changes its reduction, element type or algorithm after a 
     std::vector<std::int32_t> recv(n, 0);
     plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
     if (recv != std::vector<std::int32_t>(n, 3)) return "the matching call's sum is wrong";
-    try {
-      if (comm.rank() == 1) {
-        plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
-      } else if (change == "reduction") {
-        plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
-      } else if (change == "element type") {
-        std::vector<float> send_float(n, 1.0F), recv_float(n, 0.0F);
-        plait::all_reduce<plait::direct>(comm, send_float, recv_float, plait::sum{});
-      } else {
-        plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
-      }
-      return "the changed call went through: " + change;
-    } catch (const plait::error& e) {
-      if (e.code() != plait::errc::size_mismatch && e.code() != plait::errc::peer_lost) {
-        return std::string("wrong error: ") + e.what();
-      }
-      if (std::string(e.what()).find("all_reduce") == std::string::npos)
-        return "no call named: " + std::string(e.what());
-    }
-    return {};
+    return stamp_conflict_verdict(
+        [&] {
+          if (comm.rank() == 1) {
+            plait::all_reduce<plait::direct>(comm, send, recv, plait::sum{});
+          } else if (change == "reduction") {
+            plait::all_reduce<plait::direct>(comm, send, recv, plait::max{});
+          } else if (change == "element type") {
+            std::vector<float> send_float(n, 1.0F), recv_float(n, 0.0F);
+            plait::all_reduce<plait::direct>(comm, send_float, recv_float, plait::sum{});
+          } else {
+            plait::all_reduce<plait::ring>(comm, send, recv, plait::sum{});
+          }
+        },
+        "the changed call went through: " + change);
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
