@@ -151,17 +151,20 @@ function(plait_can_run_avx2 out)
   set(${out} ${PLAIT_CAN_RUN_AVX2} PARENT_SCOPE)
 endfunction()
 
-# plait_override_test_optimization(<target> <-Ox> <out_var>): compiles
+# plait_override_test_optimization(<target> <-Ox> [<out_var>]): compiles
 # <target>'s C++ at <-Ox> instead of PLAIT_TEST_OPTIMIZATION, where that is
 # set (tests/CMakeLists.txt; the sanitizer presets leave it empty and every
-# test keeps their -O1); <out_var> says whether it did, since the flags then
-# differ from the test precompiled header's. The flag goes after the
-# directory's on the command line: the last -O wins.
-function(plait_override_test_optimization target flag out_var)
-  set(${out_var} OFF PARENT_SCOPE)
+# test keeps their -O1); <out_var>, if given, says whether it did, since the
+# flags then differ from the test precompiled header's. The flag goes after
+# the directory's on the command line: the last -O wins.
+function(plait_override_test_optimization target flag)
+  set(overridden OFF)
   if(PLAIT_TEST_OPTIMIZATION AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${flag}>")
-    set(${out_var} ON PARENT_SCOPE)
+    set(overridden ON)
+  endif()
+  if(ARGC GREATER 2)
+    set(${ARGV2} ${overridden} PARENT_SCOPE)
   endif()
 endfunction()
 
