@@ -113,24 +113,11 @@ const std::vector<std::pair<MPI_Datatype, int>>& named_by_handle() {
 
 /// `type`'s place in named_types(), or -1 (a derived type, or one not listed).
 int named_index(MPI_Datatype type) noexcept {
-  // A small MPI_Allreduce asks four times (its sizes, element, layout), and
-  // each search cost about 90 instructions of its 3,500: the last
-  // answer is kept per thread. A handle's answer never changes: a named
-  // type is never freed, so a derived type's handle, reused after
-  // MPI_Type_free, names a derived type again.
-  struct remembered {
-    bool known = false;
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    int index = -1;
-  };
-  thread_local remembered last;
-  if (last.known && last.type == type) return last.index;
   const std::vector<std::pair<MPI_Datatype, int>>& index = named_by_handle();
   const auto at = std::lower_bound(index.begin(), index.end(), type, [](const auto& entry, MPI_Datatype t) {
     return std::less<MPI_Datatype>{}(entry.first, t);
   });
-  last = {true, type, at != index.end() && at->first == type ? at->second : -1};
-  return last.index;
+  return at != index.end() && at->first == type ? at->second : -1;
 }
 
 /// `type`'s layout and, where it has gaps or is derived, its box. `named`:
@@ -155,28 +142,67 @@ type_facts read_facts(MPI_Datatype type, bool named) {
   return f;
 }
 
-/// A named type's facts, read the first time any thread asks (the type
-/// is valid then: a caller passed it) and kept: a small call would
-/// otherwise spend more on the queries than on its data.
+/// `e`, a reduction's element type, with what element_of adds from the
+/// datatype itself.
+element_type with_type_facts(element_type e, MPI_Datatype type, const type_layout& l) noexcept {
+  e.type = type;
+  e.extent = l.extent;
+  e.contiguous_bytes = l.contiguous ? static_cast<int>(l.size) : 0;
+  e.true_lb = l.true_lb;
+  return e;
+}
+
+/// A named type's facts and element type (element_of's answer), read the
+/// first time any thread asks (the type is valid then: a caller passed it)
+/// and kept: a small call would otherwise spend more on the queries than
+/// on its data.
 struct kept_facts {
   std::atomic<bool> ready{false};
   type_facts facts;
+  element_type element;
 };
 
-const type_facts& named_facts(int index, MPI_Datatype type) {
+const kept_facts& filled_facts(int index, MPI_Datatype type) {
   static std::vector<kept_facts> kept(named_types().size());
   static std::mutex filling;
   kept_facts& k = kept[static_cast<std::size_t>(index)];
-  if (k.ready.load(std::memory_order_acquire)) return k.facts;
+  if (k.ready.load(std::memory_order_acquire)) return k;
   const std::lock_guard<std::mutex> held(filling);
   if (!k.ready.load(std::memory_order_relaxed)) {
     k.facts = read_facts(type, true);
+    element_type e;
+    const element_class kind = named_types()[static_cast<std::size_t>(index)].kind;
+    if (kind != element_class::none) {
+      // A pair's size is its value's and an int's.
+      const bool pair = kind == element_class::integer_pair || kind == element_class::floating_pair;
+      const int size = static_cast<int>(k.facts.layout.size);
+      e = {kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0, 0};
+    }
+    k.element = with_type_facts(e, type, k.facts.layout);
     k.ready.store(true, std::memory_order_release);
   }
-  return k.facts;
+  return k;
 }
 
-type_layout named_layout(int index, MPI_Datatype type) { return named_facts(index, type).layout; }
+/// The kept facts of `type` if it is a named type (one in named_types()),
+/// else null. A small MPI_Allreduce asks four times (its sizes, element,
+/// layout), and each search and check cost about 100 instructions: the
+/// last answer is kept per thread. A handle's answer never changes: a named
+/// type is never freed, so a derived type's handle, reused after
+/// MPI_Type_free, names a derived type again.
+const kept_facts* named_facts(MPI_Datatype type) {
+  struct remembered {
+    bool known = false;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    const kept_facts* kept = nullptr;
+  };
+  thread_local remembered last;
+  if (last.known && last.type == type) return last.kept;
+  const int index = named_index(type);
+  const kept_facts* kept = index < 0 ? nullptr : &filled_facts(index, type);
+  last = {true, type, kept};
+  return kept;
+}
 
 // A derived type's facts are kept on the type itself, in an attribute that
 // MPI deletes with it (a freed type's handle may name another type next,
@@ -219,25 +245,15 @@ type_facts derived_facts(MPI_Datatype type) {
   return facts;
 }
 
-/// The element type of named_types()[index], `type`.
-element_type named_element(int index, MPI_Datatype type) {
-  const element_class kind = named_types()[static_cast<std::size_t>(index)].kind;
-  if (kind == element_class::none) return {};
-  const int size = static_cast<int>(named_layout(index, type).size);
-  // A pair's size is its value's and an int's.
-  const bool pair = kind == element_class::integer_pair || kind == element_class::floating_pair;
-  return {kind, pair ? size - static_cast<int>(sizeof(int)) : size, 1, type, 0, 0, 0};
-}
-
 }  // namespace
 
 type_facts facts_of(MPI_Datatype type) {
-  if (const int index = named_index(type); index >= 0) return named_facts(index, type);
+  if (const kept_facts* named = named_facts(type)) return named->facts;
   return derived_facts(type);
 }
 
 type_layout layout_of(MPI_Datatype type) {
-  if (const int index = named_index(type); index >= 0) return named_layout(index, type);
+  if (const kept_facts* named = named_facts(type)) return named->facts.layout;
   return derived_facts(type).layout;
 }
 
@@ -283,12 +299,14 @@ void scatter_bytes(std::span<const std::byte> bytes, void* buffer, int count, MP
 std::uint64_t payload_bytes(long long count, MPI_Datatype type) noexcept {
   if (count <= 0) return 0;
   int size = 0;
-  if (const int index = named_index(type); index >= 0) {
-    try {
-      size = static_cast<int>(named_layout(index, type).size);
-    } catch (...) {
-      return 0;
-    }
+  const kept_facts* named = nullptr;
+  try {
+    named = named_facts(type);
+  } catch (...) {
+    return 0;
+  }
+  if (named != nullptr) {
+    size = static_cast<int>(named->facts.layout.size);
   } else if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) {
     return 0;
   }
@@ -304,7 +322,7 @@ long long count_sum(const int* counts, int P) noexcept {
 namespace {
 
 element_type base_element_of(MPI_Datatype type) {
-  if (const int index = named_index(type); index >= 0) return named_element(index, type);  // no envelope to read
+  if (const kept_facts* named = named_facts(type)) return named->element;  // no envelope to read
   int integers = 0;
   int addresses = 0;
   int types = 0;
@@ -336,10 +354,7 @@ element_type base_element_of(MPI_Datatype type) {
 /// only base_element_of's contiguous chains keep right), or a type no
 /// reduction takes. Any constructor: vector, subarray, indexed, struct, ...
 element_type leaf_element_of(MPI_Datatype type) {  // NOLINT(misc-no-recursion): types nest
-  if (const int index = named_index(type); index >= 0) {
-    element_type e = named_element(index, type);
-    return is_pair(e) ? element_type{} : e;
-  }
+  if (const kept_facts* named = named_facts(type)) return is_pair(named->element) ? element_type{} : named->element;
   int integers = 0;
   int addresses = 0;
   int types = 0;
@@ -380,9 +395,10 @@ element_type leaf_element_of(MPI_Datatype type) {  // NOLINT(misc-no-recursion):
 }  // namespace
 
 element_type element_of(MPI_Datatype type) {
+  if (const kept_facts* named = named_facts(type)) return named->element;
   element_type e = base_element_of(type);
-  const type_layout l = layout_of(type);
-  if (e.kind == element_class::none && named_index(type) < 0) {
+  const type_layout l = derived_facts(type).layout;
+  if (e.kind == element_class::none) {
     // Any other derived type of one predefined type: its elements are the
     // same values whatever its gaps (the reductions pack a type with gaps:
     // reduction_buffers.hpp).
@@ -390,11 +406,7 @@ element_type element_of(MPI_Datatype type) {
     if (e.kind == element_class::none || e.width <= 0 || l.size % static_cast<std::size_t>(e.width) != 0) return {};
     e.per_item = static_cast<int>(l.size / static_cast<std::size_t>(e.width));
   }
-  e.type = type;
-  e.extent = l.extent;
-  e.contiguous_bytes = l.contiguous ? static_cast<int>(l.size) : 0;
-  e.true_lb = l.true_lb;
-  return e;
+  return with_type_facts(e, type, l);
 }
 
 }  // namespace plait_pmpi
