@@ -25,18 +25,11 @@ namespace detail {
 inline contiguous_fold_plan one_member(std::span<const std::byte> contributions, std::span<std::byte> results,
                                        std::size_t elements, kept_reduction reduction, const call_site& at,
                                        bool all_results, bool in_place, std::vector<std::size_t> offsets = {}) {
-  return contiguous_fold_plan({fold_member{contributions,
-                                           results,
-                                           elements,
-                                           std::move(reduction),
-                                           std::move(offsets),
-                                           at.rank,
-                                           at.size,
-                                           all_results,
-                                           in_place,
-                                           {},
-                                           {},
-                                           {}}});
+  return contiguous_fold_plan(std::in_place, [&] {
+    return fold_member{contributions,      results, elements, std::move(reduction),
+                       std::move(offsets), at.rank, at.size,  all_results,
+                       in_place,           {},      {},       {}};
+  });
 }
 
 /// reduce_scatter_v's counts as P + 1 element offsets into the P blocks,

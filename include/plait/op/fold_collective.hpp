@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -146,17 +147,21 @@ struct fold_collective {
   }
 };
 
-/// `plan`, one member of View's element type, with the reduction's device
-/// launchers attached when Comm's copy engine combines on its device (the
-/// CUDA NVLink transport's: the fold run then asks it to run them). A
-/// reduction no device runs is a compile error there, naming what can.
-template <class View, class Comm, class Plan, class Reduction>
-Plan for_engine(Comm& comm, Plan plan, const Reduction& reduction) {
+/// The plan `make()` returns, one member of View's element type, with the
+/// reduction's device launchers attached when Comm's copy engine combines
+/// on its device (the CUDA NVLink transport's: the fold run then asks it
+/// to run them). A reduction no device runs is a compile error there,
+/// naming what can. Made here and returned by name, so that it is never
+/// moved (a moved plan cost a small call a tenth of its plan's instructions).
+template <class View, class Comm, class Reduction, std::invocable Make>
+auto plan_for_engine(Comm& comm, const Reduction& reduction, Make&& make) {
+  auto plan = std::forward<Make>(make)();
   if constexpr (folds_on_device_engine<copy_engine_of<Comm>>) {
     using element = std::remove_cv_t<typename element_of<View>::type>;
     plan.run_on_device(0, comm.copy_engine().template device_kernel<element>(reduction));
   }
   (void)comm;
+  (void)reduction;
   return plan;
 }
 
@@ -253,17 +258,14 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
         return bundle_fold_plan(
             [&](auto i) {
               using member_view = decltype(recv.template get<i()>());
-              if constexpr (uneven) {
-                return for_engine<member_view>(
-                    comm,
-                    make_v_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(),
-                                std::get<0>(std::tie(args...)), reduction),
-                    reduction);
-              } else {
-                return for_engine<member_view>(
-                    comm, make_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(), reduction),
-                    reduction);
-              }
+              return plan_for_engine<member_view>(comm, reduction, [&] {
+                if constexpr (uneven) {
+                  return make_v_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(),
+                                     std::get<0>(std::tie(args...)), reduction);
+                } else {
+                  return make_plan(Layout{}, Op{}, at, send.template get<i()>(), recv.template get<i()>(), reduction);
+                }
+              });
             },
             members);
       };
@@ -274,12 +276,13 @@ void dispatch_fold(Comm& comm, Launch&& launch, Send&& send, Recv&& recv, const 
     // stopped at the static_assert that says why
   } else if constexpr (check_fold_element<Recv, reduction_t>()) {
     const auto make = [&](const call_site& at) {
-      if constexpr (uneven) {
-        return for_engine<Recv>(
-            comm, make_v_plan(Layout{}, Op{}, at, send, recv, std::get<0>(std::tie(args...)), reduction), reduction);
-      } else {
-        return for_engine<Recv>(comm, make_plan(Layout{}, Op{}, at, send, recv, reduction), reduction);
-      }
+      return plan_for_engine<Recv>(comm, reduction, [&] {
+        if constexpr (uneven) {
+          return make_v_plan(Layout{}, Op{}, at, send, recv, std::get<0>(std::tie(args...)), reduction);
+        } else {
+          return make_plan(Layout{}, Op{}, at, send, recv, reduction);
+        }
+      });
     };
     engine::template run<uneven>(comm, make, send, recv, launch);
     watch_sends(comm, launch, send);

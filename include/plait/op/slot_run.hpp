@@ -78,11 +78,13 @@ PLAIT_DECL const std::byte* find_in_slot(std::span<const std::byte> slot, int bl
 
 /// A thread's reusable buffers for its slot runs (a run never nests on a thread).
 struct slot_scratch {
-  std::vector<int> sent;                // the blocks a step sends
-  std::vector<std::byte> arena;         // a reduction's accumulators, block by block
-  std::vector<std::size_t> acc_offset;  // of each block in arena
-  std::vector<unsigned char> acc_held;  // 1: arena holds the block's accumulator
-  std::vector<std::byte> own;           // a prepared own contribution folded in
+  std::vector<int> sent;                 // the blocks a step sends
+  std::vector<std::byte> arena;          // a reduction's accumulators, block by block
+  std::vector<std::size_t> acc_offset;   // of each block in arena
+  std::vector<unsigned char> acc_held;   // 1: arena holds the block's accumulator
+  std::vector<std::byte> own;            // a prepared own contribution folded in
+  std::vector<std::size_t> block_sizes;  // a one-round fold's block bytes, asked of the plan once
+  std::vector<const std::byte*> runs;    // a whole-run fold's data, rank by rank
   PLAIT_DECL static slot_scratch& of_this_thread() noexcept;
 };
 
@@ -114,23 +116,24 @@ std::byte* slot_accumulator(const Plan& plan, int block, std::byte* elsewhere) {
 /// the block-by-block fold then reads that peer (and names what is wrong).
 template <class Comm, class Plan>
 bool fold_whole_run(Comm& comm, const Plan& plan, const whole_run& whole, std::span<const std::byte> mine,
-                    std::size_t data_at, int blocks) {
+                    std::size_t data_at, int blocks, std::vector<const std::byte*>& runs) {
   const std::size_t table_bytes = sizeof(std::uint64_t) + static_cast<std::size_t>(blocks) * sizeof(slot_entry);
   const int me = comm.rank();
+  runs.resize(static_cast<std::size_t>(blocks));
   for (int r = 0; r < blocks; ++r) {
-    if (r == me) continue;
-    const std::span<const std::byte> theirs = comm.peer_slot_round(r);
-    if (theirs.size() < data_at + whole.bytes || std::memcmp(theirs.data(), mine.data(), table_bytes) != 0) {
+    const std::span<const std::byte> theirs = r == me ? mine : comm.peer_slot_round(r);
+    if (r != me &&
+        (theirs.size() < data_at + whole.bytes || std::memcmp(theirs.data(), mine.data(), table_bytes) != 0)) {
       return false;
     }
+    runs[static_cast<std::size_t>(r)] = theirs.data() + data_at;
   }
   if (whole.bytes == 0) return true;
-  const auto run_of = [&](int r) { return (r == me ? mine.data() : comm.peer_slot_round(r).data()) + data_at; };
   if (blocks == 1) {
-    std::memcpy(whole.results, run_of(0), whole.bytes);
+    std::memcpy(whole.results, runs[0], whole.bytes);
   } else {
-    plan.combine_part(run_of(0), run_of(1), whole.results, whole.bytes);
-    for (int r = 2; r < blocks; ++r) plan.combine_part(whole.results, run_of(r), whole.results, whole.bytes);
+    plan.combine_part(runs[0], runs[1], whole.results, whole.bytes);
+    for (std::size_t r = 2; r < runs.size(); ++r) plan.combine_part(whole.results, runs[r], whole.results, whole.bytes);
   }
   plan.finish_whole_run(whole.results, whole.bytes);
   return true;
@@ -153,11 +156,15 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
     if (!plan.has_result(b)) return false;  // a reduce-scatter: its one step is one round already
   }
   const std::size_t data_at = slot_data_offset(static_cast<std::size_t>(blocks));
+  std::vector<std::size_t>& sizes = scratch.block_sizes;
+  sizes.resize(static_cast<std::size_t>(blocks));
   std::size_t largest = 0;
   std::size_t total = 0;
   for (int b = 0; b < blocks; ++b) {
-    largest = std::max(largest, plan.block_bytes(b));
-    total += plan.block_bytes(b);
+    const std::size_t bytes = plan.block_bytes(b);
+    sizes[static_cast<std::size_t>(b)] = bytes;
+    largest = std::max(largest, bytes);
+    total += bytes;
   }
   const std::size_t used = data_at + total;
   if (used > Comm::shared_slot_bytes || total > one_round_fold_bytes(blocks)) return false;
@@ -170,7 +177,7 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
   *count = static_cast<std::uint64_t>(blocks);
   std::size_t at = data_at;
   for (int b = 0; b < blocks; ++b) {
-    const std::size_t bytes = plan.block_bytes(b);
+    const std::size_t bytes = sizes[static_cast<std::size_t>(b)];
     table[b] = {static_cast<std::uint32_t>(b), 0, at, bytes};
     if (!whole.usable && bytes != 0) plan.read_contribution(b, slot.data() + at, host);
     at += bytes;
@@ -179,7 +186,7 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
   std::size_t payload = 0;  // what direct's sends carry, as bytes_sent() counts them on the channels
   for (const step& st : steps.steps) {
     for (const transfer& t : st.sends) {
-      for (int b : t.blocks) payload += plan.block_bytes(b);
+      for (int b : t.blocks) payload += sizes[static_cast<std::size_t>(b)];
     }
   }
   if (!comm.post_slot_round(used, payload, true)) {
@@ -187,7 +194,7 @@ bool fold_all_in_one_round(Comm& comm, const schedule& steps, const Plan& plan, 
                 error_context{comm.rank(), operation, 0, -1});
   }
   if constexpr (may_run_whole) {
-    if (whole.usable && fold_whole_run(comm, plan, whole, slot, data_at, blocks)) return true;
+    if (whole.usable && fold_whole_run(comm, plan, whole, slot, data_at, blocks, scratch.runs)) return true;
   }
   if (scratch.arena.size() < largest) scratch.arena.resize(largest);
   const int me = comm.rank();
