@@ -153,6 +153,23 @@ TEST_CASE("all_to_all_v with automatic matches the serial reference", "[all_to_a
   exchange_v_case<plait::automatic>("automatic");
 }
 
+TEST_CASE("v forms on more ranks than a call's counts hold in place match the serial reference",
+          "[all_gather_v][all_to_all_v]") {
+  // A call reads its counts into storage for 16 ranks, and onto the heap
+  // beyond (layout/counts.hpp): 17 and 20 ranks take the heap, threads only
+  // (20 processes on 2 cores add time, not code).
+  const int ranks = GENERATE(17, 20);
+  const int pattern = GENERATE(0, 2);
+  const bool in_place = GENERATE(false, true);
+  CAPTURE(ranks, pattern, in_place);
+  const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
+    return gather_v_and_check<plait_test::triple, plait::automatic>(comm, 3u, pattern, in_place) +
+           exchange_v_and_check<std::uint16_t, plait::automatic>(comm, 3u, pattern) +
+           exchange_v_and_check<std::uint16_t, plait::pairwise>(comm, 4u, pattern);
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("all_gather_v along dimension 1 of a tensor gathers columns of different widths", "[all_gather_v][along]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(1, 3, 4);

@@ -115,7 +115,8 @@ tensor_gather_plan gather_v_along(std::string_view layout, std::size_t dim, cons
                                     recv.extent(r), "; all but the gathered dimension must be equal"});
     }
   }
-  const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
+  checked_counts counts;
+  read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim), counts);
   const std::size_t send_slices = send.extent(dim);
   check_gather_v_sizes(at, layout, dim, &send_slices, recv.extent(dim), counts);
   check_unique(recv_box, at, "recv");
@@ -136,7 +137,8 @@ tensor_gather_plan gather_v_along_in_place(std::string_view layout, std::size_t 
   static_assert(std::is_trivially_copyable_v<R>, "plait: tensor elements must be trivially copyable");
   const auto recv_box = to_box(recv, at, "recv");
   check_view_not_null(at, recv.data_handle(), recv_box.elements(), "recv");
-  const checked_counts counts = read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim));
+  checked_counts counts;
+  read_counts(recv_counts, at, "recv_counts", slice_elements(recv, dim), counts);
   check_gather_v_sizes(at, layout, dim, nullptr, recv.extent(dim), counts);
   check_unique(recv_box, at, "recv");
   std::vector<region> blocks;
@@ -202,8 +204,10 @@ exchange_v_plan exchange_v_split_concat(std::string_view layout, std::size_t spl
   }
   const std::size_t send_unit = slice_elements(send, split);
   const std::size_t recv_unit = slice_elements(recv, concat);
-  const checked_counts out = read_counts(send_counts, at, "send_counts", send_unit);
-  const checked_counts in = read_counts(recv_counts, at, "recv_counts", recv_unit);
+  checked_counts out;
+  read_counts(send_counts, at, "send_counts", send_unit, out);
+  checked_counts in;
+  read_counts(recv_counts, at, "recv_counts", recv_unit, in);
   check_exchange_v_sizes(at, layout, {split, send.extent(split), send_unit, out},
                          {concat, recv.extent(concat), recv_unit, in});
   check_unique(recv_box, at, "recv");
@@ -269,7 +273,8 @@ tensor_gather_plan make_v_plan(contiguous, op::all_gather, const call_site& at, 
   if constexpr (send_range<Send> && recv_range<Recv>) {
     check_not_null(at, std::ranges::data(send), std::ranges::size(send), "send");
     check_not_null(at, std::ranges::data(recv), std::ranges::size(recv), "recv");
-    const checked_counts counts = read_counts(recv_counts, at, "recv_counts", 1);
+    checked_counts counts;
+    read_counts(recv_counts, at, "recv_counts", 1, counts);
     const std::span<const std::byte> mine = const_bytes(send);
     return gather_v_of_spans(at, &mine, mutable_bytes(recv), sizeof(std::ranges::range_value_t<Recv>), counts);
   } else {
@@ -282,7 +287,8 @@ tensor_gather_plan make_v_plan(contiguous, op::all_gather, const call_site& at, 
                                const Counts& recv_counts) {
   if constexpr (recv_range<Recv>) {
     check_not_null(at, std::ranges::data(recv), std::ranges::size(recv), "recv");
-    const checked_counts counts = read_counts(recv_counts, at, "recv_counts", 1);
+    checked_counts counts;
+    read_counts(recv_counts, at, "recv_counts", 1, counts);
     return gather_v_of_spans(at, nullptr, mutable_bytes(recv), sizeof(std::ranges::range_value_t<Recv>), counts);
   } else {
     return gather_v_along_in_place("contiguous", 0, at, as_tensor(recv), recv_counts);
@@ -311,8 +317,10 @@ exchange_v_plan make_v_plan(contiguous, op::all_to_all, const call_site& at, Sen
   if constexpr (send_range<Send> && recv_range<Recv>) {
     check_not_null(at, std::ranges::data(send), std::ranges::size(send), "send");
     check_not_null(at, std::ranges::data(recv), std::ranges::size(recv), "recv");
-    const checked_counts out = read_counts(send_counts, at, "send_counts", 1);
-    const checked_counts in = read_counts(recv_counts, at, "recv_counts", 1);
+    checked_counts out;
+    read_counts(send_counts, at, "send_counts", 1, out);
+    checked_counts in;
+    read_counts(recv_counts, at, "recv_counts", 1, in);
     return exchange_v_of_spans(at, const_bytes(send), out, mutable_bytes(recv), in,
                                sizeof(std::ranges::range_value_t<Recv>));
   } else {

@@ -30,7 +30,8 @@ std::vector<std::size_t> exchange_counts(Comm& comm, const Counts& send_counts) 
                 "plait: exchange_counts needs a transport of host memory (shm, mpi); on a device transport "
                 "exchange the counts over its bootstrap communicator");
   const detail::call_site at{comm.rank(), comm.size(), "exchange_counts"};
-  const detail::checked_counts counts = detail::read_counts(send_counts, at, "send_counts", 1);
+  detail::checked_counts counts;
+  detail::read_counts(send_counts, at, "send_counts", 1, counts);
   std::vector<std::uint64_t> out(counts.count.begin(), counts.count.end());
   std::vector<std::uint64_t> in(out.size());
   try {

@@ -1034,7 +1034,9 @@ std::function<staged_task()> hierarchical_member(Comm& comm, Send& send, Recv& r
 template <class Counts>
 std::vector<std::size_t> count_bytes(const Counts& counts, const call_site& at, std::string_view which,
                                      std::size_t unit) {
-  std::vector<std::size_t> bytes = read_counts(counts, at, which, 1).count;
+  checked_counts checked;
+  read_counts(counts, at, which, 1, checked);
+  std::vector<std::size_t> bytes(checked.count.begin(), checked.count.end());
   for (std::size_t& b : bytes) b *= unit;
   return bytes;
 }
