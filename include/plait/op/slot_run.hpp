@@ -88,6 +88,17 @@ struct slot_scratch {
   PLAIT_DECL static slot_scratch& of_this_thread() noexcept;
 };
 
+/// `p`, its origin hidden from the optimiser, so that a thread-local's
+/// address stays in a register or on the stack instead of being computed
+/// again where it is used.
+template <class T>
+T* kept_address(T* p) noexcept {
+#if defined(__GNUC__)
+  __asm__("" : "+r"(p));
+#endif
+  return p;
+}
+
 /// The largest all-reduce (bytes in all) that takes one round on `ranks`
 /// ranks. Above 512 B every rank folding all P blocks, out of the peers'
 /// whole rounds, reads (P - 1)(P - 2)/P times the data more than direct's
@@ -225,8 +236,10 @@ template <class Comm, class Plan>
 bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::string_view operation, int tag) {
   constexpr bool folds = fold_plan<Plan>;
   [[maybe_unused]] host_folds host;  // shared slots are host memory: the host kernel folds
-  // One thread-local lookup per call (in a shared library each is a call).
-  slot_scratch& scratch = slot_scratch::of_this_thread();
+  // One thread-local lookup per call (in a shared library each is a call),
+  // kept: g++ otherwise computed the address again at a dozen of the uses
+  // below (rematerialised) rather than keep it in a register.
+  slot_scratch& scratch = *kept_address(&slot_scratch::of_this_thread());
   std::vector<int>& sent = scratch.sent;
   std::vector<std::byte>& arena = scratch.arena;
   std::vector<std::size_t>& acc_offset = scratch.acc_offset;
