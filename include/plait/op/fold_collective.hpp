@@ -152,7 +152,7 @@ struct fold_collective {
 /// on its device (the CUDA NVLink transport's: the fold run then asks it
 /// to run them). A reduction no device runs is a compile error there,
 /// naming what can. Made here and returned by name, so that it is never
-/// moved (a moved plan cost a small call a tenth of its plan's instructions).
+/// moved (each move cost a 64-byte all_reduce about 65 instructions).
 template <class View, class Comm, class Reduction, std::invocable Make>
 auto plan_for_engine(Comm& comm, const Reduction& reduction, Make&& make) {
   auto plan = std::forward<Make>(make)();
