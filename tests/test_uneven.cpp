@@ -163,9 +163,12 @@ TEST_CASE("v forms on more ranks than a call's counts hold in place match the se
   const bool in_place = GENERATE(false, true);
   CAPTURE(ranks, pattern, in_place);
   const auto verdicts = plait_test::run_ranks(mode::threads, ranks, [&](plait::shm::communicator& comm) {
-    return gather_v_and_check<plait_test::triple, plait::automatic>(comm, 3u, pattern, in_place) +
-           exchange_v_and_check<std::uint16_t, plait::automatic>(comm, 3u, pattern) +
-           exchange_v_and_check<std::uint16_t, plait::pairwise>(comm, 4u, pattern);
+    std::string verdict = gather_v_and_check<plait_test::triple, plait::automatic>(comm, 3u, pattern, in_place);
+    if (!in_place) {  // all_to_all_v has no in-place form: once per pattern
+      verdict += exchange_v_and_check<std::uint16_t, plait::automatic>(comm, 3u, pattern) +
+                 exchange_v_and_check<std::uint16_t, plait::pairwise>(comm, 4u, pattern);
+    }
+    return verdict;
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }

@@ -185,8 +185,8 @@ const kept_facts& filled_facts(int index, MPI_Datatype type) {
 }
 
 /// The kept facts of `type` if it is a named type (one in named_types()),
-/// else null. A small MPI_Allreduce asks four times (its sizes, element,
-/// layout), and each search and check cost about 100 instructions: the
+/// else null. A small MPI_Allreduce asks three times (its size twice, its
+/// element), and each search and check cost about 100 instructions: the
 /// last answer is kept per thread. A handle's answer never changes: a named
 /// type is never freed, so a derived type's handle, reused after
 /// MPI_Type_free, names a derived type again.
