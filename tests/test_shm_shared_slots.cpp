@@ -7,9 +7,9 @@
 // references: every operation (placing and folding), the even and v forms,
 // in place, a reduction in rank order bit for bit, a call too large for the
 // slots (every rank takes the channels together, even when only one rank's
-// part is too large), a blocking call while a nonblocking one is in flight,
-// back-to-back calls on skewed, preempted ranks (no buffer reused while read),
-// and a rank that never joins (timeout naming the call and the peer).
+// part is too large), a two-rank all-reduce as large as a slot in one round, a blocking call while a nonblocking one is
+// in flight, back-to-back calls on skewed, preempted ranks (no buffer reused while read), and a rank that never joins
+// (timeout naming the call and the peer).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -273,6 +273,67 @@ TEST_CASE("Automatic takes the shared slots for small blocks and the channels fo
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("A two-rank all-reduce as large as a slot holds runs in one round and folds in rank order", "[shm][slots]") {
+  // One round on two ranks wherever the whole vector and its table fit a
+  // buffer (op/slot_run.hpp, one_round_fold_bytes); one float more takes
+  // direct's two rounds, which above 16 KiB (slot_round_bytes) go through the
+  // channels. Every size gives the serial left fold's bits, out of place and
+  // in place; automatic takes the one round at 16 KiB, and on three ranks
+  // the channels for a round above 16 KiB.
+  const mode m = GENERATE(mode::threads, mode::processes);
+  INFO(plait_test::to_string(m));
+  constexpr std::size_t fits =
+      (plait::shm::communicator::shared_slot_bytes - plait::detail::slot_data_offset(2)) / sizeof(float);
+  const auto verdicts = plait_test::run_ranks(m, 2, [](plait::shm::communicator& comm) -> std::string {
+    const int me = comm.rank();
+    const auto check = [&](std::size_t n, bool automatic, std::uint64_t rounds_wanted) -> std::string {
+      const std::string at = " of " + std::to_string(n) + " floats" + (automatic ? " (automatic)" : "");
+      std::vector<float> mine(n), folded(n), sums(n, -1.0F);
+      for (std::size_t i = 0; i < n; ++i) {
+        mine[i] = term(me, i);
+        folded[i] = term(0, i) + term(1, i);
+      }
+      std::uint64_t before = comm.slot_rounds();
+      if (automatic) {
+        plait::all_reduce(comm, mine, sums, plait::ordered<plait::sum>{});
+      } else {
+        plait::all_reduce<plait::direct>(comm, mine, sums, plait::ordered<plait::sum>{});
+      }
+      if (auto v = plait_test::compare(sums, folded, "all_reduce" + at); !v.empty()) return v;
+      if (comm.slot_rounds() - before != rounds_wanted) {
+        return "all_reduce" + at + " ran " + std::to_string(comm.slot_rounds() - before) +
+               " shared-slot rounds, expected " + std::to_string(rounds_wanted);
+      }
+      before = comm.slot_rounds();
+      plait::all_reduce<plait::direct>(comm, plait::in_place, mine, plait::ordered<plait::sum>{});
+      if (auto v = plait_test::compare(mine, folded, "all_reduce in place" + at); !v.empty()) return v;
+      if (comm.slot_rounds() - before != rounds_wanted) return "all_reduce in place" + at + ": rounds";
+      return {};
+    };
+    for (const std::size_t n : {std::size_t{1024}, std::size_t{3000}, fits - 2, fits}) {
+      if (auto v = check(n, false, 1); !v.empty()) return v;
+    }
+    if (auto v = check(fits + 2, false, 0); !v.empty()) return v;  // two rounds above 16 KiB: the channels
+    if (auto v = check(4096, true, 1); !v.empty()) return v;       // 16 KiB: 8 KiB blocks, automatic's limit
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  const auto three = plait_test::run_ranks(m, 3, [](plait::shm::communicator& comm) -> std::string {
+    // 8 KiB blocks: direct's first round sends two, 16 KiB and a table.
+    std::vector<std::int32_t> values(3 * 2048, comm.rank() + 1), sums(3 * 2048, -1);
+    const std::uint64_t before = comm.slot_rounds();
+    plait::all_reduce(comm, values, sums, plait::sum{});
+    if (std::any_of(sums.begin(), sums.end(), [](std::int32_t x) { return x != 6; })) return "wrong sum";
+    if (comm.slot_rounds() != before) return "a three-rank all_reduce with rounds above 16 KiB took the shared slots";
+    return {};
+  });
+  REQUIRE(plait_test::failures(three) == "");
+  // automatic's own rule agrees: 8 KiB blocks go to the slots on two ranks, not on three.
+  using all_reduce = plait::op::all_reduce<>;
+  CHECK(plait::detail::through_shared_slots<plait::automatic, all_reduce, plait::shm::communicator>(2, 8 << 10));
+  CHECK_FALSE(plait::detail::through_shared_slots<plait::automatic, all_reduce, plait::shm::communicator>(3, 8 << 10));
 }
 
 TEST_CASE("Automatic on shm charges single copies and staged folds and all-reduces 16-64 KiB on two ranks by ring",

@@ -140,9 +140,18 @@ choice automatic_choice(int rank, int size, std::size_t block_bytes) {
 /// slots under automatic (direct's schedule, one round per step) where the
 /// rounds fit: measured faster there than any schedule through the channels
 /// (docs/pmpi.md, *Measured*). 8 KiB, the largest block of two that fits a
-/// 16 KiB slot with its table: at P = 2 the 16 KiB collectives took 0.73-0.92x
+/// 16 KiB round with its table: at P = 2 the 16 KiB collectives took 0.73-0.92x
 /// the time they took through the channels (docs/algorithms.md).
 inline constexpr std::size_t shared_slot_block_bytes = std::size_t{8} << 10;
+
+/// The largest round (table included) of a slot run's schedule, under
+/// automatic or not: 16 KiB, the buffers' size when the route was measured
+/// against the channels. The shm buffers have since grown to 32 KiB for the
+/// two-rank one-round all-reduce alone (op/slot_run.hpp,
+/// one_round_fold_bytes); larger rounds of the other schedules (P - 1
+/// blocks of an all-to-all or reduce-scatter from P = 3) are unmeasured and
+/// keep the channels.
+inline constexpr std::size_t slot_round_bytes = std::size_t{16} << 10;
 
 /// Whether automatic runs Op through Transport's shared slots (a transport
 /// that has them says `static constexpr std::size_t shared_slot_bytes`):
@@ -173,7 +182,8 @@ bool through_shared_slots(int size, std::size_t block_bytes) {
           seen[blocks++] = b;
         }
       }
-      if (8 + 24 * blocks + 16 + blocks * ((block_bytes + 15) / 16 * 16) > Transport::shared_slot_bytes) return false;
+      const std::size_t round_bytes = 8 + 24 * blocks + 16 + blocks * ((block_bytes + 15) / 16 * 16);
+      if (round_bytes > std::min<std::size_t>(Transport::shared_slot_bytes, slot_round_bytes)) return false;
     }
     return true;
   } else {

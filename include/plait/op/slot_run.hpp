@@ -21,11 +21,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "plait/algorithm/schedule.hpp"
+#include "plait/algorithm/select.hpp"
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
@@ -100,14 +102,19 @@ T* kept_address(T* p) noexcept {
 }
 
 /// The largest all-reduce (bytes in all) that takes one round on `ranks`
-/// ranks. Above 512 B every rank folding all P blocks, out of the peers'
-/// whole rounds, reads (P - 1)(P - 2)/P times the data more than direct's
-/// two rounds, and the second round's flag costs less (bench/slot-floor,
-/// docs/algorithms.md). On two ranks one round reads what two do, the
-/// peer's whole vector, with one flag less: one round measured faster up to
-/// 2 KiB there (0.50-0.65 against 0.71-1.03 us at 1 KiB, 0.71-0.90 against
-/// 0.78-1.36 at 2 KiB), and no better from 4 KiB.
-constexpr std::size_t one_round_fold_bytes(int ranks) noexcept { return ranks == 2 ? 2048 : 512; }
+/// ranks, where its round fits a slot. Above 512 B every rank folding all P
+/// blocks, out of the peers' whole rounds, reads (P - 1)(P - 2)/P times the
+/// data more than direct's two rounds, and the second round's flag costs
+/// less (bench/slot-floor, docs/algorithms.md). On two ranks one round reads
+/// what two do, the peer's whole vector, with one flag less: any size that
+/// fits. On an Intel VM (plait-bench, P = 2, three interleaved runs) one
+/// round took 1.2 against 1.7-1.9 us at 3 KiB, 1.3-1.5 against 2.0-2.3 at
+/// 4 KiB, 2.3-2.8 against 2.7-2.9 at 8 KiB, 3.2-3.3 against 3.6 at 12 KiB
+/// and 4.1 against 4.3-4.4 at 16 KiB; on an AMD one (bench/slot-floor) it
+/// led up to 2 KiB and neither led at 4-16 KiB.
+constexpr std::size_t one_round_fold_bytes(int ranks) noexcept {
+  return ranks == 2 ? std::numeric_limits<std::size_t>::max() : 512;
+}
 
 /// Where a slot run folds `block`: in its result where the plan allows
 /// (Plan::result_as_is), else at `elsewhere` (the run's own scratch).
@@ -275,7 +282,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     } else {
       bytes += sent.size() * ((largest + slot_alignment - 1) / slot_alignment * slot_alignment);
     }
-    fits = fits && bytes <= Comm::shared_slot_bytes;
+    fits = fits && bytes <= std::min<std::size_t>(Comm::shared_slot_bytes, slot_round_bytes);
   }
   if constexpr (!agrees_in_round) {
     if (!fits) return false;  // every rank alike, before any round

@@ -126,8 +126,11 @@ struct alignas(cache_line) shared_slot_header {
 
 /// Bytes of each of a rank's two shared-slot buffers: the largest round a
 /// small collective runs through them (its table of blocks included); a
-/// larger one takes the chunk channels.
-inline constexpr std::size_t shared_slot_bytes = std::size_t{16} << 10;
+/// larger one takes the chunk channels. 32 KiB: a two-rank all-reduce of up
+/// to 32 KiB in all (with its table) then runs in one round
+/// (op/slot_run.hpp, one_round_fold_bytes); every other round keeps to the
+/// 16 KiB it was measured with (algorithm/select.hpp, slot_round_bytes).
+inline constexpr std::size_t shared_slot_bytes = std::size_t{32} << 10;
 
 struct alignas(cache_line) channel_header {
   std::uint64_t head;                      // slots written so far (by the sender)
