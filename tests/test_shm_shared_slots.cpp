@@ -281,7 +281,7 @@ TEST_CASE("A two-rank all-reduce as large as a slot holds runs in one round and 
   // direct's two rounds, which above 16 KiB (slot_round_bytes) go through the
   // channels. Every size gives the serial left fold's bits, out of place and
   // in place; automatic takes the one round at 16 KiB, and on three ranks
-  // the channels for a round above 16 KiB.
+  // the channels for a round above 16 KiB and two rounds below.
   const mode m = GENERATE(mode::threads, mode::processes);
   INFO(plait_test::to_string(m));
   constexpr std::size_t fits =
@@ -327,6 +327,20 @@ TEST_CASE("A two-rank all-reduce as large as a slot holds runs in one round and 
     plait::all_reduce(comm, values, sums, plait::sum{});
     if (std::any_of(sums.begin(), sums.end(), [](std::int32_t x) { return x != 6; })) return "wrong sum";
     if (comm.slot_rounds() != before) return "a three-rank all_reduce with rounds above 16 KiB took the shared slots";
+    // Blocks of 1031 floats: two rounds, the second copying each combined
+    // block (over 2 KiB, an odd length) into the slot; the left fold's bits.
+    const std::size_t n = 3 * 1031;
+    std::vector<float> mine(n), folded(n), reduced(n, -1.0F);
+    for (std::size_t i = 0; i < n; ++i) {
+      mine[i] = term(comm.rank(), i);
+      folded[i] = term(0, i) + term(1, i) + term(2, i);
+    }
+    const std::uint64_t two_before = comm.slot_rounds();
+    plait::all_reduce<plait::direct>(comm, mine, reduced, plait::ordered<plait::sum>{});
+    if (auto v = plait_test::compare(reduced, folded, "three-rank all_reduce of 1031-float blocks"); !v.empty())
+      return v;
+    if (comm.slot_rounds() - two_before != 2)
+      return "a three-rank all_reduce of 1031-float blocks did not take two rounds";
     return {};
   });
   REQUIRE(plait_test::failures(three) == "");
