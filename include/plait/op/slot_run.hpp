@@ -115,11 +115,10 @@ inline constexpr std::size_t string_copy_bytes = 2048;
 
 /// Copies `bytes` into this rank's slot. On x86-64 from 2 KiB with `rep
 /// movsb`, whose fast-string stores can fill whole lines without reading
-/// them first, where the peers' reads of the round two calls before left
-/// them shared; glibc's memcpy takes a vector loop there below 4 KiB (AVX2).
-/// A two-rank all-reduce of 2 KiB took 1.0 us against 1.2-1.8 (plait-bench,
-/// Intel VM, three interleaved runs), the same at 4-16 KiB, where glibc
-/// moves strings itself; below 2 KiB neither led.
+/// them first (lines the peers read in the round before last); glibc's
+/// memcpy copies 2-4 KiB with a vector loop (AVX2). A two-rank all-reduce
+/// of 2 KiB took 1.0 us against 1.2-1.8 (plait-bench, Intel VM, three
+/// interleaved runs); at 4-16 KiB, and below 2 KiB, neither led.
 inline void copy_into_slot(std::byte* to, const std::byte* from, std::size_t bytes) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PLAIT_SLOT_COPY_BY_MEMCPY)
   if (bytes >= string_copy_bytes) {
