@@ -153,6 +153,14 @@ inline constexpr std::size_t shared_slot_block_bytes = std::size_t{8} << 10;
 /// keep the channels.
 inline constexpr std::size_t slot_round_bytes = std::size_t{16} << 10;
 
+/// The largest round a slot run on Transport sends outside the two-rank
+/// one-round all-reduce: its buffer, capped at slot_round_bytes. Automatic's
+/// rule and the slot run's own fit check both ask this.
+template <class Transport>
+constexpr std::size_t slot_round_limit() noexcept {
+  return std::min<std::size_t>(Transport::shared_slot_bytes, slot_round_bytes);
+}
+
 /// Whether automatic runs Op through Transport's shared slots (a transport
 /// that has them says `static constexpr std::size_t shared_slot_bytes`):
 /// small blocks whose every round of direct's schedule fits a slot, where A
@@ -183,7 +191,7 @@ bool through_shared_slots(int size, std::size_t block_bytes) {
         }
       }
       const std::size_t round_bytes = 8 + 24 * blocks + 16 + blocks * ((block_bytes + 15) / 16 * 16);
-      if (round_bytes > std::min<std::size_t>(Transport::shared_slot_bytes, slot_round_bytes)) return false;
+      if (round_bytes > slot_round_limit<Transport>()) return false;
     }
     return true;
   } else {

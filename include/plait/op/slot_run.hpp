@@ -311,7 +311,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     } else {
       bytes += sent.size() * ((largest + slot_alignment - 1) / slot_alignment * slot_alignment);
     }
-    fits = fits && bytes <= std::min<std::size_t>(Comm::shared_slot_bytes, slot_round_bytes);
+    fits = fits && bytes <= slot_round_limit<Comm>();
   }
   if constexpr (!agrees_in_round) {
     if (!fits) return false;  // every rank alike, before any round
