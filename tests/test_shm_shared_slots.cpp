@@ -350,6 +350,46 @@ TEST_CASE("A two-rank all-reduce as large as a slot holds runs in one round and 
   CHECK_FALSE(plait::detail::through_shared_slots<plait::automatic, all_reduce, plait::shm::communicator>(3, 8 << 10));
 }
 
+TEST_CASE("Automatic sends a call through the slots exactly when the slot run fits its rounds", "[shm][slots]") {
+  // Both size a round with core/slot_table.hpp: a three-rank all-reduce's
+  // first round sends two blocks, so blocks that fill the round limit with
+  // the table go through the slots under automatic and direct alike, and
+  // blocks one alignment step larger go through the channels under both
+  // (automatic's rule once charged a larger table and sent the first to the
+  // channels while direct ran them through the slots).
+  using all_reduce = plait::op::all_reduce<>;
+  using shm = plait::shm::communicator;
+  constexpr std::size_t filling = (plait::detail::slot_round_limit<shm>() - plait::detail::slot_data_offset(2)) / 2;
+  constexpr std::size_t larger = filling + plait::detail::slot_alignment;
+  STATIC_REQUIRE(filling % plait::detail::slot_alignment == 0);
+  STATIC_REQUIRE(plait::detail::slot_round_size(2, filling) == plait::detail::slot_round_limit<shm>());
+  CHECK(plait::detail::through_shared_slots<plait::automatic, all_reduce, shm>(3, filling));
+  CHECK_FALSE(plait::detail::through_shared_slots<plait::automatic, all_reduce, shm>(3, larger));
+  const auto verdicts = plait_test::run_ranks(mode::threads, 3, [](shm& comm) -> std::string {
+    for (const std::size_t block_bytes : {filling, larger}) {
+      const std::uint64_t rounds_wanted = block_bytes == filling ? 2 : 0;
+      const std::size_t n = 3 * block_bytes / sizeof(std::int32_t);
+      for (const bool automatic : {true, false}) {
+        const std::string at = std::to_string(block_bytes) + "-byte blocks" + (automatic ? " (automatic)" : "");
+        std::vector<std::int32_t> values(n, comm.rank() + 1), sums(n, -1);
+        const std::uint64_t before = comm.slot_rounds();
+        if (automatic) {
+          plait::all_reduce(comm, values, sums, plait::sum{});
+        } else {
+          plait::all_reduce<plait::direct>(comm, values, sums, plait::sum{});
+        }
+        if (std::any_of(sums.begin(), sums.end(), [](std::int32_t x) { return x != 6; })) return "wrong sum, " + at;
+        if (comm.slot_rounds() - before != rounds_wanted) {
+          return "all_reduce of " + at + " ran " + std::to_string(comm.slot_rounds() - before) +
+                 " shared-slot rounds, expected " + std::to_string(rounds_wanted);
+        }
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("Automatic on shm charges single copies and staged folds and all-reduces 16-64 KiB on two ranks by ring",
           "[shm][automatic]") {
   // Ring's two 8 KiB steps measured 4.4 us against 15 us for recursive

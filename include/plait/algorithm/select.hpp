@@ -27,6 +27,7 @@
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/operation.hpp"
+#include "plait/core/slot_table.hpp"
 
 namespace plait {
 inline namespace v0 {
@@ -174,8 +175,7 @@ bool through_shared_slots(int size, std::size_t block_bytes) {
     constexpr auto direct_bit = algorithm_set{1} << static_cast<unsigned>(algorithm_id::direct);
     const algorithm_set restriction = automatic_restriction();
     if (restriction != 0 ? (restriction & direct_bit) == 0 : !allowed<A>(algorithm_id::direct)) return false;
-    // direct's largest round: its distinct blocks, each rounded up to 16
-    // bytes, after a table of 24 bytes a block (op/slot_run.hpp).
+    // direct's largest round: its distinct blocks after their table.
     const schedule s = direct::plan(Op{}, 0, size);
     for (const step& st : s.steps) {
       std::array<int, 64> seen{};  // distinct blocks: direct sends at most max_in_flight * 2 in a round
@@ -190,8 +190,7 @@ bool through_shared_slots(int size, std::size_t block_bytes) {
           seen[blocks++] = b;
         }
       }
-      const std::size_t round_bytes = 8 + 24 * blocks + 16 + blocks * ((block_bytes + 15) / 16 * 16);
-      if (round_bytes > slot_round_limit<Transport>()) return false;
+      if (slot_round_size(blocks, block_bytes) > slot_round_limit<Transport>()) return false;
     }
     return true;
   } else {

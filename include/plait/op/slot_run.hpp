@@ -31,6 +31,7 @@
 #include "plait/core/config.hpp"
 #include "plait/core/error.hpp"
 #include "plait/core/region.hpp"
+#include "plait/core/slot_table.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/layout/block_plan.hpp"
 #include "plait/layout/fold_plans.hpp"
@@ -48,16 +49,6 @@ concept has_shared_slots = requires(Comm& comm, std::string_view name, std::size
   { comm.peer_slot_round(0) } -> std::same_as<std::span<const std::byte>>;
 };
 
-/// One block in a round's table: where in the slot its bytes are.
-struct slot_entry {
-  std::uint32_t block;
-  std::uint32_t reserved;
-  std::uint64_t offset;
-  std::uint64_t bytes;
-};
-
-inline constexpr std::size_t slot_alignment = 16;
-
 /// The distinct blocks a step sends, in order of first appearance.
 inline void blocks_sent(const step& st, std::vector<int>& out) {
   out.clear();
@@ -66,11 +57,6 @@ inline void blocks_sent(const step& st, std::vector<int>& out) {
       if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
     }
   }
-}
-
-/// Where the table ends and the first block starts.
-constexpr std::size_t slot_data_offset(std::size_t blocks) {
-  return (sizeof(std::uint64_t) + blocks * sizeof(slot_entry) + slot_alignment - 1) / slot_alignment * slot_alignment;
 }
 
 /// Block `block`'s bytes in a peer's posted round. The slot is the peer's:
@@ -305,11 +291,12 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
   bool fits = true;
   for (const step& st : steps.steps) {
     blocks_sent(st, sent);
-    std::size_t bytes = slot_data_offset(sent.size());
+    std::size_t bytes = 0;
     if constexpr (agrees_in_round) {
-      for (int b : sent) bytes += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+      bytes = slot_data_offset(sent.size());
+      for (int b : sent) bytes += slot_aligned(plan.block_bytes(b));
     } else {
-      bytes += sent.size() * ((largest + slot_alignment - 1) / slot_alignment * slot_alignment);
+      bytes = slot_round_size(sent.size(), largest);
     }
     fits = fits && bytes <= slot_round_limit<Comm>();
   }
@@ -325,7 +312,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
     acc_held.assign(static_cast<std::size_t>(blocks), 0);
     for (int b = 0; b < blocks; ++b) {
       acc_offset[static_cast<std::size_t>(b)] = total;
-      total += (plan.block_bytes(b) + slot_alignment - 1) / slot_alignment * slot_alignment;
+      total += slot_aligned(plan.block_bytes(b));
     }
     if (arena.size() < total + 1) arena.resize(total + 1);
   }
@@ -383,7 +370,7 @@ bool run_in_slots(Comm& comm, const schedule& steps, const Plan& plan, std::stri
             pack(plan.location(b), to);
           }
         }
-        used += (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+        used += slot_aligned(bytes);
       }
       for (const transfer& t : st.sends) {
         for (int b : t.blocks) payload += plan.block_bytes(b);
