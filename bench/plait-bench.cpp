@@ -43,6 +43,11 @@
 //               private buffers over the bytes busbw counts, (P-1)/P x size
 //               (all_reduce: 2(P-1)/P x size), all ranks at once: a transport
 //               that must add what it receives to what it holds cannot beat it
+// With --rewrite-inputs every call of every variant (the ceilings included)
+// first rewrites the buffer it reads from a private copy, as a program that
+// produces new data every step does; without it the inputs never change
+// between calls (as in nccl-tests), so a variant that reads a peer's buffer
+// in place (plait-shm-shared, -pool) may find it still in its own cache.
 // The table's ratio columns divide the first variant's busbw by each other's.
 // Progress goes to stderr, the table to stdout (rank 0), files with --json/--csv.
 #include <algorithm>
@@ -93,12 +98,13 @@ struct options {
   std::optional<plait::algorithm_id> algorithm;  // nullopt: automatic
   bool verify = true;
   bool baselines = true;
-  bool in_place = false;     // all_gather only: the shard is already in its slice of recv
-  bool nonblocking = false;  // add iall_* + wait() variants (all_gather, all_to_all)
-  bool persistent = false;   // add *_init, start() + wait() variants (all_gather, all_to_all)
-  bool oneccl = false;       // add oneCCL's collective (a build with oneCCL only)
-  double overlap_us = 0;     // > 0: add compute and iall + compute + wait variants
-  int processes = 2;         // without MPI only
+  bool in_place = false;        // all_gather only: the shard is already in its slice of recv
+  bool rewrite_inputs = false;  // each call first rewrites the buffer it reads
+  bool nonblocking = false;     // add iall_* + wait() variants (all_gather, all_to_all)
+  bool persistent = false;      // add *_init, start() + wait() variants (all_gather, all_to_all)
+  bool oneccl = false;          // add oneCCL's collective (a build with oneCCL only)
+  double overlap_us = 0;        // > 0: add compute and iall + compute + wait variants
+  int processes = 2;            // without MPI only
   std::string json;
   std::string csv;
   std::string command_line;
@@ -138,6 +144,8 @@ std::string loadavg();
                "  --no-baselines           measure plait only (no native MPI, no memcpy)\n"
                "  --in-place               all_gather in place (plait::in_place, MPI_IN_PLACE) like nccl-tests'\n"
                "                           in-place column; all_to_all stays out of place\n"
+               "  --rewrite-inputs         each call of each variant first rewrites the buffer it reads, as\n"
+               "                           a program with new data every step (out of place only)\n"
                "  -p, --processes N        ranks to fork when built without MPI (default 2)\n"
                "  --nonblocking            also time each plait call of all_gather/all_to_all as iall_* + wait()\n"
                "                           (--nonblocking, --persistent, --overlap: all_gather, all_to_all only)\n"
@@ -216,6 +224,8 @@ options parse(int argc, char** argv) {
         o.baselines = false;
       else if (arg == "--in-place")
         o.in_place = true;
+      else if (arg == "--rewrite-inputs")
+        o.rewrite_inputs = true;
       else if (arg == "--nonblocking")
         o.nonblocking = true;
       else if (arg == "--persistent")
@@ -256,6 +266,10 @@ options parse(int argc, char** argv) {
       std::fprintf(stderr, "plait-bench: unknown --transport %s\n", t.c_str());
       usage(2);
     }
+  }
+  if (o.rewrite_inputs && o.in_place) {
+    std::fprintf(stderr, "plait-bench: --rewrite-inputs measures out of place only\n");
+    usage(2);
   }
   if (o.sweep.min_bytes > o.sweep.max_bytes || o.sweep.max_bytes == 0) {
     std::fprintf(stderr, "plait-bench: -b must be at most -e, and -e above 0\n");
@@ -574,6 +588,9 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
       std::vector<std::string> names;
       std::vector<std::function<void()>> variants;
       std::vector<std::span<std::byte>> results;  // where each variant's result lands
+      std::vector<std::span<std::byte>> inputs;   // what each variant reads (--rewrite-inputs)
+      // The variants added since the last note read `input`.
+      auto note_input = [&](std::span<std::byte> input) { inputs.resize(names.size(), input); };
       auto add_plait = [&](auto* comm, const char* name, std::span<const std::byte> send, std::span<std::byte> recv) {
         if (comm == nullptr) return;
         names.emplace_back(name);
@@ -618,8 +635,13 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
       };
       add_plait(shm.plain, "plait-shm", b.send, b.recv);
       add_plait(shm.chunked, "plait-shm-chunked", b.send, b.recv);
+      note_input(b.send);
       add_plait(shm.shared, "plait-shm-shared", b.shared_send.span(), b.shared_recv.span());
-      if (shm.pool != nullptr) add_plait(shm.pool, "plait-shm-pool", *b.pool_send, *b.pool_recv);
+      note_input(b.shared_send.span());
+      if (shm.pool != nullptr) {
+        add_plait(shm.pool, "plait-shm-pool", *b.pool_send, *b.pool_recv);
+        note_input(*b.pool_send);
+      }
       add_plait(mpi, "plait-mpi", b.send, b.recv);
       if (o.baselines && native) {
         native_setup(op_name, b);
@@ -643,6 +665,7 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           }
         }
       }
+      note_input(b.send);
       if (o.overlap_us > 0 && (gather || op_name == "all_to_all")) {
         names.emplace_back("compute");
         results.emplace_back();
@@ -650,15 +673,28 @@ std::vector<bench::row> sweep(const options& o, Timing& timing, const shm_varian
           volatile double sink = compute_loop(overlap_iterations, {});
           (void)sink;
         });
+        note_input({});  // reads nothing
       }
       if (o.baselines && reduction) {
         names.emplace_back("add");
         results.emplace_back();
         variants.push_back([&b] { add_floats(b.add_a.data(), b.add_b.data(), b.add_c.data(), b.add_c.size()); });
+        note_input(std::as_writable_bytes(std::span(b.add_a)));
       } else if (o.baselines) {
         names.emplace_back("memcpy");
         results.emplace_back();
         variants.push_back([&b] { std::memcpy(b.copy_to.data(), b.copy_from.data(), b.copy_from.size()); });
+        note_input(b.copy_from);
+      }
+      if (o.rewrite_inputs) {
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+          if (inputs[v].empty()) continue;
+          auto saved = std::make_shared<std::vector<std::byte>>(inputs[v].begin(), inputs[v].end());
+          variants[v] = [input = inputs[v], saved, call = std::move(variants[v])] {
+            std::memcpy(input.data(), saved->data(), input.size());
+            call();
+          };
+        }
       }
       // In place, every variant's result buffer starts with this rank's shard in its slice.
       auto restore_shard = [&](std::size_t v) {
@@ -776,7 +812,8 @@ bool report(const options& o, const std::vector<bench::row>& rows,
                              {"repetitions", std::to_string(o.how.repetitions)},
                              {"warmup", std::to_string(o.how.warmup)},
                              {"scrub bytes", std::to_string(o.how.scrub_bytes)},
-                             {"in place", o.in_place ? "all_gather in place" : "no"}});
+                             {"in place", o.in_place ? "all_gather in place" : "no"},
+                             {"inputs", o.rewrite_inputs ? "rewritten before each call" : "unchanged between calls"}});
   for (const auto& [key, value] : meta) std::cout << "# " << key << ": " << value << '\n';
   bench::print_table(std::cout, rows);
   std::cout.flush();

@@ -5,6 +5,11 @@
 //
 //   round-trip   one flag written by each rank in turn: the cross-core
 //                latency every round pays (the machine's, nothing else)
+//   floor-0      the vectors already in shared memory, as `allocate`
+//                buffers are: each rank posts that its vector is ready,
+//                waits for the peer's, adds both vectors into its result,
+//                then posts that it has read and waits for the peer's (the
+//                caller may write its vector once the call returns)
 //   floor-1      the one-round protocol with nothing around it: each rank
 //                copies its vector into its own buffer, posts a flag, waits
 //                for the peer's and adds both buffers into its result
@@ -13,15 +18,21 @@
 //                copies the peer's half of the result
 //   plait        plait::all_reduce(comm, in, out, plait::sum{}) on the same
 //                two ranks (automatic: the shared slots at these sizes)
+//   plait-alloc  the same on vectors from comm.allocate
 //
 // The floors' buffers alternate and each rank waits for its peer's flag of
 // the round before, as plait's shared slots do; they check nothing, name
-// nothing and choose nothing. Each variant runs `calls` calls per sample;
-// the figure is the fastest sample of `rounds` (the machine's fast state:
-// its two vCPUs' placement changes while it runs, docs/performance.md) and
-// the median.
+// nothing and choose nothing. With --fresh each call first rewrites its
+// rank's input (from a private copy), as a program that produces a new vector
+// every step does: the peer's copy of those lines in its cache is gone, and a
+// `write` variant times the rewrite alone. Without it the inputs never change
+// between calls, as in plait-bench and nccl-tests, and a peer reading another
+// rank's input in place finds it in its own cache. Each variant runs `calls`
+// calls per sample; the figure is the fastest sample of `rounds` (the
+// machine's fast state: its two vCPUs' placement changes while it runs,
+// docs/performance.md) and the median.
 //
-// Usage: slot-floor [--sizes 256,1K,4K,16K] [--rounds 9] [--calls 20000]
+// Usage: slot-floor [--sizes 256,1K,4K,16K] [--rounds 9] [--calls 20000] [--fresh]
 #include <sched.h>
 #include <sys/mman.h>
 
@@ -55,6 +66,7 @@ struct shared_area {
   flag posted[2];
   flag ping[2];
   alignas(line) float buffer[2][2][largest_bytes / sizeof(float)];  // [rank][round % 2]
+  alignas(line) float input[2][largest_bytes / sizeof(float)];      // floor-0's vectors, [rank]
 };
 
 std::size_t parse_size(std::string_view text) {
@@ -83,6 +95,19 @@ class floors {
       wait_for(area_.ping[0], pings_);
       area_.ping[1].value.store(pings_, std::memory_order_release);
     }
+  }
+
+  /// `in` is this rank's vector in the shared area (area.input[rank]).
+  void in_shared_memory(std::span<const float> in, std::span<float> out) {
+    const std::size_t n = in.size();
+    post_begin();
+    const float* theirs = area_.input[peer_];
+    post_end();
+    const float* first = me_ == 0 ? in.data() : theirs;
+    const float* second = me_ == 0 ? theirs : in.data();
+    for (std::size_t i = 0; i < n; ++i) out[i] = first[i] + second[i];
+    post_begin();
+    post_end();
   }
 
   void one_round(std::span<const float> in, std::span<float> out) {
@@ -137,8 +162,15 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {256, 1024, 4096, 16384};
   int rounds = 9;
   int calls = 20000;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool fresh = false;
+  for (int i = 1; i < argc; i += 2) {
     const std::string_view option = argv[i];
+    if (option == "--fresh") {
+      fresh = true;
+      --i;
+      continue;
+    }
+    if (i + 1 == argc) break;
     const std::string_view value = argv[i + 1];
     if (option == "--rounds") {
       rounds = std::atoi(argv[i + 1]);
@@ -153,7 +185,7 @@ int main(int argc, char** argv) {
         start = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: slot-floor [--sizes 256,1K,4K,16K] [--rounds 9] [--calls 20000]\n");
+      std::fprintf(stderr, "usage: slot-floor [--sizes 256,1K,4K,16K] [--rounds 9] [--calls 20000] [--fresh]\n");
       return 2;
     }
   }
@@ -178,28 +210,47 @@ int main(int argc, char** argv) {
     floors floor(*area, comm.rank());
     if (comm.rank() == 0) {
       std::printf(
-          "# slot-floor: 2 processes on CPUs 0 and 1, %d calls a sample, %d rounds; us a call, "
+          "# slot-floor: 2 processes on CPUs 0 and 1, %d calls a sample, %d rounds%s; us a call, "
           "fastest and median sample\n",
-          calls, rounds);
+          calls, rounds, fresh ? ", inputs rewritten before each call" : "");
       std::printf("%-8s %-12s %10s %10s\n", "bytes", "variant", "fastest", "median");
     }
     for (std::size_t bytes : sizes) {
       const std::size_t n = bytes / sizeof(float);
       std::vector<float> in(n), out(n);
       for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<float>(i % 97) + static_cast<float>(comm.rank());
+      const std::span<float> shared_in(area->input[comm.rank()], n);
+      std::copy(in.begin(), in.end(), shared_in.begin());
+      auto allocated_in = comm.allocate<float>(n);  // collective: both ranks sweep the same sizes
+      auto allocated_out = comm.allocate<float>(n);
+      std::copy(in.begin(), in.end(), allocated_in.begin());
+      const std::vector<float> pristine = in;
       struct variant {
         const char* name;
         std::function<void()> call;
         std::vector<double> us;
       };
       std::vector<variant> variants;
-      variants.push_back({"round-trip", [&] { floor.round_trip(); }, {}});
-      variants.push_back({"floor-1", [&] { floor.one_round(in, out); }, {}});
-      variants.push_back({"floor-2", [&] { floor.two_rounds(in, out); }, {}});
-      variants.push_back(
-          {"plait",
-           [&] { plait::all_reduce(comm, std::span<const float>(in), std::span<float>(out), plait::sum{}); },
-           {}});
+      // `input` is what the call reads (rewritten first with --fresh).
+      const auto add = [&](const char* name, std::span<float> input, std::function<void()> call) {
+        if (fresh && !input.empty()) {
+          call = [&pristine, input, call = std::move(call)] {
+            std::memcpy(input.data(), pristine.data(), input.size_bytes());
+            call();
+          };
+        }
+        variants.push_back({name, std::move(call), {}});
+      };
+      add("round-trip", {}, [&] { floor.round_trip(); });
+      if (fresh) add("write", in, [] {});
+      add("floor-0", shared_in, [&] { floor.in_shared_memory(shared_in, out); });
+      add("floor-1", in, [&] { floor.one_round(in, out); });
+      add("floor-2", in, [&] { floor.two_rounds(in, out); });
+      add("plait", in,
+          [&] { plait::all_reduce(comm, std::span<const float>(in), std::span<float>(out), plait::sum{}); });
+      add("plait-alloc", allocated_in.span(), [&] {
+        plait::all_reduce(comm, std::span<const float>(allocated_in.span()), allocated_out.span(), plait::sum{});
+      });
       for (int r = 0; r < rounds; ++r) {
         // The order rotates each round; both ranks rotate alike.
         for (std::size_t k = 0; k < variants.size(); ++k) {
@@ -214,10 +265,12 @@ int main(int argc, char** argv) {
       }
       for (std::size_t i = 0; i < n; ++i) {
         const float want = 2 * static_cast<float>(i % 97) + 1;
-        if (out[i] != want) {
-          std::fprintf(stderr, "slot-floor: rank %d, %zu bytes: element %zu is %g, not %g\n", comm.rank(), bytes, i,
-                       static_cast<double>(out[i]), static_cast<double>(want));
-          std::exit(1);
+        for (const float got : {out[i], allocated_out.data()[i]}) {
+          if (got != want) {
+            std::fprintf(stderr, "slot-floor: rank %d, %zu bytes: element %zu is %g, not %g\n", comm.rank(), bytes, i,
+                         static_cast<double>(got), static_cast<double>(want));
+            std::exit(1);
+          }
         }
       }
       if (comm.rank() == 0) {
