@@ -97,6 +97,10 @@ inline constexpr std::size_t combine_piece_bytes = std::size_t{1} << 20;
 
 /// From a shared buffer, single copy pays off much earlier: the receiver reads
 /// with a plain memcpy, the only cost over chunks is the acknowledgement.
+/// Measured with inputs unchanged between calls, which leaves the sender's
+/// lines in the receiver's cache; with inputs rewritten before each call
+/// (plait-bench --rewrite-inputs) chunks were 1.2-1.4x faster for 32 KiB
+/// messages and slower for 128 KiB ones (docs/performance.md, Reductions).
 inline constexpr std::size_t window_single_copy_bytes = std::size_t{4} << 10;
 
 }  // namespace shm::detail
