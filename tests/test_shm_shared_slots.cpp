@@ -7,9 +7,11 @@
 // references: every operation (placing and folding), the even and v forms,
 // in place, a reduction in rank order bit for bit, a call too large for the
 // slots (every rank takes the channels together, even when only one rank's
-// part is too large), a two-rank all-reduce as large as a slot in one round, a blocking call while a nonblocking one is
-// in flight, back-to-back calls on skewed, preempted ranks (no buffer reused while read), and a rank that never joins
-// (timeout naming the call and the peer).
+// part is too large), a two-rank all-reduce as large as a slot in one round,
+// automatic's rule and the slot run agreeing on the largest round that fits,
+// a blocking call while a nonblocking one is in flight, back-to-back calls
+// on skewed, preempted ranks (no buffer reused while read), and a rank that
+// never joins (timeout naming the call and the peer).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
