@@ -37,9 +37,10 @@ inline namespace v0 {
 namespace shm::detail {
 
 inline constexpr std::uint64_t segment_magic = 0x706c616974736731ULL;  // "plaitsg1"
-// 12: wait records say "away"; 11: shared slots without read counters; 10:
-// shared slots; 9: wait records; 8: vectored and pool references.
-inline constexpr std::uint32_t segment_version = 12;
+// 13: shared-slot buffers of 32 KiB; 12: wait records say "away"; 11:
+// shared slots without read counters; 10: shared slots; 9: wait records; 8:
+// vectored and pool references.
+inline constexpr std::uint32_t segment_version = 13;
 inline constexpr std::size_t cache_line = 64;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free &&
