@@ -8,11 +8,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../support/algorithm_lists.hpp"
@@ -187,5 +189,85 @@ TEST_CASE("mpi all_to_all_v under direct whose counts disagree: the receiver nam
   }
   if (comm.rank() == 1 && !comm.poisoned()) verdict = "the receiver is not poisoned";
   INFO("rank " << comm.rank() << ": " << verdict);
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
+TEST_CASE(
+    "mpi a sender told that its message had the wrong size and then that the group failed throws the size mismatch",
+    "[mpi][all_to_all_v][size_probe]") {
+  // A receiver that finds a message of the wrong size sends the sender a
+  // notice, then the group its verdict. A sender's wait that reads the
+  // verdict with the notice already kept or just landed must throw the
+  // notice, its own error (on a loaded machine it once threw the group's
+  // peer_lost instead). Here rank 1 of a two-rank
+  // communicator plays that receiver by hand, on the tags plait reserves
+  // (tag_upper_bound() + 1 and + 2), and never sends its own block, so
+  // rank 0's wait can end only by reading the verdict.
+  const int world_rank = plait_test::world_rank();
+  MPI_Comm pair = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank < 2 ? 0 : MPI_UNDEFINED, world_rank, &pair);
+  std::string verdict;
+  if (pair != MPI_COMM_NULL) {
+    int pair_size = 0;
+    MPI_Comm_size(pair, &pair_size);
+    if (pair_size == 2) {
+      plait::mpi::communicator comm(pair);
+      comm.set_timeout(std::chrono::seconds(10));
+      const int notice_tag = comm.tag_upper_bound() + 1;
+      const int verdict_tag = comm.tag_upper_bound() + 2;
+      const std::size_t k = 4;
+      if (comm.rank() == 0) {
+        std::vector<int> send(2 * k, 1), recv(2 * k, -1);
+        const std::vector<std::size_t> counts{k, k};
+        try {
+          plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
+          verdict = "the sender's call returned normally";
+        } catch (const plait::error& e) {
+          const std::string what = e.what();
+          if (e.code() != plait::errc::size_mismatch ||
+              what.find("rank 1 received a message of 20 bytes") == std::string::npos) {
+            verdict = "the sender did not throw the receiver's notice: " + std::string(e.what());
+          }
+        }
+      } else {
+        // Take rank 0's block of the call, claim it held one int too many,
+        // then announce the group's failure, as plait's receiver does.
+        MPI_Status status;
+        MPI_Probe(0, MPI_ANY_TAG, comm.native_handle(), &status);
+        std::vector<int> block(k);
+        MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 0, status.MPI_TAG, comm.native_handle(),
+                 MPI_STATUS_IGNORE);
+        const std::array<std::int64_t, 4> notice{0, static_cast<std::int64_t>(k * sizeof(int)),
+                                                 static_cast<std::int64_t>((k + 1) * sizeof(int)), status.MPI_TAG};
+        MPI_Send(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 0, notice_tag, comm.native_handle());
+        plait::mpi::detail::blame_message failure;
+        failure.kind = plait::mpi::detail::blame_message::verdict;
+        failure.peer = 0;
+        failure.set_text("rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
+        MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 0, verdict_tag, comm.native_handle());
+        // The sender, failing inside its collective, announces it in turn
+        // (looked for with a deadline: a sender that fails otherwise may not).
+        plait::mpi::detail::blame_message announced;
+        MPI_Request pending = MPI_REQUEST_NULL;
+        MPI_Irecv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, 0, verdict_tag, comm.native_handle(),
+                  &pending);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        int arrived = 0;
+        while (arrived == 0 && std::chrono::steady_clock::now() < give_up) {
+          MPI_Test(&pending, &arrived, MPI_STATUS_IGNORE);
+          if (arrived == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (arrived == 0) {
+          MPI_Cancel(&pending);
+          MPI_Wait(&pending, MPI_STATUS_IGNORE);
+          verdict = "rank 0 announced no failure";
+        } else if (announced.kind != plait::mpi::detail::blame_message::verdict) {
+          verdict = "rank 0 sent something other than a verdict";
+        }
+      }
+    }
+    MPI_Comm_free(&pair);
+  }
+  INFO("rank " << world_rank << ": " << verdict);
   PLAIT_REQUIRE_ALL(verdict.empty());
 }

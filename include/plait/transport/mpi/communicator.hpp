@@ -762,20 +762,26 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// about an earlier call throws now: the receiver has failed and is in no
   /// later call.
   void check_notices(std::string_view operation, std::span<const request> requests = {}) {
-    if (notice_.peer < 0) {
-      int found = 0;
-      MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, notice_tag_, comm_, &found, &status) != MPI_SUCCESS || found == 0) return;
-      std::array<std::int64_t, 4> notice{};
-      MPI_Recv(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, status.MPI_SOURCE, notice_tag_, comm_,
-               MPI_STATUS_IGNORE);
-      notice_ = {status.MPI_SOURCE, static_cast<std::size_t>(notice[2]), static_cast<std::size_t>(notice[1]),
-                 call_stamp::from_bits(static_cast<std::uint32_t>(notice[0]))};
-      notice_tag_seen_ = static_cast<int>(notice[3]);
-    }
+    if (!read_notice()) return;
     const bool current =
         std::any_of(requests.begin(), requests.end(), [this](const request& r) { return r.tag_ == notice_tag_seen_; });
     if (!current) raise_notice(operation, {});
+  }
+
+  /// Takes a size notice that has arrived into notice_, unless one is kept
+  /// already; true when one is kept.
+  bool read_notice() {
+    if (notice_.peer >= 0) return true;
+    int found = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, notice_tag_, comm_, &found, &status) != MPI_SUCCESS || found == 0) return false;
+    std::array<std::int64_t, 4> notice{};
+    MPI_Recv(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, status.MPI_SOURCE, notice_tag_, comm_,
+             MPI_STATUS_IGNORE);
+    notice_ = {status.MPI_SOURCE, static_cast<std::size_t>(notice[2]), static_cast<std::size_t>(notice[1]),
+               call_stamp::from_bits(static_cast<std::uint32_t>(notice[0]))};
+    notice_tag_seen_ = static_cast<int>(notice[3]);
+    return true;
   }
 
   /// Throws (and poisons) the size notice check_notices kept, if any.
@@ -952,6 +958,11 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// sender saw on this rank's message) or names none, the peer is the
   /// sender, the other party: a rank never names itself.
   [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
+    // A receiver that finds this rank's message of the wrong size sends its
+    // notice, then its verdict. Both may land between one poll's look for
+    // notices and its look for verdicts: the notice, sent first and so
+    // already here, is the cause, and this rank's own error.
+    if (watch_notices_ && read_notice()) raise_notice("wait_all", requests);
     for (request& r : requests) r.abandon();
     const bool names_another = blame_.peer >= 0 && blame_.peer < size() && blame_.peer != rank();
     const int blamed = names_another ? blame_.peer : blame_from_;
