@@ -73,16 +73,16 @@ PLAIT_DECL const remembered_choice* find_choice(const remembered_choice* list, i
 template <class Op>
 choice choose_once_of(choice_memory& memory, int rank, int size, std::size_t block_bytes, const cost_model& m,
                       algorithm_set allowed) {
-  {
-    const std::scoped_lock lock(memory.guard);
-    if (const remembered_choice* found = find_choice(memory.known, size, block_bytes)) return found->picked;
+  if (const remembered_choice* found = find_choice(memory.known.load(std::memory_order_acquire), size, block_bytes)) {
+    return found->picked;
   }
   const choice picked = run_time_choice(Op{}, size, block_bytes, m, allowed);
   bool first = false;
   {
     const std::scoped_lock lock(memory.guard);
-    if (find_choice(memory.known, size, block_bytes) == nullptr) {
-      memory.known = new remembered_choice{size, block_bytes, picked, memory.known};
+    const remembered_choice* head = memory.known.load(std::memory_order_relaxed);  // only adders write it
+    if (find_choice(head, size, block_bytes) == nullptr) {
+      memory.known.store(new remembered_choice{size, block_bytes, picked, head}, std::memory_order_release);
       first = true;
     }
   }
