@@ -28,10 +28,11 @@ PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Data
   const std::size_t block = payload_bytes(recvcount, recvtype);
   const std::uint64_t bytes = block * static_cast<std::size_t>(P);
   return serve(f, comm, bytes, [&] {
+    packing_scratch& kept = packing_scratch_of_this_thread();  // one thread-local lookup a call
     // Datatypes with gaps that are boxes go straight in and out, on one node
     // (plait's two-level collectives take contiguous data only).
     if (plait::shm::communicator* node = node_group(*state)) {
-      std::vector<std::byte>& scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& scratch = kept.send;
       const std::optional<box_views> v = views_of(sendbuf, count_of(sendcount), sendtype, recvbuf,
                                                   count_of(recvcount) * static_cast<std::size_t>(P), recvtype, scratch);
       if (v) {
@@ -44,7 +45,7 @@ PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Data
         return;
       }
     }
-    std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+    std::vector<std::byte>& recv_scratch = kept.recv;
     const std::span<std::byte> recv =
         receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);  // MPI counts are int: P * recvcount fits
     const bool staged = recv.data() == recv_scratch.data() && !recv.empty();
@@ -59,7 +60,7 @@ PLAIT_PMPI_EXPORT int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Data
       }
       on_levels(*state, [&](auto& group) { plait::all_gather(group, plait::in_place, recv); });
     } else {
-      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& send_scratch = kept.send;
       const std::span<const std::byte> send = gather_bytes(sendbuf, sendcount, sendtype, send_scratch);
       on_levels(*state, [&](auto& group) { plait::all_gather(group, send, recv); });
     }

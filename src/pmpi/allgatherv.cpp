@@ -35,10 +35,11 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
     return report_current_exception(comm, name(f));
   }
   return serve(f, comm, layout.total, [&] {
+    packing_scratch& kept = packing_scratch_of_this_thread();  // one thread-local lookup a call
     // Datatypes with gaps that are boxes go straight in and out where the
     // blocks lie in rank order, on one node (as MPI_Allgather's).
     if (plait::shm::communicator* node = node_group(*state); node != nullptr && layout.in_order) {
-      std::vector<std::byte>& scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& scratch = kept.send;
       const auto total = static_cast<std::size_t>(count_sum(recvcounts, P));
       const std::optional<box_views> v =
           views_of(sendbuf, count_of(sendcount), sendtype, recvbuf, total, recvtype, scratch);
@@ -53,7 +54,7 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
         return;
       }
     }
-    std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+    std::vector<std::byte>& recv_scratch = kept.recv;
     const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, layout, recv_scratch);
     const auto me = static_cast<std::size_t>(rank);
     if (sendbuf == MPI_IN_PLACE) {
@@ -66,7 +67,7 @@ PLAIT_PMPI_EXPORT int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Dat
       }
       on_levels(*state, [&](auto& group) { plait::all_gather_v(group, plait::in_place, recv, layout.bytes); });
     } else {
-      std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& send_scratch = kept.send;
       const std::span<const std::byte> send = gather_bytes(sendbuf, sendcount, sendtype, send_scratch);
       on_levels(*state, [&](auto& group) { plait::all_gather_v(group, send, recv, layout.bytes); });
     }

@@ -24,10 +24,11 @@ PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datat
   const int P = size_of(comm);
   const std::uint64_t bytes = payload_bytes(recvcount, recvtype) * static_cast<std::uint64_t>(P);
   return serve(f, comm, bytes, [&] {
+    packing_scratch& kept = packing_scratch_of_this_thread();  // one thread-local lookup a call
     // As MPI_Allgather's: boxes with gaps go straight in and out, on one node.
     if (plait::shm::communicator* node = node_group(*state)) {
       const bool in_place = sendbuf == MPI_IN_PLACE;
-      std::vector<std::byte>& scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& scratch = kept.send;
       const std::size_t elements = count_of(recvcount) * static_cast<std::size_t>(P);
       const std::optional<box_views> v =
           in_place ? views_of(recvbuf, elements, recvtype, recvbuf, elements, recvtype, scratch, true)
@@ -39,7 +40,7 @@ PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datat
         return;
       }
     }
-    std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+    std::vector<std::byte>& send_scratch = kept.send;
     std::span<const std::byte> send;
     if (sendbuf == MPI_IN_PLACE) {
       // The receive buffer is also the send buffer: its blocks are copied
@@ -52,7 +53,7 @@ PLAIT_PMPI_EXPORT int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datat
     } else {
       send = gather_bytes(sendbuf, sendcount * P, sendtype, send_scratch);
     }
-    std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+    std::vector<std::byte>& recv_scratch = kept.recv;
     const std::span<std::byte> recv = receive_bytes(recvbuf, recvcount * P, recvtype, recv_scratch);
     on_levels(*state, [&](auto& group) { plait::all_to_all(group, send, recv); });
     if (recv.data() == recv_scratch.data() && !recv.empty()) scatter_bytes(recv, recvbuf, recvcount * P, recvtype);

@@ -39,11 +39,12 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
   const block_layout& recv_layout = blocks.recv;
   const block_layout& send_layout = in_place ? blocks.recv : blocks.send;
   return serve(f, comm, recv_layout.total, [&] {
+    packing_scratch& kept = packing_scratch_of_this_thread();  // one thread-local lookup a call
     // As MPI_Allgatherv's: boxes with gaps in rank order go straight in and
     // out, on one node; in place, the send side is a packed copy.
     if (plait::shm::communicator* node = node_group(*state);
         node != nullptr && send_layout.in_order && recv_layout.in_order) {
-      std::vector<std::byte>& scratch = packing_scratch_of_this_thread().send;
+      std::vector<std::byte>& scratch = kept.send;
       const auto recv_total = static_cast<std::size_t>(count_sum(recvcounts, P));
       const std::optional<box_views> v =
           in_place ? views_of(recvbuf, recv_total, recvtype, recvbuf, recv_total, recvtype, scratch, true)
@@ -60,12 +61,12 @@ PLAIT_PMPI_EXPORT int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
         return;
       }
     }
-    std::vector<std::byte>& send_scratch = packing_scratch_of_this_thread().send;
+    std::vector<std::byte>& send_scratch = kept.send;
     // In place, the blocks to send are the receive buffer's, copied out first.
     const std::span<const std::byte> send =
         in_place ? gather_blocks(recvbuf, recvcounts, rdispls, recvtype, recv_layout, send_scratch, true)
                  : gather_blocks(sendbuf, sendcounts, sdispls, sendtype, send_layout, send_scratch, false);
-    std::vector<std::byte>& recv_scratch = packing_scratch_of_this_thread().recv;
+    std::vector<std::byte>& recv_scratch = kept.recv;
     const std::span<std::byte> recv = receive_blocks(recvbuf, recvtype, recv_layout, recv_scratch);
     on_levels(*state,
               [&](auto& group) { plait::all_to_all_v(group, send, send_layout.bytes, recv, recv_layout.bytes); });

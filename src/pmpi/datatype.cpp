@@ -193,7 +193,7 @@ const kept_facts& filled_facts(int index, MPI_Datatype type) {
 const kept_facts* named_facts(MPI_Datatype type) {
   struct remembered {
     bool known = false;
-    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_Datatype type{};  // not MPI_DATATYPE_NULL: no constant in Open MPI, it would add a guard to each look
     const kept_facts* kept = nullptr;
   };
   thread_local remembered last;
