@@ -319,6 +319,21 @@ TEST_CASE("mpi hierarchical collectives send exactly the documented bytes over t
   }
 }
 
+TEST_CASE("mpi automatic gathers 1 MiB blocks hierarchically on two nodes of two or more ranks", "[mpi][two_level]") {
+  // Flat direct sends each node's link L x (N - 1) x L blocks, hierarchical
+  // L x (N - 1): with every rank's bytes charged as if it had a link of its
+  // own, automatic chose flat here (two hosts of two ranks, 1 MiB blocks:
+  // 1.4-1.6x native where hierarchical's bytes allow more).
+  plait::mpi::communicator world{MPI_COMM_WORLD};
+  if (world.size() < 4 || world.size() % 2 != 0) return;
+  plait::mpi::node_levels levels(world, fake_node(placement::block, world.rank(), 2, world.size()));
+  const bool ok = gather_matches_mpi<plait::automatic>(levels, std::size_t{1} << 20, 17);
+  const plait::level_choice gathered = levels.last_choice();
+  INFO("hierarchical " << gathered.hierarchical_seconds << " s, flat " << gathered.flat_seconds << " s");
+  CHECK(gathered.hierarchical);
+  PLAIT_REQUIRE_ALL(ok);
+}
+
 TEST_CASE("mpi automatic on node_levels picks flat or hierarchical from both cost models and says which",
           "[mpi][two_level]") {
   plait::mpi::communicator world{MPI_COMM_WORLD};
@@ -331,9 +346,13 @@ TEST_CASE("mpi automatic on node_levels picks flat or hierarchical from both cos
     CHECK(gathered.flat_seconds > 0);
     CHECK(gathered.hierarchical_seconds > 0);
     CHECK(gathered.hierarchical == (gathered.hierarchical_seconds <= gathered.flat_seconds));
+    // MPI's model, its bandwidth term shared by a node's ranks for the bytes that leave the node.
+    const int locals = levels.largest_node_size();
+    const plait::cost_model shared =
+        plait::detail::sharing_node_links(plait::detail::model_of<plait::automatic, plait::mpi::communicator>(), locals,
+                                          plait::detail::flat_share_leaving(world.size(), locals));
     const double flat =
-        plait::explain<plait::op::all_gather, plait::automatic, plait::mpi::communicator>(world.size(), n)
-            .predicted_seconds;
+        plait::explain<plait::op::all_gather, plait::automatic>(world.size(), n, shared).predicted_seconds;
     CHECK(gathered.flat_seconds == Approx(flat));
     ok = exchange_matches_mpi<plait::automatic>(levels, n, 10) && ok;
     CHECK(levels.last_choice().name() == (levels.last_choice().hierarchical ? "hierarchical" : "flat"));

@@ -1123,14 +1123,37 @@ constexpr level_blocks hierarchical_level_blocks(op::all_to_all, std::size_t nod
 constexpr bool v_sizes_known_everywhere(op::all_gather) noexcept { return true; }
 constexpr bool v_sizes_known_everywhere(op::all_to_all) noexcept { return false; }
 
+/// `m` for a level whose ranks send to other nodes while the other ranks of
+/// their node do too: a node's `locals` ranks share its link, so a byte that
+/// leaves the node takes `locals` times the link's time per byte; one that
+/// stays (a flat algorithm's pairs inside a node) the model's. `leaving` is
+/// the share of a rank's bytes that leave its node: 1 for the inter level,
+/// (P - L) / (P - 1) for a flat algorithm whose bytes spread evenly over
+/// its peers. Without it the flat prediction charged bytes through the link
+/// as if each rank had a link of its own, and chose flat direct for 1 MiB
+/// all-gathers on two hosts of two ranks, which sends the link twice the
+/// bytes hierarchical does (docs/hierarchical.md).
+constexpr cost_model sharing_node_links(cost_model m, int locals, double leaving) noexcept {
+  m.beta *= 1.0 + (static_cast<double>(locals) - 1.0) * leaving;
+  return m;
+}
+
+/// The share of a flat algorithm's bytes that leave a node of `locals` of
+/// the group's `size` ranks (spread evenly over the peers).
+constexpr double flat_share_leaving(int size, int locals) noexcept {
+  return size > 1 ? static_cast<double>(size - locals) / static_cast<double>(size - 1) : 0.0;
+}
+
 /// What automatic predicts for hierarchical<automatic, automatic> with
 /// `bytes`-byte blocks of the whole group: the inter level's choice plus the
-/// intra level's, each from its transport's cost model.
+/// intra level's, each from its transport's cost model (the inter one's
+/// link shared by the node's ranks).
 template <class Op, class A, class Intra, class Inter>
 double predicted_hierarchical_seconds(int nodes, int locals, std::size_t bytes, bool local_major) {
   const level_blocks blocks = hierarchical_level_blocks(Op{}, extent(nodes), extent(locals), bytes, local_major);
-  const double inter =
-      run_time_choice(Op{}, nodes, blocks.inter, model_of<A, Inter>(), allowed_set<A>()).predicted_seconds;
+  const double inter = run_time_choice(Op{}, nodes, blocks.inter, sharing_node_links(model_of<A, Inter>(), locals, 1.0),
+                                       allowed_set<A>())
+                           .predicted_seconds;
   const double intra =
       run_time_choice(Op{}, locals, blocks.intra, model_of<A, Intra>(), allowed_set<A>()).predicted_seconds;
   return inter + static_cast<double>(blocks.intra_calls) * intra;
@@ -1291,9 +1314,12 @@ decltype(auto) two_level_collective(Comm& comm, Send&& send, Recv&& recv, Flat f
               comm.node_count(), comm.largest_node_size(), block, comm.local_major());
       if constexpr (has_whole_communicator<Comm>) {
         using whole = std::remove_reference_t<decltype(comm.world())>;
-        picked.flat_seconds =
-            run_time_choice(Op{}, comm.size(), block, model_of<Algorithm, whole>(), allowed_set<Algorithm>())
-                .predicted_seconds;
+        const int locals = comm.largest_node_size();
+        picked.flat_seconds = run_time_choice(Op{}, comm.size(), block,
+                                              sharing_node_links(model_of<Algorithm, whole>(), locals,
+                                                                 flat_share_leaving(comm.size(), locals)),
+                                              allowed_set<Algorithm>())
+                                  .predicted_seconds;
         picked.hierarchical = picked.hierarchical_seconds <= picked.flat_seconds;
       }
       comm.note_choice(picked);
