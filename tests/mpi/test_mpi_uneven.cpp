@@ -199,10 +199,10 @@ TEST_CASE(
   // notice, then the group its verdict. A sender's wait that reads the
   // verdict with the notice already kept or just landed must throw the
   // notice, its own error (on a loaded machine it once threw the group's
-  // peer_lost instead). Here rank 1 of a two-rank
-  // communicator plays that receiver by hand, on the tags plait reserves
-  // (tag_upper_bound() + 1 and + 2), and never sends its own block, so
-  // rank 0's wait can end only by reading the verdict.
+  // peer_lost instead). Here rank 1 of a two-rank communicator plays that
+  // receiver by hand, on the tags plait reserves (tag_upper_bound() + 1 and
+  // + 2), and never sends its own block, so rank 0's wait can end only by
+  // reading the verdict.
   const int world_rank = plait_test::world_rank();
   MPI_Comm pair = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank < 2 ? 0 : MPI_UNDEFINED, world_rank, &pair);

@@ -959,9 +959,9 @@ class communicator : public communicator_core, public blocking_calls<communicato
   /// sender, the other party: a rank never names itself.
   [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
     // A receiver that finds this rank's message of the wrong size sends its
-    // notice, then its verdict. Both may land between one poll's look for
-    // notices and its look for verdicts: the notice, sent first and so
-    // already here, is the cause, and this rank's own error.
+    // notice, then its verdict. The notice, kept for the end of this wait or
+    // landed after this poll looked (sent first, it is here when the verdict
+    // is), is the cause, and this rank's own error.
     if (watch_notices_ && read_notice()) raise_notice("wait_all", requests);
     for (request& r : requests) r.abandon();
     const bool names_another = blame_.peer >= 0 && blame_.peer < size() && blame_.peer != rank();
