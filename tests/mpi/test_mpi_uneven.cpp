@@ -231,38 +231,44 @@ TEST_CASE(
         }
       } else {
         // Take rank 0's block of the call, claim it held one int too many,
-        // then announce the group's failure, as plait's receiver does.
+        // then announce the group's failure, as plait's receiver does. Each
+        // look for rank 0's messages has a deadline: a sender that fails
+        // otherwise may never send them, and the test must fail, not hang.
+        const auto arrives = [&](int tag, MPI_Status& status) {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          for (int found = 0; std::chrono::steady_clock::now() < give_up;) {
+            MPI_Iprobe(0, tag, comm.native_handle(), &found, &status);
+            if (found != 0) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          return false;
+        };
         MPI_Status status;
-        MPI_Probe(0, MPI_ANY_TAG, comm.native_handle(), &status);
-        std::vector<int> block(k);
-        MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 0, status.MPI_TAG, comm.native_handle(),
-                 MPI_STATUS_IGNORE);
-        const std::array<std::int64_t, 4> notice{0, static_cast<std::int64_t>(k * sizeof(int)),
-                                                 static_cast<std::int64_t>((k + 1) * sizeof(int)), status.MPI_TAG};
-        MPI_Send(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 0, notice_tag, comm.native_handle());
-        plait::mpi::detail::blame_message failure;
-        failure.kind = plait::mpi::detail::blame_message::verdict;
-        failure.peer = 0;
-        failure.set_text("rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
-        MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 0, verdict_tag, comm.native_handle());
-        // The sender, failing inside its collective, announces it in turn
-        // (looked for with a deadline: a sender that fails otherwise may not).
-        plait::mpi::detail::blame_message announced;
-        MPI_Request pending = MPI_REQUEST_NULL;
-        MPI_Irecv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, 0, verdict_tag, comm.native_handle(),
-                  &pending);
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        int arrived = 0;
-        while (arrived == 0 && std::chrono::steady_clock::now() < give_up) {
-          MPI_Test(&pending, &arrived, MPI_STATUS_IGNORE);
-          if (arrived == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-        if (arrived == 0) {
-          MPI_Cancel(&pending);
-          MPI_Wait(&pending, MPI_STATUS_IGNORE);
-          verdict = "rank 0 announced no failure";
-        } else if (announced.kind != plait::mpi::detail::blame_message::verdict) {
-          verdict = "rank 0 sent something other than a verdict";
+        if (!arrives(MPI_ANY_TAG, status)) {
+          verdict = "rank 0 sent no block";
+        } else {
+          std::vector<int> block(k);
+          MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 0, status.MPI_TAG, comm.native_handle(),
+                   MPI_STATUS_IGNORE);
+          const std::array<std::int64_t, 4> notice{0, static_cast<std::int64_t>(k * sizeof(int)),
+                                                   static_cast<std::int64_t>((k + 1) * sizeof(int)), status.MPI_TAG};
+          MPI_Send(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 0, notice_tag, comm.native_handle());
+          plait::mpi::detail::blame_message failure;
+          failure.kind = plait::mpi::detail::blame_message::verdict;
+          failure.peer = 0;
+          failure.set_text("rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
+          MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 0, verdict_tag, comm.native_handle());
+          // The sender, failing inside its collective, announces it in turn.
+          plait::mpi::detail::blame_message announced;
+          if (!arrives(verdict_tag, status)) {
+            verdict = "rank 0 announced no failure";
+          } else {
+            MPI_Recv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, 0, verdict_tag, comm.native_handle(),
+                     MPI_STATUS_IGNORE);
+            if (announced.kind != plait::mpi::detail::blame_message::verdict) {
+              verdict = "rank 0 sent something other than a verdict";
+            }
+          }
         }
       }
     }
