@@ -38,6 +38,28 @@ std::vector<int> shared_counts(int ranks, unsigned seed, int pattern, int most) 
 }
 
 using plait_test::packed_displacements;
+
+/// Whether a message from `source` under `tag` arrives on `comm` within ten
+/// seconds (its envelope in `status`): a test that plays a rank by hand must
+/// fail, not hang, when plait's rank never sends what it expects.
+bool message_arrives(MPI_Comm comm, int source, int tag, MPI_Status& status) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int found = 0; std::chrono::steady_clock::now() < give_up;) {
+    MPI_Iprobe(source, tag, comm, &found, &status);
+    if (found != 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+/// A verdict as plait's failing rank announces it: blaming `blamed`, saying `why`.
+plait::mpi::detail::blame_message failure_verdict(int blamed, const std::string& why) {
+  plait::mpi::detail::blame_message failure;
+  failure.kind = plait::mpi::detail::blame_message::verdict;
+  failure.peer = blamed;
+  failure.set_text(why);
+  return failure;
+}
 using plait_test::total;
 
 template <class Algorithm>
@@ -157,7 +179,14 @@ TEST_CASE("mpi all_to_all_v under direct whose counts disagree: the receiver nam
     if (comm.rank() == 0 && e.code() == plait::errc::size_mismatch && what.find(told) != std::string::npos) {
       sender_told = true;  // the notice came while its own wait still ran (a large message)
     } else if (comm.rank() != 1) {
-      verdict = "rank " + std::to_string(comm.rank()) + " threw: " + what;
+      // A bystander finishes the call, unless it still waited for the sender
+      // or the receiver when either failed (a rendezvous message abandoned):
+      // then it fails with the group, naming the mismatch.
+      const bool names_the_cause = what.find("sent a message of") != std::string::npos ||
+                                   what.find("received a message of") != std::string::npos;
+      if (e.code() != plait::errc::peer_lost || !names_the_cause) {
+        verdict = "rank " + std::to_string(comm.rank()) + " threw: " + what;
+      }
     } else if (e.code() != plait::errc::size_mismatch) {
       verdict = "wrong code: " + what;
     } else if (what.find("rank 0 sent a message of") == std::string::npos ||
@@ -235,13 +264,7 @@ TEST_CASE(
         // look for rank 0's messages has a deadline: a sender that fails
         // otherwise may never send them, and the test must fail, not hang.
         const auto arrives = [&](int tag, MPI_Status& status) {
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-          for (int found = 0; std::chrono::steady_clock::now() < give_up;) {
-            MPI_Iprobe(0, tag, comm.native_handle(), &found, &status);
-            if (found != 0) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
-          return false;
+          return message_arrives(comm.native_handle(), 0, tag, status);
         };
         MPI_Status status;
         if (!arrives(MPI_ANY_TAG, status)) {
@@ -253,10 +276,8 @@ TEST_CASE(
           const std::array<std::int64_t, 4> notice{0, static_cast<std::int64_t>(k * sizeof(int)),
                                                    static_cast<std::int64_t>((k + 1) * sizeof(int)), status.MPI_TAG};
           MPI_Send(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 0, notice_tag, comm.native_handle());
-          plait::mpi::detail::blame_message failure;
-          failure.kind = plait::mpi::detail::blame_message::verdict;
-          failure.peer = 0;
-          failure.set_text("rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
+          const plait::mpi::detail::blame_message failure =
+              failure_verdict(0, "rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
           MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 0, verdict_tag, comm.native_handle());
           // The sender, failing inside its collective, announces it in turn.
           plait::mpi::detail::blame_message announced;
@@ -273,6 +294,89 @@ TEST_CASE(
       }
     }
     MPI_Comm_free(&pair);
+  }
+  INFO("rank " << world_rank << ": " << verdict);
+  PLAIT_REQUIRE_ALL(verdict.empty());
+}
+
+TEST_CASE(
+    "mpi a receiver that saw a message of the wrong size and then that the group failed throws its own size mismatch",
+    "[mpi][all_to_all_v][size_probe]") {
+  // A receiver that finds a message of the wrong size tells its sender and
+  // waits on for its other transfers. The sender, told, fails and announces
+  // it: a receiver's wait that reads that verdict must throw the mismatch it
+  // saw, its own error (on a loaded machine it once threw the group's
+  // peer_lost instead). Ranks 0 and 2 of a three-rank communicator are
+  // played by hand: rank 0 sends rank 1 one int too many and announces its
+  // failure once told; rank 2 never sends its block, so rank 1's wait can
+  // end only by reading the verdict.
+  const int world_rank = plait_test::world_rank();
+  MPI_Comm trio = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank < 3 ? 0 : MPI_UNDEFINED, world_rank, &trio);
+  std::string verdict;
+  if (trio != MPI_COMM_NULL) {
+    int trio_size = 0;
+    MPI_Comm_size(trio, &trio_size);
+    if (trio_size == 3) {
+      plait::mpi::communicator comm(trio);
+      comm.set_timeout(std::chrono::seconds(10));
+      const int notice_tag = comm.tag_upper_bound() + 1;
+      const int verdict_tag = comm.tag_upper_bound() + 2;
+      const std::size_t k = 4;
+      const MPI_Comm native = comm.native_handle();
+      if (comm.rank() == 1) {
+        std::vector<int> send(3 * k, 2), recv(3 * k, -1);
+        const std::vector<std::size_t> counts{k, k, k};
+        try {
+          plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
+          verdict = "the receiver's call returned normally";
+        } catch (const plait::error& e) {
+          const std::string what = e.what();
+          if (e.code() != plait::errc::size_mismatch ||
+              what.find("rank 0 sent a message of 20 bytes where this rank expects 16") == std::string::npos) {
+            verdict = "the receiver did not throw the mismatch it saw: " + what;
+          }
+        }
+      } else {
+        // Both take rank 1's block of the call (its tag is the call's).
+        MPI_Status status;
+        if (!message_arrives(native, 1, MPI_ANY_TAG, status)) {
+          verdict = "rank 1 sent no block";
+        } else {
+          const int call_tag = status.MPI_TAG;
+          std::vector<int> block(k);
+          MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 1, call_tag, native, MPI_STATUS_IGNORE);
+          if (comm.rank() == 0) {
+            const std::vector<int> longer(k + 1, 1);
+            MPI_Send(longer.data(), static_cast<int>((k + 1) * sizeof(int)), MPI_BYTE, 1, call_tag, native);
+            std::array<std::int64_t, 4> notice{};
+            if (!message_arrives(native, 1, notice_tag, status)) {
+              verdict = "rank 1 sent no notice of the wrong size";
+            } else {
+              MPI_Recv(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 1, notice_tag, native,
+                       MPI_STATUS_IGNORE);
+              const plait::mpi::detail::blame_message failure = failure_verdict(
+                  1, "rank 0 failed in all_to_all_v: rank 1 received a message of 20 bytes from this rank");
+              MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 1, verdict_tag, native);
+            }
+          }
+          // The receiver, failing inside its collective, announces it to both.
+          if (verdict.empty()) {
+            plait::mpi::detail::blame_message announced;
+            if (!message_arrives(native, 1, verdict_tag, status)) {
+              verdict = "rank 1 announced no failure";
+            } else {
+              MPI_Recv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, 1, verdict_tag, native,
+                       MPI_STATUS_IGNORE);
+              if (announced.kind != plait::mpi::detail::blame_message::verdict) {
+                verdict = "rank 1 sent something other than a verdict";
+              }
+            }
+          }
+        }
+      }
+    }
+    MPI_Comm_free(&trio);
   }
   INFO("rank " << world_rank << ": " << verdict);
   PLAIT_REQUIRE_ALL(verdict.empty());

@@ -954,10 +954,15 @@ class communicator : public communicator_core, public blocking_calls<communicato
   }
 
   /// Another rank failed and named the rank to blame: this wait fails with
-  /// peer_lost saying so. Where the verdict blames this rank (a mismatch its
+  /// peer_lost saying so, unless a wrong size of this rank's own, seen or
+  /// noticed, caused it (that error is thrown instead). Where the verdict blames this rank (a mismatch its
   /// sender saw on this rank's message) or names none, the peer is the
   /// sender, the other party: a rank never names itself.
   [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
+    // A wrong size this rank's probe saw is the cause, and its own error:
+    // its sender, told, fails and announces it while this wait still runs
+    // for its other transfers.
+    raise_mismatch(requests);
     // A receiver that finds this rank's message of the wrong size sends its
     // notice, then its verdict. The notice, kept for the end of this wait or
     // landed after this poll looked (sent first, it is here when the verdict
