@@ -955,9 +955,10 @@ class communicator : public communicator_core, public blocking_calls<communicato
 
   /// Another rank failed and named the rank to blame: this wait fails with
   /// peer_lost saying so, unless a wrong size of this rank's own, seen or
-  /// noticed, caused it (that error is thrown instead). Where the verdict blames this rank (a mismatch its
-  /// sender saw on this rank's message) or names none, the peer is the
-  /// sender, the other party: a rank never names itself.
+  /// noticed, caused it (that error is thrown instead). Where the verdict
+  /// blames this rank (a mismatch its sender saw on this rank's message) or
+  /// names none, the peer is the sender, the other party: a rank never names
+  /// itself.
   [[noreturn, gnu::cold]] void verdict_received(std::span<request> requests) {
     // A wrong size this rank's probe saw is the cause, and its own error:
     // its sender, told, fails and announces it while this wait still runs
