@@ -84,6 +84,16 @@ settings read_environment() {
       s.views_from = static_cast<std::size_t>(v);
     }
   }
+  if (const char* n = std::getenv("PLAIT_PMPI_POOL"); n != nullptr && *n != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(n, &end, 10);
+    if (*end != '\0' || v < 0 || static_cast<unsigned long long>(v) > most_pooled_states) {
+      std::fprintf(stderr, "plait_pmpi: PLAIT_PMPI_POOL=%s is not a state count from 0 to %zu; ignored\n", n,
+                   most_pooled_states);
+    } else {
+      s.pool_size = static_cast<std::size_t>(v);
+    }
+  }
   return s;
 }
 

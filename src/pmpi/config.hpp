@@ -42,7 +42,17 @@ struct settings {
   /// smaller ones are packed, which costs less than a tensor plan there
   /// (docs/pmpi.md, "Measured"). Local: ranks need not agree.
   std::size_t views_from = 4096;
+  /// PLAIT_PMPI_POOL=n: freed communicators' states kept per process for
+  /// the next communicator of the same ranks (state.cpp), at most n, the
+  /// oldest out first; 0 keeps none. Each holds its node's segment mapped
+  /// and its MPI communicators. Local: a state is reused only where every
+  /// rank still holds it, so ranks need not agree.
+  std::size_t pool_size = 16;
 };
+
+/// The largest PLAIT_PMPI_POOL accepted: each pooled state keeps MPI
+/// communicators, whose context ids MPI has a few thousand of.
+inline constexpr std::size_t most_pooled_states = 1024;
 
 /// Read once from the environment (first call), the same object afterwards.
 const settings& current() noexcept;

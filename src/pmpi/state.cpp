@@ -50,9 +50,8 @@ std::set<comm_state*>& live() {
 // next communicator of the same ranks in the same order. Codes duplicate
 // communicators by the hundred, and building a state costs an MPI_Comm_dup,
 // three splits, a shared-memory segment created, mapped and attached by
-// every rank of a node, and several agreements. At most `pool_limit` states
-// per process, oldest out first. Under `registry`.
-constexpr std::size_t pool_limit = 16;
+// every rank of a node, and several agreements. At most PLAIT_PMPI_POOL
+// states per process (settings::pool_size), oldest out first. Under `registry`.
 std::deque<comm_state*>& pool() {
   static std::deque<comm_state*> states;
   return states;
@@ -89,7 +88,8 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   {
     const std::lock_guard<std::mutex> held(registry);
     live().erase(state);
-    if (!torn_down.load(std::memory_order_acquire) && reusable(*state)) {
+    const std::size_t pool_limit = current().pool_size;
+    if (pool_limit > 0 && !torn_down.load(std::memory_order_acquire) && reusable(*state)) {
       state->comm = MPI_COMM_NULL;
       pool().push_back(state);
       pooled = true;
