@@ -53,13 +53,50 @@ bool message_arrives(MPI_Comm comm, int source, int tag, MPI_Status& status) {
   return false;
 }
 
-/// A verdict as plait's failing rank announces it: blaming `blamed`, saying `why`.
-plait::mpi::detail::blame_message failure_verdict(int blamed, const std::string& why) {
+/// Sends `to` a verdict as plait's failing rank announces it: blaming
+/// `blamed`, saying `why`, under `verdict_tag`.
+void send_failure_verdict(MPI_Comm comm, int to, int verdict_tag, int blamed, const std::string& why) {
   plait::mpi::detail::blame_message failure;
   failure.kind = plait::mpi::detail::blame_message::verdict;
   failure.peer = blamed;
   failure.set_text(why);
-  return failure;
+  MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, to, verdict_tag, comm);
+}
+
+/// Takes the failure `from` announces under `verdict_tag`, as plait's rank
+/// failing inside a collective does: empty if it came, else what went wrong.
+std::string take_announced_failure(MPI_Comm comm, int from, int verdict_tag) {
+  MPI_Status status;
+  if (!message_arrives(comm, from, verdict_tag, status)) {
+    return "rank " + std::to_string(from) + " announced no failure";
+  }
+  plait::mpi::detail::blame_message announced;
+  MPI_Recv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, from, verdict_tag, comm, MPI_STATUS_IGNORE);
+  if (announced.kind != plait::mpi::detail::blame_message::verdict) {
+    return "rank " + std::to_string(from) + " sent something other than a verdict";
+  }
+  return {};
+}
+
+/// Runs `body` on a plait communicator of the first `ranks` world ranks
+/// (10 s timeout) where the world has that many, and returns what it
+/// returns: on every other rank, and on a smaller world, the empty string.
+template <class Body>
+std::string on_first_ranks(int ranks, Body&& body) {
+  const int world_rank = plait_test::world_rank();
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank < ranks ? 0 : MPI_UNDEFINED, world_rank, &group);
+  if (group == MPI_COMM_NULL) return {};
+  std::string verdict;
+  int size = 0;
+  MPI_Comm_size(group, &size);
+  if (size == ranks) {
+    plait::mpi::communicator comm(group);
+    comm.set_timeout(std::chrono::seconds(10));
+    verdict = body(comm);
+  }
+  MPI_Comm_free(&group);
+  return verdict;
 }
 
 template <class Algorithm>
@@ -232,70 +269,42 @@ TEST_CASE(
   // receiver by hand, on the tags plait reserves (tag_upper_bound() + 1 and
   // + 2), and never sends its own block, so rank 0's wait can end only by
   // reading the verdict.
-  const int world_rank = plait_test::world_rank();
-  MPI_Comm pair = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank < 2 ? 0 : MPI_UNDEFINED, world_rank, &pair);
-  std::string verdict;
-  if (pair != MPI_COMM_NULL) {
-    int pair_size = 0;
-    MPI_Comm_size(pair, &pair_size);
-    if (pair_size == 2) {
-      plait::mpi::communicator comm(pair);
-      comm.set_timeout(std::chrono::seconds(10));
-      const int notice_tag = comm.tag_upper_bound() + 1;
-      const int verdict_tag = comm.tag_upper_bound() + 2;
-      const std::size_t k = 4;
-      if (comm.rank() == 0) {
-        std::vector<int> send(2 * k, 1), recv(2 * k, -1);
-        const std::vector<std::size_t> counts{k, k};
-        try {
-          plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
-          verdict = "the sender's call returned normally";
-        } catch (const plait::error& e) {
-          const std::string what = e.what();
-          if (e.code() != plait::errc::size_mismatch ||
-              what.find("rank 1 received a message of 20 bytes") == std::string::npos) {
-            verdict = "the sender did not throw the receiver's notice: " + std::string(e.what());
-          }
-        }
-      } else {
-        // Take rank 0's block of the call, claim it held one int too many,
-        // then announce the group's failure, as plait's receiver does. Each
-        // look for rank 0's messages has a deadline: a sender that fails
-        // otherwise may never send them, and the test must fail, not hang.
-        const auto arrives = [&](int tag, MPI_Status& status) {
-          return message_arrives(comm.native_handle(), 0, tag, status);
-        };
-        MPI_Status status;
-        if (!arrives(MPI_ANY_TAG, status)) {
-          verdict = "rank 0 sent no block";
-        } else {
-          std::vector<int> block(k);
-          MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 0, status.MPI_TAG, comm.native_handle(),
-                   MPI_STATUS_IGNORE);
-          const std::array<std::int64_t, 4> notice{0, static_cast<std::int64_t>(k * sizeof(int)),
-                                                   static_cast<std::int64_t>((k + 1) * sizeof(int)), status.MPI_TAG};
-          MPI_Send(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 0, notice_tag, comm.native_handle());
-          const plait::mpi::detail::blame_message failure =
-              failure_verdict(0, "rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
-          MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 0, verdict_tag, comm.native_handle());
-          // The sender, failing inside its collective, announces it in turn.
-          plait::mpi::detail::blame_message announced;
-          if (!arrives(verdict_tag, status)) {
-            verdict = "rank 0 announced no failure";
-          } else {
-            MPI_Recv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, 0, verdict_tag, comm.native_handle(),
-                     MPI_STATUS_IGNORE);
-            if (announced.kind != plait::mpi::detail::blame_message::verdict) {
-              verdict = "rank 0 sent something other than a verdict";
-            }
-          }
+  const std::string verdict = on_first_ranks(2, [](plait::mpi::communicator& comm) -> std::string {
+    const int notice_tag = comm.tag_upper_bound() + 1;
+    const int verdict_tag = comm.tag_upper_bound() + 2;
+    const std::size_t k = 4;
+    const MPI_Comm native = comm.native_handle();
+    if (comm.rank() == 0) {
+      std::vector<int> send(2 * k, 1), recv(2 * k, -1);
+      const std::vector<std::size_t> counts{k, k};
+      try {
+        plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
+        return "the sender's call returned normally";
+      } catch (const plait::error& e) {
+        const std::string what = e.what();
+        if (e.code() != plait::errc::size_mismatch ||
+            what.find("rank 1 received a message of 20 bytes") == std::string::npos) {
+          return "the sender did not throw the receiver's notice: " + what;
         }
       }
+      return {};
     }
-    MPI_Comm_free(&pair);
-  }
-  INFO("rank " << world_rank << ": " << verdict);
+    // Take rank 0's block of the call, claim it held one int too many, then
+    // announce the group's failure, as plait's receiver does. Each look for
+    // rank 0's messages has a deadline: a sender that fails otherwise may
+    // never send them, and the test must fail, not hang.
+    MPI_Status status;
+    if (!message_arrives(native, 0, MPI_ANY_TAG, status)) return "rank 0 sent no block";
+    std::vector<int> block(k);
+    MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 0, status.MPI_TAG, native, MPI_STATUS_IGNORE);
+    const std::array<std::int64_t, 4> notice{0, static_cast<std::int64_t>(k * sizeof(int)),
+                                             static_cast<std::int64_t>((k + 1) * sizeof(int)), status.MPI_TAG};
+    MPI_Send(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 0, notice_tag, native);
+    send_failure_verdict(native, 0, verdict_tag, 0, "rank 1 failed in all_to_all_v: rank 0 sent a message of 20 bytes");
+    // The sender, failing inside its collective, announces it in turn.
+    return take_announced_failure(native, 0, verdict_tag);
+  });
+  INFO("rank " << plait_test::world_rank() << ": " << verdict);
   PLAIT_REQUIRE_ALL(verdict.empty());
 }
 
@@ -310,74 +319,44 @@ TEST_CASE(
   // hand: rank 0 sends rank 1 one int too many and announces its failure
   // once told; rank 2 never sends its block, so rank 1's wait can end only
   // by reading the verdict.
-  const int world_rank = plait_test::world_rank();
-  MPI_Comm trio = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank < 3 ? 0 : MPI_UNDEFINED, world_rank, &trio);
-  std::string verdict;
-  if (trio != MPI_COMM_NULL) {
-    int trio_size = 0;
-    MPI_Comm_size(trio, &trio_size);
-    if (trio_size == 3) {
-      plait::mpi::communicator comm(trio);
-      comm.set_timeout(std::chrono::seconds(10));
-      const int notice_tag = comm.tag_upper_bound() + 1;
-      const int verdict_tag = comm.tag_upper_bound() + 2;
-      const std::size_t k = 4;
-      const MPI_Comm native = comm.native_handle();
-      if (comm.rank() == 1) {
-        std::vector<int> send(3 * k, 2), recv(3 * k, -1);
-        const std::vector<std::size_t> counts{k, k, k};
-        try {
-          plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
-          verdict = "the receiver's call returned normally";
-        } catch (const plait::error& e) {
-          const std::string what = e.what();
-          if (e.code() != plait::errc::size_mismatch ||
-              what.find("rank 0 sent a message of 20 bytes where this rank expects 16") == std::string::npos) {
-            verdict = "the receiver did not throw the mismatch it saw: " + what;
-          }
-        }
-      } else {
-        // Both take rank 1's block of the call (its tag is the call's).
-        MPI_Status status;
-        if (!message_arrives(native, 1, MPI_ANY_TAG, status)) {
-          verdict = "rank 1 sent no block";
-        } else {
-          const int call_tag = status.MPI_TAG;
-          std::vector<int> block(k);
-          MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 1, call_tag, native, MPI_STATUS_IGNORE);
-          if (comm.rank() == 0) {
-            const std::vector<int> longer(k + 1, 1);
-            MPI_Send(longer.data(), static_cast<int>((k + 1) * sizeof(int)), MPI_BYTE, 1, call_tag, native);
-            std::array<std::int64_t, 4> notice{};
-            if (!message_arrives(native, 1, notice_tag, status)) {
-              verdict = "rank 1 sent no notice of the wrong size";
-            } else {
-              MPI_Recv(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 1, notice_tag, native,
-                       MPI_STATUS_IGNORE);
-              const plait::mpi::detail::blame_message failure = failure_verdict(
-                  1, "rank 0 failed in all_to_all_v: rank 1 received a message of 20 bytes from this rank");
-              MPI_Send(&failure, static_cast<int>(sizeof failure), MPI_BYTE, 1, verdict_tag, native);
-            }
-          }
-          // The receiver, failing inside its collective, announces it to both.
-          if (verdict.empty()) {
-            plait::mpi::detail::blame_message announced;
-            if (!message_arrives(native, 1, verdict_tag, status)) {
-              verdict = "rank 1 announced no failure";
-            } else {
-              MPI_Recv(&announced, static_cast<int>(sizeof announced), MPI_BYTE, 1, verdict_tag, native,
-                       MPI_STATUS_IGNORE);
-              if (announced.kind != plait::mpi::detail::blame_message::verdict) {
-                verdict = "rank 1 sent something other than a verdict";
-              }
-            }
-          }
+  const std::string verdict = on_first_ranks(3, [](plait::mpi::communicator& comm) -> std::string {
+    const int notice_tag = comm.tag_upper_bound() + 1;
+    const int verdict_tag = comm.tag_upper_bound() + 2;
+    const std::size_t k = 4;
+    const MPI_Comm native = comm.native_handle();
+    if (comm.rank() == 1) {
+      std::vector<int> send(3 * k, 2), recv(3 * k, -1);
+      const std::vector<std::size_t> counts{k, k, k};
+      try {
+        plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
+        return "the receiver's call returned normally";
+      } catch (const plait::error& e) {
+        const std::string what = e.what();
+        if (e.code() != plait::errc::size_mismatch ||
+            what.find("rank 0 sent a message of 20 bytes where this rank expects 16") == std::string::npos) {
+          return "the receiver did not throw the mismatch it saw: " + what;
         }
       }
+      return {};
     }
-    MPI_Comm_free(&trio);
-  }
-  INFO("rank " << world_rank << ": " << verdict);
+    // Both take rank 1's block of the call (its tag is the call's).
+    MPI_Status status;
+    if (!message_arrives(native, 1, MPI_ANY_TAG, status)) return "rank 1 sent no block";
+    const int call_tag = status.MPI_TAG;
+    std::vector<int> block(k);
+    MPI_Recv(block.data(), static_cast<int>(k * sizeof(int)), MPI_BYTE, 1, call_tag, native, MPI_STATUS_IGNORE);
+    if (comm.rank() == 0) {
+      const std::vector<int> longer(k + 1, 1);
+      MPI_Send(longer.data(), static_cast<int>((k + 1) * sizeof(int)), MPI_BYTE, 1, call_tag, native);
+      if (!message_arrives(native, 1, notice_tag, status)) return "rank 1 sent no notice of the wrong size";
+      std::array<std::int64_t, 4> notice{};
+      MPI_Recv(notice.data(), static_cast<int>(sizeof notice), MPI_BYTE, 1, notice_tag, native, MPI_STATUS_IGNORE);
+      send_failure_verdict(native, 1, verdict_tag, 1,
+                           "rank 0 failed in all_to_all_v: rank 1 received a message of 20 bytes from this rank");
+    }
+    // The receiver, failing inside its collective, announces it to both.
+    return take_announced_failure(native, 1, verdict_tag);
+  });
+  INFO("rank " << plait_test::world_rank() << ": " << verdict);
   PLAIT_REQUIRE_ALL(verdict.empty());
 }
