@@ -7,7 +7,8 @@
 // host kernel (reduction/kernel.hpp) bit for bit: NaNs, infinities, signed
 // zeros and subnormals included, the result over either operand or both
 // operands one array (the host kernel's separate loops), unaligned arrays,
-// and prepare (premul_sum), finish (avg) and accumulate's conversions. Only
+// prepare (premul_sum), finish (avg) and accumulate's conversions, and the
+// fold the NVLink step kernel's combining receives run (wire_combine). Only
 // CCCL's headers are used from the CUDA toolkit.
 #define THRUST_DEVICE_SYSTEM THRUST_DEVICE_SYSTEM_CPP
 
@@ -108,6 +109,26 @@ std::string differs(const std::byte* got, const std::byte* want, std::size_t n, 
   return {};
 }
 
+/// differs() on the members of n elements of W: a value_index's padding
+/// holds whatever the copy that wrote it held, and is not compared.
+template <class W>
+std::string differs_in_members(const std::byte* got, const std::byte* want, std::size_t n, const std::string& what) {
+  if constexpr (plait::detail::is_value_index_v<W>) {
+    for (std::size_t i = 0; i < n; ++i) {
+      W a;
+      W b;
+      std::memcpy(static_cast<void*>(&a), got + i * sizeof(W), sizeof(W));
+      std::memcpy(static_cast<void*>(&b), want + i * sizeof(W), sizeof(W));
+      if (std::memcmp(&a.value, &b.value, sizeof a.value) != 0 || a.index != b.index) {
+        return what + ": first difference in element " + std::to_string(i) + "\n";
+      }
+    }
+    return {};
+  } else {
+    return differs(got, want, n * sizeof(W), sizeof(W), what);
+  }
+}
+
 /// R on T through element_work and through the host kernel, compared.
 template <class T, class R>
 std::string check(const R& r, std::mt19937_64& rng) {
@@ -153,19 +174,33 @@ std::string check(const R& r, std::mt19937_64& rng) {
       REQUIRE(!work::prepares);
     }
     // The combine, with the result apart and over each operand, and with both operands one array.
+    using wire = plait::detail::wire_combine<T, R>;
+    using wire_element = typename wire::element;
+    REQUIRE(sizeof(wire_element) == w);
     bytes want(n * w, offset), got(n * w, offset);
+    const auto combine_differs = [&](const std::string& what) {
+      return differs_in_members<wire_element>(got.data(), want.data(), n, at + ": " + what);
+    };
     k.combine(k.state, a.data(), b.data(), want.data(), n);
     work::combine(run, k.state, a.data(), b.data(), got.data(), n);
-    v += differs(got.data(), want.data(), n * w, w, at + ": combine");
+    v += combine_differs("combine");
+    // The NVLink step kernel's combining receive folds with wire_combine's
+    // element and reduction, the value copied from where the kernel's state points.
+    const plait::detail::combine_functor<wire_element, typename wire::reduction> fold{
+        *static_cast<const typename wire::reduction*>(k.state), a.data(), b.data(), got.data(),
+        plait::detail::aligned_for<wire_element>(a.data(), b.data(), got.data())};
+    std::memset(got.data(), 0, n * w);
+    for (std::size_t i = 0; i < n; ++i) fold(i);
+    v += combine_differs("a combining receive's fold");
     std::memcpy(got.data(), a.data(), n * w);
     work::combine(run, k.state, got.data(), b.data(), got.data(), n);
-    v += differs(got.data(), want.data(), n * w, w, at + ": combine into the left operand");
+    v += combine_differs("combine into the left operand");
     std::memcpy(got.data(), b.data(), n * w);
     work::combine(run, k.state, a.data(), got.data(), got.data(), n);
-    v += differs(got.data(), want.data(), n * w, w, at + ": combine into the right operand");
+    v += combine_differs("combine into the right operand");
     k.combine(k.state, a.data(), a.data(), want.data(), n);
     work::combine(run, k.state, a.data(), a.data(), got.data(), n);
-    v += differs(got.data(), want.data(), n * w, w, at + ": combine of an array with itself");
+    v += combine_differs("combine of an array with itself");
     // The result, finished (avg divides) and rounded back (accumulate).
     k.combine(k.state, a.data(), b.data(), want.data(), n);
     std::memcpy(got.data(), want.data(), n * w);

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -71,6 +72,184 @@ TEMPLATE_LIST_TEST_CASE("nvlink emulation: reductions equal a serial reference i
 
 namespace {
 
+/// Rank r's element i: every order of sums gives the same bits.
+std::int64_t contribution(int rank, std::size_t i) { return static_cast<std::int64_t>(i * 31 + rank * 7); }
+
+/// Rank r's element i of a sum whose bits depend on the order it is taken in.
+float order_sensitive(int rank, std::size_t i) {
+  return 1.0f / static_cast<float>(3 + i % 11) + 1e6f * static_cast<float>(rank % 2) -
+         static_cast<float>(i % 5) * 1e-3f * static_cast<float>(rank);
+}
+
+/// out = left + right over int32 elements: a combining receive's combine.
+void add_ints(const void* /*context*/, const std::byte* left, const std::byte* right, std::byte* out,
+              std::size_t bytes) {
+  for (std::size_t at = 0; at < bytes; at += sizeof(std::int32_t)) {
+    std::int32_t a = 0;
+    std::int32_t b = 0;
+    std::memcpy(&a, left + at, sizeof a);
+    std::memcpy(&b, right + at, sizeof b);
+    const std::int32_t sum = a + b;
+    std::memcpy(out + at, &sum, sizeof sum);
+  }
+}
+
+/// out = left * 10 + right: which side the arriving partial is on shows.
+void left_times_ten_plus_right(const void* /*context*/, const std::byte* left, const std::byte* right, std::byte* out,
+                               std::size_t bytes) {
+  for (std::size_t at = 0; at < bytes; at += sizeof(std::int32_t)) {
+    std::int32_t a = 0;
+    std::int32_t b = 0;
+    std::memcpy(&a, left + at, sizeof a);
+    std::memcpy(&b, right + at, sizeof b);
+    const std::int32_t folded = a * 10 + b;
+    std::memcpy(out + at, &folded, sizeof folded);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("nvlink emulation: a reduction combines partials as they arrive out of slots and registered buffers",
+          "[nvlink][reduce][combine_on_receive]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(2, 3, 5);
+  CAPTURE(plait_test::to_string(m), ranks);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& boot) -> std::string {
+    gpu_comm gpu(boot, 0, {}, {2, 4096});       // 4 KiB slots: every block crosses chunks
+    gpu.set_timeout(std::chrono::seconds(20));  // a hang fails as a timeout naming rank and peer
+    const auto p = static_cast<std::size_t>(ranks);
+    const std::size_t block = 20000;  // 160 KB: a registered block is read from a process in several pieces
+    std::vector<std::int64_t> send(block * p);
+    for (std::size_t i = 0; i < send.size(); ++i) send[i] = contribution(gpu.rank(), i);
+    const auto wrong = [&](const std::vector<std::int64_t>& got) {
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        std::int64_t total = 0;
+        for (int r = 0; r < ranks; ++r) total += contribution(r, i);
+        if (got[i] != total) return true;
+      }
+      return false;
+    };
+    std::string v;
+    // Ring: each step's partial meets the rank's own block, or its accumulator, as it arrives.
+    std::vector<std::int64_t> recv(send.size());
+    plait::all_reduce<plait::ring>(gpu, send, recv, plait::sum{});
+    if (wrong(recv)) v += "ring all_reduce from staging slots\n";
+    const std::uint64_t combined = gpu.bytes_combined_on_receive();
+    if (combined < (p - 1) * block * sizeof(std::int64_t)) {
+      v += "combined " + std::to_string(combined) + " bytes on receive, not every step's partial\n";
+    }
+    {
+      // The first step's partials are the send buffers themselves: read straight from them.
+      const auto registered = gpu.register_buffer(send);
+      const std::uint64_t direct = gpu.policy().direct_bytes();
+      const std::uint64_t zero_copy = gpu.bytes_zero_copy();
+      std::vector<std::int64_t> again(send.size());
+      plait::all_reduce<plait::ring>(gpu, send, again, plait::sum{});
+      if (wrong(again)) v += "ring all_reduce from registered buffers\n";
+      // Processes read each other's buffers by cross-memory attach, where the kernel allows it (else staging).
+      const bool attached = m == mode::threads || gpu.bytes_zero_copy() != zero_copy;
+      if (attached && gpu.policy().direct_bytes() == direct)
+        v += "no partial was combined out of a registered buffer\n";
+      if (gpu.bytes_combined_on_receive() == combined) v += "the registered run combined nothing on receive\n";
+    }
+    // Chain: the arriving partial is the left operand; the exact left fold's bits.
+    std::vector<float> mixed(64 * p);
+    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = order_sensitive(gpu.rank(), i);
+    std::vector<float> folded(mixed.size());
+    const std::uint64_t before_chain = gpu.bytes_combined_on_receive();
+    plait::all_reduce<plait::chain>(gpu, mixed, folded, plait::ordered<plait::sum>{});
+    for (std::size_t i = 0; i < folded.size(); ++i) {
+      float acc = order_sensitive(0, i);
+      for (int r = 1; r < ranks; ++r) acc = plait::sum{}(acc, order_sensitive(r, i));
+      if (std::memcmp(&acc, &folded[i], sizeof acc) != 0) {
+        v += "chain ordered<sum> element " + std::to_string(i) + "\n";
+        break;
+      }
+    }
+    if (gpu.rank() != 0 && gpu.bytes_combined_on_receive() == before_chain)
+      v += "the chain combined nothing on receive\n";
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: irecv_combine folds each chunk on its side and refuses what a step cannot combine",
+          "[nvlink][reduce][combine_on_receive]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 1, [&](plait::shm::communicator& boot) -> std::string {
+    gpu_comm gpu(boot, 0, {}, {2, 16});  // 16-byte slots: 4 ints a chunk, so 9 ints take 3 chunks
+    const std::vector<std::int32_t> arriving{1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const std::vector<std::int32_t> held{10, 20, 30, 40, 50, 60, 70, 80, 90};
+    std::vector<std::int32_t> left_into(arriving.size());
+    std::vector<std::int32_t> right_into = held;  // in place: the operand is the destination
+    const auto bytes_of = [](std::vector<std::int32_t>& v) { return std::as_writable_bytes(std::span(v)); };
+    const auto how = [](const std::vector<std::int32_t>& operand, bool arriving_left, std::size_t granule,
+                        auto* combine) {
+      return plait::receive_combine{.held = reinterpret_cast<const std::byte*>(operand.data()),
+                                    .arriving_left = arriving_left,
+                                    .granule = granule,
+                                    .combine = combine,
+                                    .context = nullptr};
+    };
+    const auto on_left = how(held, true, sizeof(std::int32_t), &left_times_ten_plus_right);
+    const auto on_right = how(right_into, false, sizeof(std::int32_t), &left_times_ten_plus_right);
+    const auto adding = how(held, true, sizeof(std::int32_t), &add_ints);
+    const auto out = std::as_bytes(std::span(arriving));
+    const int tag = 3;
+    std::string v;
+    std::vector<gpu_comm::request> r{gpu.isend(0, out, tag), gpu.isend(0, out, tag),
+                                     gpu.irecv_combine(0, bytes_of(left_into), on_left, tag),
+                                     gpu.irecv_combine(0, bytes_of(right_into), on_right, tag)};
+    gpu.wait_all(r);
+    for (std::size_t i = 0; i < arriving.size(); ++i) {
+      if (left_into[i] != arriving[i] * 10 + held[i]) v += "arriving on the left, element " + std::to_string(i) + "\n";
+      if (right_into[i] != held[i] * 10 + arriving[i])
+        v += "arriving on the right, element " + std::to_string(i) + "\n";
+    }
+    if (gpu.bytes_combined_on_receive() != 2 * out.size()) v += "bytes_combined_on_receive\n";
+
+    const auto refused = [&](plait::errc code, const auto& post) -> std::string {
+      try {
+        post();
+      } catch (const plait::error& e) {
+        return e.code() == code ? "" : std::string("the wrong error: ") + e.what() + "\n";
+      }
+      return "accepted\n";
+    };
+    std::vector<std::int32_t> into(arriving.size());
+    v += refused(plait::errc::invalid_argument, [&] {
+      (void)gpu.irecv_combine(0, bytes_of(into), how(held, true, 3, &add_ints), tag);  // 16-byte parts split elements
+    });
+    v += refused(plait::errc::invalid_argument, [&] {
+      (void)gpu.irecv_combine(0, bytes_of(into).first(6), adding, tag);  // not whole elements
+    });
+    v += refused(plait::errc::invalid_argument, [&] {
+      auto without = adding;
+      without.combine = nullptr;
+      (void)gpu.irecv_combine(0, bytes_of(into), without, tag);
+    });
+    // Two reductions in one step: the second is refused, and the first still completes.
+    r = {gpu.isend(0, out, tag), gpu.irecv_combine(0, bytes_of(into), adding, tag)};
+    v += refused(plait::errc::unsupported, [&] { (void)gpu.irecv_combine(0, bytes_of(into), on_left, tag); });
+    gpu.wait_all(r);
+    if (into[8] != 9 + 90) v += "the step after a refused reduction\n";
+    // One combining receive more than a step holds.
+    std::vector<std::int32_t> many(plait::nvlink::emulated_communicator::max_combining_receives());
+    r.clear();
+    for (std::size_t k = 0; k < many.size(); ++k) {
+      r.push_back(gpu.isend(0, out.first(sizeof(std::int32_t)), tag));
+      r.push_back(
+          gpu.irecv_combine(0, bytes_of(many).subspan(k * sizeof(std::int32_t), sizeof(std::int32_t)), adding, tag));
+    }
+    v += refused(plait::errc::unsupported, [&] { (void)gpu.irecv_combine(0, bytes_of(into), adding, tag); });
+    gpu.wait_all(r);
+    if (many.back() != 1 + 10) v += "the step after a refused seventeenth combining receive\n";
+    return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+namespace {
+
 /// Runs each functor on the calling thread, where a GPU's runner launches a kernel.
 struct serial_runner {
   explicit serial_runner(void* /*stream*/) {}
@@ -81,11 +260,41 @@ struct serial_runner {
   [[nodiscard]] int status() const noexcept { return 0; }
 };
 
+/// Stands for the CUDA step kernel instantiated for a reduction: never
+/// called (the emulation runs the step itself), only looked for.
+int combining_step(void* /*stream*/, const void* /*state*/, const void* /*step*/, void* /*error_word*/,
+                   void* /*claim*/) {
+  return 1;
+}
+
+/// work_table's launchers with the combining step, as the CUDA engine attaches them.
+template <class T, class R>
+inline constexpr plait::detail::device_reduction folding_table = [] {
+  plait::detail::device_reduction d = plait::detail::work_table<serial_runner, T, R>;
+  d.combining_step = &combining_step;
+  return d;
+}();
+
 /// The host emulation whose copy engine folds on its "device" as
-/// cuda_device_ops::engine does, counting what it runs.
+/// cuda_device_ops::engine does, counting what it runs. Like the CUDA
+/// policy, it combines on receive only a reduction whose launchers came with
+/// a combining step, and counts the steps it would have launched that way.
 class device_folding : public plait::nvlink::host_emulation {
  public:
   using host_emulation::host_emulation;
+
+  [[nodiscard]] static bool combines(const plait::receive_combine& how) noexcept {
+    return host_emulation::combines(how) && how.kernel != nullptr && how.kernel->device != nullptr &&
+           how.kernel->device->combining_step == &combining_step;
+  }
+  void run_step(const plait::nvlink::detail::step_args& a, stream_type stream, const plait::receive_combine* how) {
+    if (how != nullptr) {
+      if (!combines(*how)) throw std::logic_error("a step combines on receive without its combining step");
+      ++combining_steps;
+    }
+    host_emulation::run_step(a, stream, how);
+  }
+  std::uint64_t combining_steps = 0;
 
   class engine : public host_emulation::engine {
    public:
@@ -95,7 +304,7 @@ class device_folding : public plait::nvlink::host_emulation {
     template <class T, class Reduction>
     const plait::detail::device_reduction* device_kernel(const Reduction& /*reduction*/) {
       ++attached;
-      return &plait::detail::work_table<serial_runner, T, Reduction>;
+      return &folding_table<T, Reduction>;
     }
     void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
       if (bytes != 0 && to != from) unpack(from, plait::region::contiguous(to, bytes));
@@ -183,7 +392,9 @@ TEMPLATE_LIST_TEST_CASE("nvlink emulation: reductions fold through a copy engine
     for (std::size_t i = 0; i < recv.size(); ++i) {
       if (recv[i] != want(i)) return "all_reduce element " + std::to_string(i);
     }
-    combined += engine.combines;  // some schedules leave a rank nothing to combine
+    // Some schedules leave a rank nothing to combine; the others combine on
+    // the engine or inside a step that combines on receive.
+    combined += engine.combines + gpu.policy().combining_steps;
     const std::string through_engine = engine.attached == 1 ? "" : "all_reduce attached its launchers once per call";
     if constexpr (plait_test::has_schedule<Algorithm, plait::op::reduce_scatter<>>) {
       std::vector<float> part(block);

@@ -3,13 +3,17 @@
 // run (op/fold_run.hpp) hands it the operand the arriving partial meets and
 // the combine, and the transport combines each piece where it can read it (a
 // slot of the channel, a peer's mapped buffer, a cache-sized piece read from
-// another process) instead of landing the whole message in staging first.
+// another process; on the NVLink transport, inside the step that receives it)
+// instead of landing the whole message in staging first.
 #pragma once
 
 #include <cstddef>
 
 namespace plait {
 inline namespace v0 {
+namespace detail {
+struct reduction_kernel;
+}  // namespace detail
 
 /// How a combining receive folds its message into its destination `into`:
 /// into[i] = arriving[i] op held[i] (arriving on the left) or held[i] op
@@ -27,6 +31,11 @@ struct receive_combine {
                   std::size_t bytes) = nullptr;
   /// Passed to combine (the reduction's plan).
   const void* context = nullptr;
+  /// The reduction on one element type (reduction/kernel.hpp), for a
+  /// transport that combines in device code: its `device` table holds what
+  /// the device runs, its `state` the reduction value. Null when the plan has
+  /// none (a bundle mixing element types, which no transport combines on receive).
+  const detail::reduction_kernel* kernel = nullptr;
 };
 
 }  // namespace v0

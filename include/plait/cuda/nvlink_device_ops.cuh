@@ -16,6 +16,10 @@
 //     thread of a block copies (16-byte vectors when aligned, loads through
 //     L2 so a peer's fresh writes are seen), thread 0 owns the flags through
 //     ::cuda::atomic_ref at system scope;
+//   - a step with combining receives (a reduction's, irecv_combine) runs the
+//     step kernel instantiated for the reduction: a receive lane folds each
+//     chunk into its destination as it reads it (arriving elements through
+//     L2, as the copy's), the same per-element function as the host's;
 //   - a wait in a lane is bounded by the step's timeout (%globaltimer); the
 //     first failing lane claims the error word (pinned, mapped host memory),
 //     every other lane stops, and the host raises it as plait::error on the
@@ -49,6 +53,7 @@
 #include <cuda/atomic>
 
 #include "plait/core/error.hpp"
+#include "plait/core/receive_combine.hpp"
 #include "plait/core/region.hpp"
 #include "plait/cuda/combine.cuh"
 #include "plait/cuda/pack.cuh"
@@ -84,15 +89,89 @@ class device_guard {
 };
 
 inline constexpr unsigned lane_threads = 512;
+
+/// Loads one Word at `at` through L2 into `value`, if `at` is aligned for it.
+template <class Word>
+__device__ bool load_word(const std::byte* at, void* value) {
+  if (reinterpret_cast<std::uintptr_t>(at) % sizeof(Word) != 0) return false;
+  const Word bits = __ldcg(reinterpret_cast<const Word*>(at));
+  memcpy(value, &bits, sizeof(Word));
+  return true;
+}
+
+/// Element i of a peer's chunk, loaded through L2 (__ldcg) as the copy's
+/// words are: a peer's fresh writes are not in this SM's L1.
+template <class W>
+__device__ W arriving_element(const std::byte* data, std::uint64_t i) {
+  W value;
+  const std::byte* at = data + i * sizeof(W);
+  bool loaded = false;
+  if constexpr (sizeof(W) == 16) {
+    loaded = load_word<uint4>(at, &value);
+  } else if constexpr (sizeof(W) == 8) {
+    loaded = load_word<unsigned long long>(at, &value);
+  } else if constexpr (sizeof(W) == 4) {
+    loaded = load_word<unsigned int>(at, &value);
+  } else if constexpr (sizeof(W) == 2) {
+    loaded = load_word<unsigned short>(at, &value);
+  }
+  if (!loaded) {
+    unsigned char raw[sizeof(W)];
+    for (std::size_t k = 0; k < sizeof(W); ++k) raw[k] = __ldcg(reinterpret_cast<const unsigned char*>(at) + k);
+    memcpy(static_cast<void*>(&value), raw, sizeof(W));
+  }
+  return value;
+}
+
+/// A step without combining receives.
+struct no_combine {
+  __device__ void operator()(std::byte* /*out*/, const std::byte* /*arriving*/, const combine_operand& /*o*/,
+                             std::uint64_t /*bytes*/) const {}
+};
+
+/// A receive lane's fold of one chunk: out[i] = arriving[i] op held[i] (or
+/// held[i] op arriving[i]) on elements of W, every thread of the block its
+/// share, with the reduction value copied into the kernel's parameters. The
+/// same reduction function the host kernel calls, so the same bits.
+template <class W, class R>
+struct lane_combine {
+  R reduction;
+  __device__ void operator()(std::byte* out, const std::byte* arriving, const combine_operand& o,
+                             std::uint64_t bytes) const {
+    namespace reducing = ::plait::detail;
+    const std::uint64_t n = bytes / sizeof(W);
+    const bool aligned =
+        (reinterpret_cast<std::uintptr_t>(out) | reinterpret_cast<std::uintptr_t>(o.held)) % alignof(W) == 0;
+    for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const W theirs = arriving_element<W>(arriving, i);
+      const W held = reducing::element_at<W>(o.held, i, aligned);
+      reducing::set_element<W>(out, i, o.arriving_left ? reduction(theirs, held) : reduction(held, theirs), aligned);
+    }
+  }
+};
+
+template <class T, class R>
+using lane_combine_for = lane_combine<typename ::plait::detail::wire_combine<T, R>::element,
+                                      typename ::plait::detail::wire_combine<T, R>::reduction>;
+
+/// Bytes of the step kernel's parameters with fold `Combine`.
+template <class Combine>
+constexpr std::size_t step_parameter_bytes() {
+  const std::size_t fold_at = (sizeof(step_args) + alignof(Combine) - 1) / alignof(Combine) * alignof(Combine);
+  const std::size_t pointers_at = (fold_at + sizeof(Combine) + alignof(void*) - 1) / alignof(void*) * alignof(void*);
+  return pointers_at + 2 * sizeof(void*);
+}
 // Steps travel as kernel parameters, which are limited to 4 KiB.
-static_assert(sizeof(step_args) <= 4096, "plait: nvlink step_args outgrew the kernel parameter space");
+static_assert(step_parameter_bytes<no_combine>() <= 4096, "plait: nvlink step_args outgrew the kernel parameter space");
 
 /// The protocol's memory operations for one lane = one thread block. Every
 /// thread calls each function; values come from thread 0 through shared
 /// memory, so all threads take the same branches.
+template <class Combine>
 struct block_ops {
   std::uint64_t* word;     // __shared__
   unsigned char* scratch;  // __shared__, 64 bytes, 16-aligned
+  const Combine* fold;     // a combining receive's fold (kernel parameter)
 
   __device__ std::uint64_t load(const std::uint64_t* flag) const {
     if (threadIdx.x == 0) {
@@ -157,6 +236,17 @@ struct block_ops {
     copy_words<unsigned char>(dst + head, src + head, bytes - head);
   }
 
+  /// A combining receive's chunk: folded where it lies in the slot.
+  __device__ void combine(std::byte* dst, const std::byte* src, const combine_operand& o, std::uint64_t bytes) const {
+    (*fold)(dst, src, o, bytes);
+  }
+  /// Straight out of a peer's registered buffer, mapped here.
+  __device__ bool combine_from(std::byte* dst, const registration_entry& e, std::uint64_t offset,
+                               const combine_operand& o, std::uint64_t bytes) const {
+    combine(dst, reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(e.address)) + offset, o, bytes);
+    return true;
+  }
+
   /// Nanoseconds from the GPU's global timer, the same for every thread.
   __device__ std::uint64_t now() const {
     if (threadIdx.x == 0) {
@@ -196,12 +286,14 @@ __device__ inline void report(const fault& f, fault* host_word, unsigned* claim)
 }
 
 /// One step: block b drives lane b until it finishes, fails, times out, or
-/// another lane has failed.
+/// another lane has failed. Combine folds the step's combining receives.
+template <class Combine>
 __global__ void __launch_bounds__(lane_threads)
-    step_kernel(const __grid_constant__ step_args a, fault* host_word, unsigned* claim) {
+    step_kernel(const __grid_constant__ step_args a, const __grid_constant__ Combine fold, fault* host_word,
+                unsigned* claim) {
   __shared__ std::uint64_t word;
   __shared__ alignas(16) unsigned char scratch[64];
-  block_ops ops{&word, scratch};
+  block_ops<Combine> ops{&word, scratch, &fold};
   const lane& l = a.lanes[blockIdx.x];
   cursor c;
   start_lane(ops, a, l, c);
@@ -250,9 +342,31 @@ void preload_packing() {
   preload(::plait::device::detail::for_each_kernel<packing::unpack_functor<Chunk, std::uint64_t>>);
 }
 
+/// Enqueues a step whose combining receives fold with reduction R on T
+/// (reduction value at `state`): device_reduction::combining_step.
+template <class T, class R>
+int launch_combining_step(void* stream, const void* state, const void* step, void* error_word, void* claim) {
+  using fold = lane_combine_for<T, R>;
+  static_assert(step_parameter_bytes<fold>() <= 4096,
+                "plait: this reduction's value does not fit the step kernel's parameters");
+  const auto& a = *static_cast<const step_args*>(step);
+  step_kernel<fold><<<a.lane_count, lane_threads, 0, static_cast<cudaStream_t>(stream)>>>(
+      a, fold{*static_cast<const typename ::plait::detail::wire_combine<T, R>::reduction*>(state)},
+      static_cast<fault*>(error_word), static_cast<unsigned*>(claim));
+  return static_cast<int>(cudaGetLastError());
+}
+
+/// R's device launchers on T (plait/cuda/combine.cuh's) and its combining step.
+template <class T, class R>
+inline constexpr ::plait::detail::device_reduction combining_table = [] {
+  ::plait::detail::device_reduction d = ::plait::detail::work_table<::plait::device::detail::stream_runner, T, R>;
+  d.combining_step = &launch_combining_step<T, R>;
+  return d;
+}();
+
 /// Every kernel the transport launches: the step kernel and each packing kernel.
 inline void preload_kernels() {
-  preload(step_kernel);
+  preload(step_kernel<no_combine>);
   preload_packing<std::uint8_t>();
   preload_packing<std::uint16_t>();
   preload_packing<std::uint32_t>();
@@ -350,11 +464,16 @@ class cuda_device_ops {
     /// The device launchers of `reduction` on T, its kernels loaded now
     /// (see plait::device::preload_reduction). A reduction no device runs
     /// is a compile error naming what can.
+    /// With them, the step kernel that folds combining receives with it.
     template <class T, class Reduction>
     const ::plait::detail::device_reduction* device_kernel(const Reduction& reduction) {
       const ::plait::detail::device_reduction* kernel = device::reduction_kernel_for<T>(reduction);
       detail::device_guard on(ops_->device_);
       detail::check_cuda(device::preload_reduction<T>(reduction), "cudaFuncGetAttributes (loading a combine kernel)");
+      if constexpr (::plait::detail::device_combinable<Reduction, T>()) {
+        detail::preload(detail::step_kernel<detail::lane_combine_for<T, Reduction>>);
+        kernel = &detail::combining_table<T, Reduction>;
+      }
       return kernel;
     }
     void copy_bytes(std::byte* to, const std::byte* from, std::size_t bytes) {
@@ -589,12 +708,27 @@ class cuda_device_ops {
     return nullptr;
   }
 
-  /// Enqueues the step as one kernel on `stream` and returns at once.
-  void run_step(const detail::step_args& a, cudaStream_t stream) {
+  /// Whether a combining receive described by `how` can run here: its
+  /// reduction came with the step kernel that folds it (device_kernel).
+  [[nodiscard]] static bool combines(const receive_combine& how) noexcept {
+    return how.kernel != nullptr && how.kernel->device != nullptr && how.kernel->device->combining_step != nullptr;
+  }
+
+  /// Enqueues the step as one kernel on `stream` and returns at once: the
+  /// step kernel of the reduction `how` describes when the step has
+  /// combining receives, else the plain one.
+  void run_step(const detail::step_args& a, cudaStream_t stream, const receive_combine* how) {
     if (a.lane_count == 0) return;
     detail::device_guard on(device_);
-    detail::step_kernel<<<a.lane_count, detail::lane_threads, 0, stream>>>(a, word_on_device_, claim_);
-    detail::check_cuda(cudaGetLastError(), "launching the NVLink step kernel");
+    if (how == nullptr) {
+      detail::step_kernel<<<a.lane_count, detail::lane_threads, 0, stream>>>(a, detail::no_combine{}, word_on_device_,
+                                                                             claim_);
+      detail::check_cuda(cudaGetLastError(), "launching the NVLink step kernel");
+      return;
+    }
+    const ::plait::detail::reduction_kernel& k = *how->kernel;  // combines(*how) held when it was posted
+    detail::check_cuda(static_cast<cudaError_t>(k.device->combining_step(stream, k.state, &a, word_on_device_, claim_)),
+                       "launching the NVLink step kernel that combines on receive (" + std::string(k.name) + ")");
   }
 
   /// The first failure any step has reported (code none if none yet). Reads

@@ -283,6 +283,11 @@ class fold_plan_of {
     const reduction_kernel& k = members_[0].kernel();
     k.combine(k.state, left, right, out, bytes / k.wire_bytes);
   }
+  /// The reduction combine_part runs, as bytes: a transport that combines in
+  /// device code reads its device table and value from it.
+  [[nodiscard]] const reduction_kernel* combine_kernel() const noexcept requires(Members == 1) {
+    return &members_[0].kernel();
+  }
   /// Every block of an all-reduce end to end, where a fold that takes them
   /// all at once (op/slot_run.hpp's one round) may read and write them as
   /// one run: one member cut evenly, contiguous (no tensor layout's

@@ -244,10 +244,29 @@ class schedule_run<Comm, Plan> {
     }
   }
 
+  /// The plan's reduction as bytes, for a transport that combines in device
+  /// code; null for a bundle's plan, whose blocks mix element types.
+  const reduction_kernel* combine_kernel() const {
+    if constexpr (requires(const Plan& p) { p.combine_kernel(); }) {
+      return plan_.combine_kernel();
+    } else {
+      return nullptr;
+    }
+  }
+
   void post(const step& current_step) {
     requests_.clear();
     paths_.clear();
     for (const transfer& t : current_step.recvs) paths_.push_back(path_of(current_step, t));
+    if constexpr (requires { comm_.max_combining_receives(); }) {
+      // A transport that takes only so many combining receives a step: the rest land in staging.
+      std::size_t combining = 0;
+      for (arrival_path& path : paths_) {
+        if (path == arrival_path::combined && ++combining > comm_.max_combining_receives()) {
+          path = arrival_path::staged;
+        }
+      }
+    }
     combines_.clear();
     combines_.reserve(current_step.recvs.size());  // requests point at them: no reallocation while posting
     // Staged receives into staging, one run per message, in list order.
@@ -282,7 +301,8 @@ class schedule_run<Comm, Plan> {
                                               .arriving_left = t.arrival == fold::from_left,
                                               .granule = plan_.combine_granule(),
                                               .combine = &combine_with_plan,
-                                              .context = &plan_});
+                                              .context = &plan_,
+                                              .kernel = combine_kernel()});
           requests_.push_back(
               comm_.irecv_combine(t.peer, std::span<std::byte>(partial_of(b), bytes), combines_.back(), tag_));
         }

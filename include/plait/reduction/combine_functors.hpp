@@ -217,6 +217,22 @@ struct element_work<T, accumulate<Acc, R>> : element_work<Acc, R> {
   }
 };
 
+/// The element type partials of R on T combine as, and the reduction that
+/// combines them, as kernel_for<T>(r) (reduction/kernel.hpp) sets the host
+/// kernel up: ordered<R> combines as R, accumulate<Acc, R> as R on Acc. The
+/// kernel's `state` points at a `reduction`: a combine that runs without
+/// the host kernel (the NVLink step kernel's combining receive) copies it
+/// from there.
+template <class T, class R>
+struct wire_combine {
+  using element = T;
+  using reduction = R;
+};
+template <class T, class R>
+struct wire_combine<T, ordered<R>> : wire_combine<T, R> {};
+template <class T, class Acc, class R>
+struct wire_combine<T, accumulate<Acc, R>> : wire_combine<Acc, R> {};
+
 /// A table of R's element work on T for an engine that folds on its device
 /// (device_reduction, reduction/kernel.hpp), each entry run by a Runner made
 /// from the engine's stream pointer: `Runner run(stream)`, then run(n, f) per

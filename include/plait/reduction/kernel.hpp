@@ -40,6 +40,12 @@ struct device_reduction {
   int (*finish)(void* stream, const void* state, std::byte* data, std::size_t elements, int ranks) = nullptr;
   int (*to_wire)(void* stream, const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
   int (*from_wire)(void* stream, const std::byte* in, std::byte* out, std::size_t elements) = nullptr;
+  /// A transport's step whose combining receives fold in device code: the
+  /// NVLink step kernel instantiated for this reduction
+  /// (plait/cuda/nvlink_device_ops.cuh), enqueued on `stream` for the step
+  /// `step` with the reduction value read from `state` now. Null where no
+  /// transport made one.
+  int (*combining_step)(void* stream, const void* state, const void* step, void* error_word, void* claim) = nullptr;
 };
 
 /// A reduction on one element type, as bytes. Copyable; it points at the

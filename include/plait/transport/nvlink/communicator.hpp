@@ -44,6 +44,7 @@
 #include "plait/core/call_stamp.hpp"
 #include "plait/core/communicator_core.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/receive_combine.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
 #include "plait/transport/nvlink/bootstrap.hpp"
@@ -155,6 +156,59 @@ class basic_communicator : public communicator_core, public blocking_calls<basic
     post(s, peer, false, bytes.data(), bytes.size(), tag, "irecv");
     return {s.posted++};
   }
+
+  /// Records a receive that folds its message into `into` as it arrives
+  /// (core/receive_combine.hpp): each chunk straight out of the slot, or of
+  /// the peer's registered buffer, inside the step (on a GPU, in the step
+  /// kernel instantiated for the reduction; in the emulation, through the
+  /// fold's host function). `how` and its operand stay valid until the step
+  /// has run; combines_on_receive(how.granule) must hold, and every combining
+  /// receive of one step must come from the same reduction (one fold run's
+  /// step), at most max_combining_receives() of them.
+  request irecv_combine(int peer, std::span<std::byte> into, const receive_combine& how, int tag = user_tag) {
+    auto& s = live_state("irecv_combine");
+    check_peer(peer, "irecv_combine");
+    check_tag(tag, peer, "irecv_combine");
+    if (!combines_on_receive(how.granule) || into.size() % how.granule != 0 || !s.ops.combines(how)) {
+      throw error(errc::invalid_argument,
+                  "cannot combine elements of " + std::to_string(how.granule) + " bytes on receive here",
+                  where("irecv_combine", peer));
+    }
+    const receive_combine* first = s.step_combine;
+    if (first != nullptr && (first->combine != how.combine || first->context != how.context ||
+                             first->kernel != how.kernel || first->granule != how.granule)) {
+      throw error(errc::unsupported, "combining receives of two reductions in one step (call wait_all between them)",
+                  where("irecv_combine", peer));
+    }
+    const std::uint32_t k = s.combines.count;
+    if (k == static_cast<std::uint32_t>(detail::max_combining_receives)) {
+      throw error(errc::unsupported,
+                  "more than " + std::to_string(detail::max_combining_receives) +
+                      " combining receives recorded before one wait_all",
+                  where("irecv_combine", peer));
+    }
+    post(s, peer, false, into.data(), into.size(), tag, "irecv_combine");
+    s.pending.back().what.source = k + 1;
+    s.combines.held[k] = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(how.held));
+    if (how.arriving_left) s.combines.arriving_left |= 1u << k;
+    s.combines.count = k + 1;
+    s.step_combine = &how;
+    s.combined_bytes += into.size();
+    return {s.posted++};
+  }
+  /// Whether irecv_combine can combine elements of `granule` bytes: every
+  /// chunk is then a whole number of them (a channel's part starts at a
+  /// multiple of 16 bytes, a chunk at a multiple of the slot size).
+  [[nodiscard]] bool combines_on_receive(std::size_t granule) const noexcept {
+    return s_ && granule != 0 && 16 % granule == 0 && s_->layout.shape.slot_bytes % granule == 0;
+  }
+  /// Combining receives one step holds at most (a fold run lands the rest in staging).
+  [[nodiscard]] static constexpr std::size_t max_combining_receives() noexcept {
+    return detail::max_combining_receives;
+  }
+  /// Payload bytes this rank posted to combine as they arrive (irecv_combine):
+  /// how to tell a reduction skipped its staging copy.
+  [[nodiscard]] std::uint64_t bytes_combined_on_receive() const noexcept { return s_ ? s_->combined_bytes : 0; }
 
   /// Runs every transfer recorded so far (not only `requests`) as one step on
   /// the stream. The host emulation completes it before returning; the CUDA
@@ -385,8 +439,11 @@ class basic_communicator : public communicator_core, public blocking_calls<basic
       }
     }
     s.pending.clear();
+    args->combines = s.combines;
+    const receive_combine* how = std::exchange(s.step_combine, nullptr);
+    s.combines = {};
     try {
-      s.ops.run_step(*args, s.stream);
+      s.ops.run_step(*args, s.stream, how);
     } catch (const error& e) {
       poison_and_discard(e);
       throw;
@@ -406,7 +463,11 @@ class basic_communicator : public communicator_core, public blocking_calls<basic
   /// nothing recorded may run after the throw.
   void poison_and_discard(const error& e) noexcept {
     poison(e);
-    if (s_) s_->pending.clear();
+    if (s_) {
+      s_->pending.clear();
+      s_->combines = {};
+      s_->step_combine = nullptr;
+    }
   }
 
   std::unique_ptr<state> s_;

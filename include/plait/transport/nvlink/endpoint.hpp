@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "plait/core/error.hpp"
+#include "plait/core/receive_combine.hpp"
 #include "plait/transport/nvlink/bootstrap.hpp"
 #include "plait/transport/nvlink/protocol.hpp"
 #include "plait/transport/nvlink/records.hpp"
@@ -72,6 +73,12 @@ struct endpoint {
   std::vector<std::byte*> peer_areas;
   std::vector<bool> mapped;  // peer area opened through an IPC handle (else a raw address)
   std::vector<posted_message> pending;
+  /// The pending step's combining receives (irecv_combine): their operands,
+  /// and the first one's description, whose reduction they all share.
+  step_combines combines{};
+  const receive_combine* step_combine = nullptr;
+  /// Payload bytes posted to combine as they arrive.
+  std::uint64_t combined_bytes = 0;
   std::uint64_t posted = 0;
   std::uint64_t zero_copy_bytes = 0;
   buffer_registry<Ops> registry;

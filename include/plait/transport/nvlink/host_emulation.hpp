@@ -11,6 +11,9 @@
 //     address, of peers that are processes read with process_vm_readv (the
 //     owner's pid and address stand in for the CUDA IPC handle); a pair whose
 //     kernel forbids cross-memory attach (ptrace scope) falls back to staging;
+//   - a combining receive (irecv_combine) folds each chunk with the fold's
+//     host function, straight out of the slot or a peer thread's buffer, or
+//     out of pieces read from a peer process into a buffer that stays in cache;
 //   - a step run to completion on the calling thread, lanes round-robin;
 //     once it has waited long enough to sleep, it checks now and then that
 //     the processes of the peers it waits for still exist, so a peer process
@@ -45,6 +48,7 @@
 
 #include "plait/core/backoff.hpp"
 #include "plait/core/error.hpp"
+#include "plait/core/receive_combine.hpp"
 #include "plait/core/region.hpp"
 #include "plait/core/timeout.hpp"
 #include "plait/core/transport.hpp"
@@ -225,9 +229,14 @@ class host_emulation {
   /// Bytes read straight from peers' registered buffers.
   [[nodiscard]] std::uint64_t direct_bytes() const noexcept { return direct_; }
 
-  /// Runs the step to completion (or failure) on this thread.
-  void run_step(const detail::step_args& a, stream_type /*stream*/) {
-    lane_ops ops{&staged_, &direct_};
+  /// Whether a combining receive described by `how` can run here: the
+  /// fold's host function does it.
+  [[nodiscard]] static bool combines(const receive_combine& how) noexcept { return how.combine != nullptr; }
+
+  /// Runs the step to completion (or failure) on this thread; `how` describes
+  /// its combining receives (null when it has none).
+  void run_step(const detail::step_args& a, stream_type /*stream*/, const receive_combine* how) {
+    lane_ops ops{&staged_, &direct_, how, &bounce_};
     std::array<detail::cursor, detail::max_lanes> cursors{};
     std::array<bool, detail::max_lanes> finished{};
     for (std::uint32_t i = 0; i < a.lane_count; ++i) detail::start_lane(ops, a, a.lanes[i], cursors[i]);
@@ -299,6 +308,8 @@ class host_emulation {
   struct lane_ops {
     std::uint64_t* staged;
     std::uint64_t* direct;
+    const receive_combine* how;
+    std::vector<std::byte>* bounce;
     std::uint64_t load(const std::uint64_t* flag) const noexcept {
       return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(flag)).load(std::memory_order_acquire);
     }
@@ -320,23 +331,64 @@ class host_emulation {
     /// False when the owner process is gone (or the read fails part way).
     bool copy_from(std::byte* dst, const detail::registration_entry& e, std::uint64_t offset,
                    std::uint64_t bytes) const noexcept {
-      auto* src = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(e.address)) + offset;
+      const std::byte* src = source_of(e, offset);
       if (e.pid == 0) {
         if (bytes != 0) std::memcpy(dst, src, bytes);
+      } else if (!read_process(e.pid, dst, src, bytes)) {
+        return false;
+      }
+      *direct += bytes;
+      return true;
+    }
+    /// dst = src op held (or held op src), element by element, with the fold's own function.
+    void combine(std::byte* dst, const std::byte* src, const detail::combine_operand& o, std::uint64_t bytes) const {
+      fold(dst, src, o, bytes);
+      *staged += bytes;
+    }
+    /// combine() straight out of a peer thread's buffer, or out of pieces of
+    /// a peer process's read into a buffer that stays in cache.
+    bool combine_from(std::byte* dst, const detail::registration_entry& e, std::uint64_t offset,
+                      const detail::combine_operand& o, std::uint64_t bytes) const {
+      const std::byte* src = source_of(e, offset);
+      if (e.pid == 0) {
+        fold(dst, src, o, bytes);
       } else {
-        std::uint64_t done = 0;
-        while (done < bytes) {
-          iovec local{dst + done, bytes - done};
-          iovec remote{src + done, bytes - done};
-          const ssize_t n = process_vm_readv(static_cast<pid_t>(e.pid), &local, 1, &remote, 1, 0);
-          if (n <= 0) {
-            if (n < 0 && errno == EINTR) continue;
-            return false;
-          }
-          done += static_cast<std::uint64_t>(n);
+        const std::uint64_t piece = combine_piece_bytes / how->granule * how->granule;
+        if (bounce->size() < piece) bounce->resize(piece);
+        for (std::uint64_t done = 0; done < bytes; done += piece) {
+          const std::uint64_t n = bytes - done < piece ? bytes - done : piece;
+          if (!read_process(e.pid, bounce->data(), src + done, n)) return false;
+          fold(dst + done, bounce->data(), {o.held + done, o.arriving_left}, n);
         }
       }
       *direct += bytes;
+      return true;
+    }
+
+   private:
+    /// Pieces of a peer process's buffer a combining receive reads at a time.
+    static constexpr std::uint64_t combine_piece_bytes = 64 << 10;
+
+    void fold(std::byte* dst, const std::byte* arriving, const detail::combine_operand& o, std::uint64_t bytes) const {
+      if (bytes == 0) return;
+      how->combine(how->context, o.arriving_left ? arriving : o.held, o.arriving_left ? o.held : arriving, dst, bytes);
+    }
+    static const std::byte* source_of(const detail::registration_entry& e, std::uint64_t offset) noexcept {
+      return reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(e.address)) + offset;
+    }
+    /// Reads `bytes` at `src` in process `pid` into dst; false when it is gone.
+    static bool read_process(std::int64_t pid, std::byte* dst, const std::byte* src, std::uint64_t bytes) noexcept {
+      std::uint64_t done = 0;
+      while (done < bytes) {
+        iovec local{dst + done, bytes - done};
+        iovec remote{const_cast<std::byte*>(src) + done, bytes - done};
+        const ssize_t n = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+          if (n < 0 && errno == EINTR) continue;
+          return false;
+        }
+        done += static_cast<std::uint64_t>(n);
+      }
       return true;
     }
   };
@@ -350,6 +402,7 @@ class host_emulation {
   std::array<std::int64_t, detail::max_ranks> pids_{};  // 0: a thread of this process, not watched
   std::uint64_t staged_ = 0;
   std::uint64_t direct_ = 0;
+  std::vector<std::byte> bounce_;  // a combining receive's pieces of a peer process's buffer
   detail::fault error_{};
 };
 

@@ -28,6 +28,13 @@
 // once every such slot has come back (the buffer has been read), so in stream
 // order the user may overwrite the buffer after the collective.
 //
+// Combining receives (irecv_combine, a reduction's): a receive may fold its
+// chunks into its destination as they arrive, out = arriving op held (or
+// held op arriving), straight out of the slot or the peer's registered
+// buffer, instead of copying them. Its other operand and side travel in the
+// step's `combines`; the policy runs the combine (the emulation the fold's
+// host function, CUDA the step kernel instantiated for the reduction).
+//
 // Channel k of a message carries its part k: bytes [lo, hi) of part_of().
 // Every transfer of one wait_all forms a "step": one lane per (peer,
 // direction, channel), each lane its part of the peer's messages in posting
@@ -62,6 +69,9 @@ inline constexpr int max_lanes = 256;
 inline constexpr std::uint32_t max_channels = 16;
 /// Messages flushed by one wait_all (kernel parameters are bounded).
 inline constexpr int max_messages = 64;
+/// Combining receives in one step at most: their operands travel in the
+/// step's kernel parameters too.
+inline constexpr int max_combining_receives = 16;
 /// Live registered buffers per rank and communicator (register_buffer).
 inline constexpr std::uint32_t max_registrations = 16;
 /// Alignment of everything in an area: flags do not share cache lines, and
@@ -170,7 +180,9 @@ struct area_layout {
 struct message {
   std::byte* data;
   std::uint64_t bytes : 56;  ///< below max_message_bytes (the communicator refuses more)
-  std::uint64_t source : 8;  ///< sends: 0 staged, else the registration id + 1 that holds data
+  /// Sends: 0 staged, else the registration id + 1 that holds data.
+  /// Receives: 0 a copy, else the combining receive's index + 1 in step_combines.
+  std::uint64_t source : 8;
   std::uint32_t tag;
   std::uint32_t stamp;  ///< call_stamp::bits() of this rank's call under `tag` (0: unknown)
 };
@@ -197,6 +209,21 @@ struct lane {
 };
 static_assert(max_messages <= 255, "lane counts messages in 8 bits");
 
+/// The step's combining receives: receive k's other operand (where its
+/// message's first element lies; each chunk at offset o meets held[k] + o)
+/// and its side.
+struct step_combines {
+  std::uint64_t held[max_combining_receives];
+  std::uint32_t arriving_left;  ///< bit k: receive k's arriving partial is the left operand
+  std::uint32_t count;          ///< combining receives in the step
+};
+
+/// The other operand of one chunk of a combining receive.
+struct combine_operand {
+  const std::byte* held;
+  bool arriving_left;
+};
+
 /// Everything one step needs, passed by value (kernel parameters on a GPU).
 struct step_args {
   area_layout layout;
@@ -207,6 +234,7 @@ struct step_args {
   std::uint64_t timeout_ns;
   lane lanes[max_lanes];
   message messages[max_messages];
+  step_combines combines;
 };
 
 /// What went wrong, for the error word.
@@ -301,6 +329,10 @@ PLAIT_HOST_DEVICE void start_lane(Ops& ops, const step_args& a, const lane& l, c
 ///   void copy(std::byte* dst, const std::byte* src, std::uint64_t n)   through a staging slot
 ///   bool copy_from(std::byte* dst, const registration_entry& e, std::uint64_t offset, std::uint64_t n)
 ///       straight out of a peer's registered buffer; false if the peer is gone
+///   void combine(std::byte* dst, const std::byte* src, const combine_operand& o, std::uint64_t n)
+///   bool combine_from(std::byte* dst, const registration_entry& e, std::uint64_t offset,
+///                     const combine_operand& o, std::uint64_t n)
+///       as copy and copy_from, folding each element into dst with o instead (n whole elements)
 template <class Ops>
 PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, cursor& c, fault& f) {
   const area_layout& layout = a.layout;
@@ -397,6 +429,19 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
       set_fault(f, fault_code::corrupt, l, chunk, h.chunk_bytes, c, m);
       return progress::failed;
     }
+    // A combining receive folds the chunk where it reads it: its operand lies at the same offset.
+    const auto combining = static_cast<std::uint32_t>(m.source);
+    if (combining > a.combines.count) {
+      set_fault(f, fault_code::corrupt, l, a.combines.count, combining, c, m);
+      return progress::failed;
+    }
+    const combine_operand operand =
+        combining == 0
+            ? combine_operand{nullptr, false}
+            : combine_operand{
+                  reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(a.combines.held[combining - 1])) +
+                      offset,
+                  ((a.combines.arriving_left >> (combining - 1)) & 1u) != 0};
     if (h.source != 0) {
       if (h.source > max_registrations) {
         set_fault(f, fault_code::corrupt, l, max_registrations, h.source, c, m);
@@ -409,12 +454,16 @@ PLAIT_HOST_DEVICE progress advance(Ops& ops, const step_args& a, const lane& l, 
         set_fault(f, fault_code::corrupt, l, e.bytes, h.source_offset + chunk, c, m);
         return progress::failed;
       }
-      if (!ops.copy_from(m.data + offset, e, h.source_offset, chunk)) {
+      const bool read = combining == 0 ? ops.copy_from(m.data + offset, e, h.source_offset, chunk)
+                                       : ops.combine_from(m.data + offset, e, h.source_offset, operand, chunk);
+      if (!read) {
         set_fault(f, fault_code::peer_lost, l, chunk, 0, c, m);
         return progress::failed;
       }
-    } else {
+    } else if (combining == 0) {
       ops.copy(m.data + offset, layout.payload(a.self, l.peer, l.channel, slot), chunk);
+    } else {
+      ops.combine(m.data + offset, layout.payload(a.self, l.peer, l.channel, slot), operand, chunk);
     }
     ++c.count;
     ops.store(&layout.flags(peer, a.rank, l.channel)->credit, c.count);
