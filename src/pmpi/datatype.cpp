@@ -65,6 +65,8 @@ const std::vector<named>& named_types() {
       {MPI_C_DOUBLE_COMPLEX, element_class::complex_floating},
       {MPI_CXX_FLOAT_COMPLEX, element_class::complex_floating},
       {MPI_CXX_DOUBLE_COMPLEX, element_class::complex_floating},
+      {MPI_C_LONG_DOUBLE_COMPLEX, element_class::complex_floating},
+      {MPI_CXX_LONG_DOUBLE_COMPLEX, element_class::complex_floating},
       {MPI_C_BOOL, element_class::logical},
       {MPI_PACKED, element_class::none},
       {MPI_2INT, element_class::integer_pair},

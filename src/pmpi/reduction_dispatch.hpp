@@ -72,8 +72,9 @@ bool visit_floating(const element_type& e, Visit& visit) {
 }
 
 /// Sum and product of complex numbers: std::complex has C's and Fortran's
-/// layout (real, then imaginary). MPI_C_LONG_DOUBLE_COMPLEX (32 bytes) is
-/// not instantiated, and passes.
+/// layout (real, then imaginary), and g++ multiplies it as C does _Complex
+/// (Annex G's infinities and NaNs). MPI_C_LONG_DOUBLE_COMPLEX is C's long
+/// double _Complex, where a long double fills 16 bytes (as MPI_LONG_DOUBLE).
 template <class R, class Visit>
 bool visit_complex(const element_type& e, Visit& visit) {
   if (e.width == 8) {
@@ -82,6 +83,10 @@ bool visit_complex(const element_type& e, Visit& visit) {
   }
   if (e.width == 16) {
     visit(std::type_identity<std::complex<double>>{}, R{}, e.per_item);
+    return true;
+  }
+  if (e.width == 32 && sizeof(long double) == 16) {
+    visit(std::type_identity<std::complex<long double>>{}, R{}, e.per_item);
     return true;
   }
   return false;

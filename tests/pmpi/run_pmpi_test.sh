@@ -15,9 +15,16 @@ for f in MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv MPI_Reduce_scat
     exit 1
   fi
 done
-# The MPI_C_LONG_DOUBLE_COMPLEX sum must have been passed, and said why.
+# The MPI_LONG_DOUBLE_INT MPI_MAXLOC must have been passed, and said why.
 if ! printf '%s\n' "$out" | grep -q '^MPI_Allreduce .* datatype: '; then
-  echo "run_pmpi_test: the report does not show the MPI_C_LONG_DOUBLE_COMPLEX MPI_Allreduce passed to MPI"
+  echo "run_pmpi_test: the report does not show the MPI_LONG_DOUBLE_INT MPI_Allreduce passed to MPI"
+  exit 1
+fi
+# Every predefined op on a type the tests reduce is served: a reduction
+# passed for its op is a type the library does not map.
+if printf '%s\n' "$out" | grep -Eq '^MPI_(Allreduce|Reduce_scatter_block|Reduce_scatter) .* op: '; then
+  echo "run_pmpi_test: the report shows reductions passed to MPI for their op:"
+  printf '%s\n' "$out" | grep -E '^MPI_(Allreduce|Reduce_scatter_block|Reduce_scatter) .* op: '
   exit 1
 fi
 # Optional checks of the run's output (extended regular expressions, from
