@@ -26,6 +26,7 @@
 
 #include "support/algorithm_lists.hpp"
 #include "support/harness.hpp"
+#include "support/throwing_reduction.hpp"
 
 using plait_test::mode;
 using gpu_comm = plait::nvlink::emulated_communicator;
@@ -244,6 +245,36 @@ TEST_CASE("nvlink emulation: irecv_combine folds each chunk on its side and refu
     gpu.wait_all(r);
     if (many.back() != 1 + 10) v += "the step after a refused seventeenth combining receive\n";
     return v;
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+TEST_CASE("nvlink emulation: a reduction that throws in a combining receive reaches its caller and poisons",
+          "[nvlink][reduce][combine_on_receive][errors]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  CAPTURE(plait_test::to_string(m));
+  const auto verdicts = plait_test::run_ranks(m, 2, [&](plait::shm::communicator& boot) -> std::string {
+    gpu_comm gpu(boot, 0, {}, {2, 64});
+    // The transport has no failure record a peer reads: the peer learns of the throw from its timeout.
+    gpu.set_timeout(std::chrono::seconds(2));
+    const auto refusing_sum = plait::reduction(
+        [me = gpu.rank()](std::int32_t a, std::int32_t b) {
+          if (me == plait_test::throwing_rank) throw std::runtime_error("the reduction refuses");
+          return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+        },
+        plait::associative, plait::commutative);
+    std::vector<std::int32_t> send(200, gpu.rank() + 1);
+    std::vector<std::int32_t> recv(send.size());
+    const std::uint64_t combined = gpu.bytes_combined_on_receive();
+    const auto call = [&] { plait::all_reduce<plait::ring>(gpu, send, recv, refusing_sum); };
+    const auto next_call = [&] { plait::all_reduce<plait::ring>(gpu, send, recv, plait::sum{}); };
+    if (gpu.rank() != plait_test::throwing_rank) {
+      return plait_test::expect_error(call, {plait::errc::timeout}, plait_test::throwing_rank);
+    }
+    std::string verdict = plait_test::refused_by_own_reduction(call);
+    if (gpu.bytes_combined_on_receive() == combined) verdict += "the throw did not come from a combining receive\n";
+    return verdict + plait_test::expect_error(next_call, {plait::errc::invalid_argument}, -1,
+                                              {"unusable", "own code threw mid-call", "the reduction refuses"});
   });
   REQUIRE(plait_test::failures(verdicts) == "");
 }
