@@ -249,6 +249,36 @@ TEST_CASE("nvlink emulation: irecv_combine folds each chunk on its side and refu
   REQUIRE(plait_test::failures(verdicts) == "");
 }
 
+namespace {
+
+/// The emulated transport taking no combining receive in a step: a fold run
+/// must land every partial in staging instead.
+class no_combining_receives : public gpu_comm {
+ public:
+  using gpu_comm::gpu_comm;
+  [[nodiscard]] static constexpr std::size_t max_combining_receives() noexcept { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("nvlink emulation: a fold run stages the combining receives a step cannot hold",
+          "[nvlink][reduce][combine_on_receive]") {
+  const auto verdicts = plait_test::run_ranks(mode::threads, 3, [&](plait::shm::communicator& boot) -> std::string {
+    no_combining_receives gpu(boot, 0, {}, {2, 64});
+    gpu.set_timeout(std::chrono::seconds(20));
+    std::vector<std::int64_t> send(3 * 50);
+    for (std::size_t i = 0; i < send.size(); ++i) send[i] = contribution(gpu.rank(), i);
+    std::vector<std::int64_t> recv(send.size());
+    plait::all_reduce<plait::ring>(gpu, send, recv, plait::sum{});
+    for (std::size_t i = 0; i < recv.size(); ++i) {
+      if (recv[i] != contribution(0, i) + contribution(1, i) + contribution(2, i))
+        return "element " + std::to_string(i);
+    }
+    return gpu.bytes_combined_on_receive() == 0 ? "" : "a partial was combined on receive beyond the step's room";
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+}
+
 TEST_CASE("nvlink emulation: a reduction that throws in a combining receive reaches its caller and poisons",
           "[nvlink][reduce][combine_on_receive][errors]") {
   const mode m = GENERATE(mode::threads, mode::processes);
