@@ -77,36 +77,28 @@ namespace {
 std::int64_t contribution(int rank, std::size_t i) { return static_cast<std::int64_t>(i * 31 + rank * 7); }
 
 /// Rank r's element i of a sum whose bits depend on the order it is taken in.
-float order_sensitive(int rank, std::size_t i) {
+float inexact(int rank, std::size_t i) {
   return 1.0f / static_cast<float>(3 + i % 11) + 1e6f * static_cast<float>(rank % 2) -
          static_cast<float>(i % 5) * 1e-3f * static_cast<float>(rank);
 }
 
-/// out = left + right over int32 elements: a combining receive's combine.
-void add_ints(const void* /*context*/, const std::byte* left, const std::byte* right, std::byte* out,
-              std::size_t bytes) {
+/// out = left op right over int32 elements: a combining receive's combine.
+template <std::int32_t (*Op)(std::int32_t, std::int32_t)>
+void fold_ints(const void* /*context*/, const std::byte* left, const std::byte* right, std::byte* out,
+               std::size_t bytes) {
   for (std::size_t at = 0; at < bytes; at += sizeof(std::int32_t)) {
     std::int32_t a = 0;
     std::int32_t b = 0;
     std::memcpy(&a, left + at, sizeof a);
     std::memcpy(&b, right + at, sizeof b);
-    const std::int32_t sum = a + b;
-    std::memcpy(out + at, &sum, sizeof sum);
-  }
-}
-
-/// out = left * 10 + right: which side the arriving partial is on shows.
-void left_times_ten_plus_right(const void* /*context*/, const std::byte* left, const std::byte* right, std::byte* out,
-                               std::size_t bytes) {
-  for (std::size_t at = 0; at < bytes; at += sizeof(std::int32_t)) {
-    std::int32_t a = 0;
-    std::int32_t b = 0;
-    std::memcpy(&a, left + at, sizeof a);
-    std::memcpy(&b, right + at, sizeof b);
-    const std::int32_t folded = a * 10 + b;
+    const std::int32_t folded = Op(a, b);
     std::memcpy(out + at, &folded, sizeof folded);
   }
 }
+
+constexpr std::int32_t add(std::int32_t a, std::int32_t b) { return a + b; }
+/// Which side the arriving partial is on shows.
+constexpr std::int32_t left_times_ten_plus_right(std::int32_t a, std::int32_t b) { return a * 10 + b; }
 
 }  // namespace
 
@@ -155,13 +147,13 @@ TEST_CASE("nvlink emulation: a reduction combines partials as they arrive out of
     }
     // Chain: the arriving partial is the left operand; the exact left fold's bits.
     std::vector<float> mixed(64 * p);
-    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = order_sensitive(gpu.rank(), i);
+    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = inexact(gpu.rank(), i);
     std::vector<float> folded(mixed.size());
     const std::uint64_t before_chain = gpu.bytes_combined_on_receive();
     plait::all_reduce<plait::chain>(gpu, mixed, folded, plait::ordered<plait::sum>{});
     for (std::size_t i = 0; i < folded.size(); ++i) {
-      float acc = order_sensitive(0, i);
-      for (int r = 1; r < ranks; ++r) acc = plait::sum{}(acc, order_sensitive(r, i));
+      float acc = inexact(0, i);
+      for (int r = 1; r < ranks; ++r) acc = plait::sum{}(acc, inexact(r, i));
       if (std::memcmp(&acc, &folded[i], sizeof acc) != 0) {
         v += "chain ordered<sum> element " + std::to_string(i) + "\n";
         break;
@@ -191,9 +183,9 @@ TEST_CASE("nvlink emulation: irecv_combine folds each chunk on its side and refu
                                     .combine = combine,
                                     .context = nullptr};
     };
-    const auto on_left = how(held, true, sizeof(std::int32_t), &left_times_ten_plus_right);
-    const auto on_right = how(right_into, false, sizeof(std::int32_t), &left_times_ten_plus_right);
-    const auto adding = how(held, true, sizeof(std::int32_t), &add_ints);
+    const auto on_left = how(held, true, sizeof(std::int32_t), &fold_ints<left_times_ten_plus_right>);
+    const auto on_right = how(right_into, false, sizeof(std::int32_t), &fold_ints<left_times_ten_plus_right>);
+    const auto adding = how(held, true, sizeof(std::int32_t), &fold_ints<add>);
     const auto out = std::as_bytes(std::span(arriving));
     const int tag = 3;
     std::string v;
@@ -218,7 +210,8 @@ TEST_CASE("nvlink emulation: irecv_combine folds each chunk on its side and refu
     };
     std::vector<std::int32_t> into(arriving.size());
     v += refused(plait::errc::invalid_argument, [&] {
-      (void)gpu.irecv_combine(0, bytes_of(into), how(held, true, 3, &add_ints), tag);  // 16-byte parts split elements
+      (void)gpu.irecv_combine(0, bytes_of(into), how(held, true, 3, &fold_ints<add>),
+                              tag);  // 16-byte parts split elements
     });
     v += refused(plait::errc::invalid_argument, [&] {
       (void)gpu.irecv_combine(0, bytes_of(into).first(6), adding, tag);  // not whole elements
@@ -418,12 +411,6 @@ float max_exact(int ranks, std::size_t i) {
   float best = exact(0, i);
   for (int r = 1; r < ranks; ++r) best = exact(r, i) > best ? exact(r, i) : best;
   return best;
-}
-
-/// Rank r's element i of a sum whose bits depend on the order it is taken in.
-float inexact(int rank, std::size_t i) {
-  return 1.0f / static_cast<float>(3 + i % 11) + 1e6f * static_cast<float>(rank % 2) -
-         static_cast<float>(i % 5) * 1e-3f * static_cast<float>(rank);
 }
 
 }  // namespace
