@@ -179,7 +179,10 @@ std::string check(const R& r, std::mt19937_64& rng) {
     REQUIRE(sizeof(wire_element) == w);
     bytes want(n * w, offset), got(n * w, offset);
     const auto combine_differs = [&](const std::string& what) {
-      return differs_in_members<wire_element>(got.data(), want.data(), n, at + ": " + what);
+      std::string where = at;
+      where += ": ";
+      where += what;
+      return differs_in_members<wire_element>(got.data(), want.data(), n, where);
     };
     k.combine(k.state, a.data(), b.data(), want.data(), n);
     work::combine(run, k.state, a.data(), b.data(), got.data(), n);

@@ -74,7 +74,9 @@ TEMPLATE_LIST_TEST_CASE("nvlink emulation: reductions equal a serial reference i
 namespace {
 
 /// Rank r's element i: every order of sums gives the same bits.
-std::int64_t contribution(int rank, std::size_t i) { return static_cast<std::int64_t>(i * 31 + rank * 7); }
+std::int64_t contribution(int rank, std::size_t i) {
+  return static_cast<std::int64_t>(i * 31) + std::int64_t{7} * rank;
+}
 
 /// Rank r's element i of a sum whose bits depend on the order it is taken in.
 float inexact(int rank, std::size_t i) {
