@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../support/algorithm_lists.hpp"
+#include "../support/expect_error.hpp"
 #include "mpi_test.hpp"
 #include "plait/mpi.hpp"
 
@@ -277,17 +278,10 @@ TEST_CASE(
     if (comm.rank() == 0) {
       std::vector<int> send(2 * k, 1), recv(2 * k, -1);
       const std::vector<std::size_t> counts{k, k};
-      try {
-        plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
-        return "the sender's call returned normally";
-      } catch (const plait::error& e) {
-        const std::string what = e.what();
-        if (e.code() != plait::errc::size_mismatch ||
-            what.find("rank 1 received a message of 20 bytes") == std::string::npos) {
-          return "the sender did not throw the receiver's notice: " + what;
-        }
-      }
-      return {};
+      const std::string thrown =
+          plait_test::expect_error([&] { plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts); },
+                                   {plait::errc::size_mismatch}, -1, {"rank 1 received a message of 20 bytes"});
+      return thrown.empty() ? thrown : "the sender did not throw the receiver's notice: " + thrown;
     }
     // Take rank 0's block of the call, claim it held one int too many, then
     // announce the group's failure, as plait's receiver does. Each look for
@@ -327,17 +321,10 @@ TEST_CASE(
     if (comm.rank() == 1) {
       std::vector<int> send(3 * k, 2), recv(3 * k, -1);
       const std::vector<std::size_t> counts{k, k, k};
-      try {
-        plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts);
-        return "the receiver's call returned normally";
-      } catch (const plait::error& e) {
-        const std::string what = e.what();
-        if (e.code() != plait::errc::size_mismatch ||
-            what.find("rank 0 sent a message of 20 bytes where this rank expects 16") == std::string::npos) {
-          return "the receiver did not throw the mismatch it saw: " + what;
-        }
-      }
-      return {};
+      const std::string thrown = plait_test::expect_error(
+          [&] { plait::all_to_all_v<plait::direct>(comm, send, counts, recv, counts); }, {plait::errc::size_mismatch},
+          -1, {"rank 0 sent a message of 20 bytes where this rank expects 16"});
+      return thrown.empty() ? thrown : "the receiver did not throw the mismatch it saw: " + thrown;
     }
     // Both take rank 1's block of the call (its tag is the call's).
     MPI_Status status;
