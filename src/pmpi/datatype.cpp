@@ -74,6 +74,7 @@ const std::vector<named>& named_types() {
       {MPI_LONG_INT, element_class::integer_pair},
       {MPI_FLOAT_INT, element_class::floating_pair},
       {MPI_DOUBLE_INT, element_class::floating_pair},
+      {MPI_LONG_DOUBLE_INT, element_class::floating_pair},
       // Fortran's (its bindings hand the library these handles); MPI_LOGICAL
       // is left out: .TRUE. is not 1 in every compiler.
       {MPI_INTEGER, element_class::signed_integer},

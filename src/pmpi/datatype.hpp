@@ -74,7 +74,8 @@ long long count_sum(const int* counts, int P) noexcept;
 
 /// The element kinds reductions are served on, by width and class. The pair
 /// classes are MPI_2INT, MPI_SHORT_INT, MPI_LONG_INT (integer value) and
-/// MPI_FLOAT_INT, MPI_DOUBLE_INT (floating value), for MPI_MINLOC/MAXLOC.
+/// MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_DOUBLE_INT (floating value), for
+/// MPI_MINLOC/MAXLOC.
 enum class element_class {
   none,
   signed_integer,

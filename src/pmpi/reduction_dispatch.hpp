@@ -151,6 +151,8 @@ bool visit_pair(const element_type& e, Visit& visit) {
   } else if (e.kind == element_class::floating_pair) {
     if (e.width == 4) return run(std::type_identity<float>{});
     if (e.width == 8) return run(std::type_identity<double>{});
+    // MPI_LONG_DOUBLE_INT, where a long double fills 16 bytes (as MPI_LONG_DOUBLE).
+    if (e.width == 16 && sizeof(long double) == 16) return run(std::type_identity<long double>{});
   }
   return false;
 }

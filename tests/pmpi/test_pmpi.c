@@ -17,6 +17,9 @@
 #include <string.h>
 
 static int rank, P, failures;
+/* MPI_Allreduce calls made on purpose to pass to PMPI (run_pmpi_test.sh
+ * checks the report passed exactly these). */
+static int must_pass_allreduces;
 
 static void expect_same(const char* what, const void* got, const void* want, size_t bytes, MPI_Comm comm) {
   int bad = memcmp(got, want, bytes) != 0;
@@ -573,18 +576,54 @@ static void test_reduce_scatter_sizes(MPI_Comm comm, MPI_Datatype type) {
   free(counts);
 }
 
-/* What passes to PMPI must still be right: MPI_LONG_DOUBLE_INT (a long
- * double and an int, for MPI_MAXLOC) is not mapped. */
-static void test_passed(MPI_Comm comm) {
-  struct {
+/* MPI_LONG_DOUBLE_INT (a long double and an int, 32 bytes with padding),
+ * served as plait::value_index<long double> where a long double fills 16
+ * bytes: MPI_MAXLOC with every rank tied on one element, and MPI_MINLOC in
+ * place. Values and indices are compared, not the padding. */
+static void test_long_double_pairs(MPI_Comm comm) {
+  struct pair {
     long double value;
     int index;
-  } send[3] = {{1.0L * (rank % 2), rank}, {2.0L, rank}, {-3.0L * rank, rank}}, got[3], want[3];
-  MPI_Allreduce(send, got, 3, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, comm);
-  PMPI_Allreduce(send, want, 3, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, comm);
+  } send[5], got[5], want[5];
+  for (int i = 0; i < 5; ++i) {
+    send[i].value = i == 1 ? 2.0L : (long double)(value(rank, i, 13) % 7) * 0.25L;
+    send[i].index = rank * 10 + i;
+  }
+  MPI_Allreduce(send, got, 5, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, comm);
+  PMPI_Allreduce(send, want, 5, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, comm);
   int same = 1;
-  for (int i = 0; i < 3; ++i) same = same && got[i].value == want[i].value && got[i].index == want[i].index;
-  expect_same("MPI_Allreduce(MPI_LONG_DOUBLE_INT, MPI_MAXLOC), passed", &same, &(int){1}, sizeof same, comm);
+  for (int i = 0; i < 5; ++i) same = same && got[i].value == want[i].value && got[i].index == want[i].index;
+  expect_same("MPI_Allreduce(MPI_LONG_DOUBLE_INT, MPI_MAXLOC)", &same, &(int){1}, sizeof same, comm);
+  memcpy(got, send, sizeof got);
+  MPI_Allreduce(MPI_IN_PLACE, got, 5, MPI_LONG_DOUBLE_INT, MPI_MINLOC, comm);
+  PMPI_Allreduce(send, want, 5, MPI_LONG_DOUBLE_INT, MPI_MINLOC, comm);
+  same = 1;
+  for (int i = 0; i < 5; ++i) same = same && got[i].value == want[i].value && got[i].index == want[i].index;
+  expect_same("MPI_Allreduce(MPI_IN_PLACE, MPI_LONG_DOUBLE_INT, MPI_MINLOC)", &same, &(int){1}, sizeof same, comm);
+}
+
+/* What passes to PMPI must still be right: a user op on 40-byte elements
+ * (five doubles), wider than any element a user op is served on. */
+static void user_sum_doubles(void* in, void* inout, int* len, MPI_Datatype* type) {
+  (void)type;
+  const double* a = in;
+  double* b = inout;
+  for (int i = 0; i < *len * 5; ++i) b[i] += a[i];
+}
+static void test_passed(MPI_Comm comm) {
+  MPI_Datatype five;
+  MPI_Type_contiguous(5, MPI_DOUBLE, &five);
+  MPI_Type_commit(&five);
+  MPI_Op op;
+  MPI_Op_create(user_sum_doubles, 1, &op);
+  double send[10], got[10], want[10];
+  for (int i = 0; i < 10; ++i) send[i] = value(rank, i, 14) * 0.5; /* halves: exact in any order */
+  MPI_Allreduce(send, got, 2, five, op, comm);
+  ++must_pass_allreduces;
+  PMPI_Allreduce(send, want, 10, MPI_DOUBLE, MPI_SUM, comm);
+  expect_same("MPI_Allreduce(user op on 40-byte elements), passed", got, want, sizeof got, comm);
+  MPI_Op_free(&op);
+  MPI_Type_free(&five);
 }
 
 static void test_reductions(MPI_Comm comm) {
@@ -632,6 +671,7 @@ static void test_reductions(MPI_Comm comm) {
 
   test_user_ops(comm);
   test_pairs(comm);
+  test_long_double_pairs(comm);
   test_passed(comm);
 }
 
@@ -747,6 +787,9 @@ int main(int argc, char** argv) {
 
   int any = 0;
   PMPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int must_pass = 0;
+  PMPI_Allreduce(&must_pass_allreduces, &must_pass, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("test_pmpi: %d MPI_Allreduce calls must pass\n", must_pass);
   if (rank == 0) printf("test_pmpi: %d ranks, %d failed check(s)\n", P, any);
   fflush(stdout); /* out before the report MPI_Finalize writes */
   MPI_Finalize();
