@@ -9,6 +9,7 @@
 // signed zeros included; a reduction that does not commute gets rank order.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
@@ -510,6 +511,68 @@ TEMPLATE_LIST_TEST_CASE("a reduction that does not commute is combined in rank o
     return {};
   });
   REQUIRE(plait_test::failures(verdicts) == "");
+}
+
+/// Bytes of one element, as a run-time reduction's caller moves them.
+template <std::size_t N>
+struct raw_element {
+  std::array<std::byte, N> bytes;
+};
+
+TEST_CASE("a reduction carried as its kernel combines as the reduction it was made from, in its order",
+          "[reduce][kernel_reduction]") {
+  const mode m = GENERATE(mode::threads, mode::processes);
+  const int ranks = GENERATE(1, 2, 3, 5, 8);
+  CAPTURE(plait_test::to_string(m), ranks);
+  // max on int32 (a kernel that compared unsigned, or summed, would differ) and a
+  // product that does not commute (rank order), both on elements that are only bytes.
+  const auto max_kernel = plait::detail::kernel_reduction_for<std::int32_t>(plait::max{});
+  const auto product =
+      plait::reduction([](const matrix& a, const matrix& b) { return times(a, b); }, plait::associative);
+  const auto product_kernel = plait::detail::kernel_reduction_for<matrix>(product);
+  static_assert(plait::is_commutative_v<decltype(max_kernel)> && !plait::is_commutative_v<decltype(product_kernel)>);
+  const auto verdicts = plait_test::run_ranks(m, ranks, [&](plait::shm::communicator& comm) -> std::string {
+    const std::size_t block = 3;
+    const std::size_t n = block * static_cast<std::size_t>(ranks);
+    const auto value = [](int rank, std::size_t i) {
+      return static_cast<std::int32_t>((rank * 37 + static_cast<int>(i) * 11) % 23) - 11;
+    };
+    std::vector<raw_element<4>> ints(n);
+    std::vector<raw_element<4>> ints_out(n);
+    std::vector<raw_element<16>> matrices(n);
+    std::vector<raw_element<16>> matrices_out(n);
+    std::vector<raw_element<16>> part(block);
+    for (std::size_t i = 0; i < n; ++i) {
+      ints[i] = std::bit_cast<raw_element<4>>(value(comm.rank(), i));
+      matrices[i] = std::bit_cast<raw_element<16>>(matrix_of(comm.rank(), i));
+    }
+    plait::all_reduce(comm, ints, ints_out, max_kernel);
+    plait::all_reduce<plait::tree>(comm, matrices, matrices_out, product_kernel);
+    plait::reduce_scatter(comm, matrices, part, product_kernel);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int32_t most = value(0, i);
+      matrix folded = matrix_of(0, i);
+      for (int r = 1; r < ranks; ++r) {
+        most = std::max(most, value(r, i));
+        folded = times(folded, matrix_of(r, i));
+      }
+      if (std::bit_cast<std::int32_t>(ints_out[i]) != most) return "max element " + std::to_string(i) + " differs";
+      if (!(std::bit_cast<matrix>(matrices_out[i]) == folded)) {
+        return "all_reduce element " + std::to_string(i) + " is out of rank order";
+      }
+      const std::size_t mine = static_cast<std::size_t>(comm.rank()) * block;
+      if (i >= mine && i < mine + block && !(std::bit_cast<matrix>(part[i - mine]) == folded)) {
+        return "reduce_scatter element " + std::to_string(i) + " is out of rank order";
+      }
+    }
+    return {};
+  });
+  REQUIRE(plait_test::failures(verdicts) == "");
+  // The kernel is the original's, its name and element code included (what a call's stamp compares).
+  const plait::detail::reduction_kernel kernel = plait::detail::kernel_for<raw_element<4>>(max_kernel);
+  CHECK(kernel.name == "max");
+  CHECK(kernel.element == plait::detail::kernel_for<std::int32_t>(plait::max{}).element);
+  CHECK(kernel.combine == plait::detail::kernel_for<std::int32_t>(plait::max{}).combine);
 }
 
 TEST_CASE("premul_sum scales each input and avg divides the sum by P", "[reduce]") {

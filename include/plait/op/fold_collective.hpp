@@ -157,6 +157,9 @@ template <class View, class Comm, class Reduction, std::invocable Make>
 auto plan_for_engine(Comm& comm, const Reduction& reduction, Make&& make) {
   auto plan = std::forward<Make>(make)();
   if constexpr (folds_on_device_engine<copy_engine_of<Comm>>) {
+    static_assert(!is_kernel_reduction_v<Reduction>,
+                  "plait: a reduction carried as its host kernel (detail::kernel_reduction) folds on the host only; "
+                  "a transport whose copy engine combines on its device needs the reduction itself");
     using element = std::remove_cv_t<typename element_of<View>::type>;
     plan.run_on_device(0, comm.copy_engine().template device_kernel<element>(reduction));
   }

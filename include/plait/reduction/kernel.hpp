@@ -92,6 +92,35 @@ struct reduction_kernel {
   const device_reduction* device = nullptr;
 };
 
+/// A reduction picked at run time, carried as the kernel kernel_for made for
+/// it (kernel_reduction_for<T>(r)): code that chooses among many (element
+/// type, reduction) pairs at run time, as libplait_pmpi does for MPI's
+/// datatypes and ops, then instantiates a collective once per element size
+/// and order, not once per pair, while every combine runs the pair's own
+/// loops. Elements travel as any trivially copyable type of Bytes bytes.
+/// Host folds only (a copy engine that combines on its device needs the
+/// reduction's type). The reduction the kernel was made from must outlive
+/// every call it is passed to, as a kernel's `state` must.
+template <std::size_t Bytes, bool Commutative>
+struct kernel_reduction {
+  /// Marks a plait reduction.
+  using reduction_concept = reduction_tag;
+  /// Shown only where no kernel is at hand; a call's messages name the kernel's reduction.
+  static constexpr std::string_view name = "kernel_reduction";
+  /// As the reduction the kernel was made from.
+  static constexpr bool commutative = Commutative;
+  /// Any element of the kernel's size.
+  template <class T>
+  static constexpr bool accepts = sizeof(T) == Bytes;
+  /// kernel_for<T>(r) of the reduction this one stands for.
+  reduction_kernel kernel;
+};
+
+template <class R>
+inline constexpr bool is_kernel_reduction_v = false;
+template <std::size_t Bytes, bool Commutative>
+inline constexpr bool is_kernel_reduction_v<kernel_reduction<Bytes, Commutative>> = true;
+
 /// Converts `elements` values from From to To (widening to an accumulator,
 /// or rounding back once).
 template <class From, class To>
@@ -515,7 +544,10 @@ template <class T, class Reduction>
 reduction_kernel kernel_for(const Reduction& r) {
   check_reduction<Reduction, T>();
   reduction_kernel kernel;
-  if constexpr (reduction_accepts<Reduction, T>) {  // else check_reduction has already failed
+  if constexpr (is_kernel_reduction_v<Reduction>) {
+    kernel = r.kernel;  // the original element type's code and name included
+    return kernel;
+  } else if constexpr (reduction_accepts<Reduction, T>) {  // else check_reduction has already failed
     if constexpr (is_ordered_v<Reduction>) {
       kernel = kernel_for<T>(r.reduction);
       kernel.name = Reduction::name;
@@ -549,6 +581,15 @@ reduction_kernel kernel_for(const Reduction& r) {
     kernel.element = element_code<T>;
   }
   return kernel;
+}
+
+/// `r` on elements of type T as a kernel_reduction: the same combines, on
+/// any element type of T's size. Unordered reductions only (ordered<R>'s
+/// exact left fold is a property of its type that the engine reads).
+template <class T, class Reduction>
+kernel_reduction<sizeof(T), is_commutative_v<Reduction>> kernel_reduction_for(const Reduction& r) {
+  static_assert(!is_ordered_v<Reduction>, "plait: kernel_reduction_for takes unordered reductions");
+  return {kernel_for<T>(r)};
 }
 
 }  // namespace detail
