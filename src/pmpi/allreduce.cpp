@@ -29,23 +29,24 @@ PLAIT_PMPI_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int coun
   comm_state* state = d.state;
   const std::uint64_t bytes = payload_bytes(count, datatype);
   return serve(f, comm, bytes, [&] {
-    visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
-      const bool in_place = sendbuf == MPI_IN_PLACE;
-      const std::size_t n = count_of(count) * static_cast<std::size_t>(scale);
-      const std::span<T> recv = output_values<T>(e, recvbuf, count, n, in_place);
-      const std::span<const T> send = in_place ? std::span<const T>{} : input_values<T>(e, sendbuf, count, n);
-      on_levels(*state, [&](auto& group) {
-        // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
-        if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
-          if (all_reduce_by_nodes(group, in_place ? nullptr : send.data(), recv, reduction)) return;
-        }
-        if (in_place) {
-          plait::all_reduce<reduction_algorithm>(group, plait::in_place, recv, reduction);
-        } else {
-          plait::all_reduce<reduction_algorithm>(group, send, recv, reduction);
-        }
-      });
-      finish_values(e, recv, recvbuf, count);
-    });
+    visit_kernel_reduction(
+        e, op, [&]<class T, class R>(std::type_identity<T>, const R& reduction, int scale, bool by_nodes) {
+          const bool in_place = sendbuf == MPI_IN_PLACE;
+          const std::size_t n = count_of(count) * static_cast<std::size_t>(scale);
+          const std::span<T> recv = output_values<T>(e, recvbuf, count, n, in_place);
+          const std::span<const T> send = in_place ? std::span<const T>{} : input_values<T>(e, sendbuf, count, n);
+          on_levels(*state, [&](auto& group) {
+            // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
+            if constexpr (spans_nodes_v<decltype(group)>) {
+              if (by_nodes && all_reduce_by_nodes(group, in_place ? nullptr : send.data(), recv, reduction)) return;
+            }
+            if (in_place) {
+              plait::all_reduce<reduction_algorithm>(group, plait::in_place, recv, reduction);
+            } else {
+              plait::all_reduce<reduction_algorithm>(group, send, recv, reduction);
+            }
+          });
+          finish_values(e, recv, recvbuf, count);
+        });
   });
 }

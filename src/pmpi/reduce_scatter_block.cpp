@@ -30,25 +30,28 @@ PLAIT_PMPI_EXPORT int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbu
   const std::uint64_t bytes = payload_bytes(recvcount, datatype);
   const int P = size_of(comm);
   return serve(f, comm, bytes, [&] {
-    visit_reduction(e, op, [&]<class T, class R>(std::type_identity<T>, R reduction, int scale) {
-      // In place the input is all of recvbuf and the result its first block.
-      const bool in_place = sendbuf == MPI_IN_PLACE;
-      const std::size_t items = count_of(recvcount);
-      const void* input = in_place ? recvbuf : sendbuf;
-      const std::size_t n = items * static_cast<std::size_t>(scale);
-      const std::span<const T> all = input_values<T>(
-          e, input, recvcount * P, n * static_cast<std::size_t>(P));  // MPI counts are int: P * recvcount fits
-      const reduce_scatter_result<T> result(e, recvbuf, recvcount, n, in_place);
-      const std::span<T> mine = result.values();
-      on_levels(*state, [&](auto& group) {
-        // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
-        if constexpr (spans_nodes_v<decltype(group)> && std::is_arithmetic_v<T>) {
-          const std::vector<std::size_t> counts(static_cast<std::size_t>(P), n);
-          if (reduce_scatter_by_nodes(group, all, mine, std::span<const std::size_t>{counts}, reduction)) return;
-        }
-        plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction);
-      });
-      result.finish();
-    });
+    visit_kernel_reduction(
+        e, op, [&]<class T, class R>(std::type_identity<T>, const R& reduction, int scale, bool by_nodes) {
+          // In place the input is all of recvbuf and the result its first block.
+          const bool in_place = sendbuf == MPI_IN_PLACE;
+          const std::size_t items = count_of(recvcount);
+          const void* input = in_place ? recvbuf : sendbuf;
+          const std::size_t n = items * static_cast<std::size_t>(scale);
+          const std::span<const T> all = input_values<T>(
+              e, input, recvcount * P, n * static_cast<std::size_t>(P));  // MPI counts are int: P * recvcount fits
+          const reduce_scatter_result<T> result(e, recvbuf, recvcount, n, in_place);
+          const std::span<T> mine = result.values();
+          on_levels(*state, [&](auto& group) {
+            // Across nodes, arithmetic elements go node by node; the rest (pairs, user ops' blobs) flat.
+            if constexpr (spans_nodes_v<decltype(group)>) {
+              if (by_nodes) {
+                const std::vector<std::size_t> counts(static_cast<std::size_t>(P), n);
+                if (reduce_scatter_by_nodes(group, all, mine, std::span<const std::size_t>{counts}, reduction)) return;
+              }
+            }
+            plait::reduce_scatter<reduction_algorithm>(group, all, mine, reduction);
+          });
+          result.finish();
+        });
   });
 }
