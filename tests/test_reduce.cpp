@@ -519,7 +519,7 @@ struct raw_element {
   std::array<std::byte, N> bytes;
 };
 
-TEST_CASE("a reduction carried as its kernel combines as the reduction it was made from, in its order",
+TEST_CASE("a reduction carried as its kernel combines as the reduction it was made from and in its order",
           "[reduce][kernel_reduction]") {
   const mode m = GENERATE(mode::threads, mode::processes);
   const int ranks = GENERATE(1, 2, 3, 5, 8);
